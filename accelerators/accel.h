@@ -1,0 +1,81 @@
+/*
+ * accel.h - the descriptor every accelerator provides (ABI version 1).
+ *
+ * An accelerator is a named function a client can call ("sw", later "plf",
+ * "cnn"). Its descriptor is a const table: the engine, the daemon and the
+ * client's CPU fallback only ever reach an accelerator through it. Built-ins
+ * are listed in registry.c; plugins will load the same struct from shared
+ * objects, so fields are only ever appended and abi_version comes first.
+ *
+ * Contract: validate() decodes and checks everything (parameters and input
+ * blocks) and fails with a reason; run_cpu() is only called on what validate
+ * accepted, so it fails only on resource exhaustion or cancellation.
+ */
+#ifndef EMBER_ACCEL_H
+#define EMBER_ACCEL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#define ACC_ABI_VERSION 1
+
+/* An input block as the accelerator sees it: read-only bytes. */
+typedef struct acc_block {
+  const uint8_t *data;
+  size_t size;
+} acc_block;
+
+/* What run_cpu produces: a malloc'd buffer holding the accelerator's packed
+ * Result message. The caller frees data with free(). */
+typedef struct acc_output {
+  uint8_t *data;
+  size_t size;
+} acc_output;
+
+/* Per-run context. cancel may be NULL; when it reads nonzero the run should
+ * stop soon and return EMBER_ECANCELED. */
+typedef struct acc_run_ctx {
+  const atomic_int *cancel;
+} acc_run_ctx;
+
+typedef struct acc_descriptor {
+  unsigned abi_version;                 /* ACC_ABI_VERSION */
+  const char *name;                     /* "sw" */
+  unsigned version;                     /* the accelerator's own version */
+  const char *summary;                  /* one line for listings */
+  const ProtobufCMessageDescriptor *params_descriptor;
+  const ProtobufCMessageDescriptor *result_descriptor;
+
+  /* Decode params and check them and the inputs. On success stores the
+   * accelerator's prepared state in *prepared (freed by release()) and
+   * returns 0; otherwise writes a reason into err and returns a negative
+   * EMBER_E* (EPARAM for parameters, EFORMAT for malformed blocks).
+   * Thread-safe; inputs must stay valid until release(). */
+  int (*validate)(const uint8_t *params, size_t params_len,
+                  const acc_block *inputs, size_t n_inputs, void **prepared,
+                  char *err, size_t err_len);
+
+  /* The CPU implementation (vectorised; one call runs on one thread). */
+  int (*run_cpu)(void *prepared, const acc_block *inputs, size_t n_inputs,
+                 const acc_run_ctx *ctx, acc_output *out, char *err,
+                 size_t err_len);
+
+  /* Free what validate() prepared. release(NULL) is a no-op. */
+  void (*release)(void *prepared);
+
+  /* Amount of work in a prepared task, in the accelerator's own unit
+   * (sw: DP cell updates); used for reports and timing models. */
+  uint64_t (*work)(const void *prepared);
+  const char *work_unit;                /* "cells" */
+} acc_descriptor;
+
+/* Built-in accelerators. */
+size_t acc_registry_count(void);
+const acc_descriptor *acc_registry_get(size_t index);
+/* acc_registry_find: the descriptor named name, or NULL. */
+const acc_descriptor *acc_registry_find(const char *name);
+
+#endif

@@ -1,0 +1,34 @@
+/* sw_avx2.c - the striped kernel on AVX2: 16 lanes of 16 bits.
+ * Compiled with EMBER_FLAGS_AVX2 only; used when the CPU has AVX2. */
+#include <immintrin.h>
+#include <stddef.h>
+
+#include "sw_kernel.h"
+
+typedef __m256i sw_vec;
+#define SW_LANES 16
+#define SW_PASS_NAME acc_sw_pass_avx2
+
+static inline sw_vec v_zero(void) { return _mm256_setzero_si256(); }
+static inline sw_vec v_set1(int16_t x) { return _mm256_set1_epi16(x); }
+static inline sw_vec v_load(const sw_vec *p) { return _mm256_load_si256(p); }
+static inline void v_store(sw_vec *p, sw_vec v) { _mm256_store_si256(p, v); }
+static inline sw_vec v_adds(sw_vec a, sw_vec b) {
+  return _mm256_adds_epi16(a, b);
+}
+static inline sw_vec v_subs(sw_vec a, sw_vec b) {
+  return _mm256_subs_epi16(a, b);
+}
+static inline sw_vec v_max(sw_vec a, sw_vec b) {
+  return _mm256_max_epi16(a, b);
+}
+static inline bool v_any_gt(sw_vec a, sw_vec b) {
+  return _mm256_movemask_epi8(_mm256_cmpgt_epi16(a, b)) != 0;
+}
+/* one lane up across the two 128-bit halves: the high half takes the low
+ * half's top lane, the low half takes a zero */
+static inline sw_vec v_shift1(sw_vec v) {
+  return _mm256_alignr_epi8(v, _mm256_permute2x128_si256(v, v, 0x08), 14);
+}
+
+#include "sw_striped.h"

@@ -1,0 +1,38 @@
+/* sw_avx512.c - the striped kernel on AVX-512BW: 32 lanes of 16 bits.
+ * Compiled with EMBER_FLAGS_AVX512 only; used when the CPU has AVX-512F and
+ * AVX-512BW. */
+#include <immintrin.h>
+#include <stddef.h>
+
+#include "sw_kernel.h"
+
+typedef __m512i sw_vec;
+#define SW_LANES 32
+#define SW_PASS_NAME acc_sw_pass_avx512
+
+static inline sw_vec v_zero(void) { return _mm512_setzero_si512(); }
+static inline sw_vec v_set1(int16_t x) { return _mm512_set1_epi16(x); }
+static inline sw_vec v_load(const sw_vec *p) { return _mm512_load_si512(p); }
+static inline void v_store(sw_vec *p, sw_vec v) { _mm512_store_si512(p, v); }
+static inline sw_vec v_adds(sw_vec a, sw_vec b) {
+  return _mm512_adds_epi16(a, b);
+}
+static inline sw_vec v_subs(sw_vec a, sw_vec b) {
+  return _mm512_subs_epi16(a, b);
+}
+static inline sw_vec v_max(sw_vec a, sw_vec b) {
+  return _mm512_max_epi16(a, b);
+}
+static inline bool v_any_gt(sw_vec a, sw_vec b) {
+  return _mm512_cmpgt_epi16_mask(a, b) != 0;
+}
+/* lane l takes lane l-1 through a permutation; lane 0 is masked to zero */
+static inline sw_vec v_shift1(sw_vec v) {
+  static const int16_t up[32] __attribute__((aligned(64))) = {
+      0,  0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14,
+      15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30};
+  return _mm512_maskz_permutexvar_epi16(0xfffffffeu,
+                                        _mm512_load_si512(up), v);
+}
+
+#include "sw_striped.h"

@@ -1,0 +1,24 @@
+/* sw_sse41.c - the striped kernel on SSE4.1: 8 lanes of 16 bits.
+ * Compiled with EMBER_FLAGS_SSE41 only; used when the CPU has SSE4.1. */
+#include <immintrin.h>
+#include <stddef.h>
+
+#include "sw_kernel.h"
+
+typedef __m128i sw_vec;
+#define SW_LANES 8
+#define SW_PASS_NAME acc_sw_pass_sse41
+
+static inline sw_vec v_zero(void) { return _mm_setzero_si128(); }
+static inline sw_vec v_set1(int16_t x) { return _mm_set1_epi16(x); }
+static inline sw_vec v_load(const sw_vec *p) { return _mm_load_si128(p); }
+static inline void v_store(sw_vec *p, sw_vec v) { _mm_store_si128(p, v); }
+static inline sw_vec v_adds(sw_vec a, sw_vec b) { return _mm_adds_epi16(a, b); }
+static inline sw_vec v_subs(sw_vec a, sw_vec b) { return _mm_subs_epi16(a, b); }
+static inline sw_vec v_max(sw_vec a, sw_vec b) { return _mm_max_epi16(a, b); }
+static inline bool v_any_gt(sw_vec a, sw_vec b) {
+  return _mm_movemask_epi8(_mm_cmpgt_epi16(a, b)) != 0;
+}
+static inline sw_vec v_shift1(sw_vec v) { return _mm_slli_si128(v, 2); }
+
+#include "sw_striped.h"

@@ -1,0 +1,145 @@
+/*
+ * sw_striped.h - the striped (Farrar 2007) Smith-Waterman pass with 16-bit
+ * saturating lanes, written once for all vector widths. Not a normal
+ * header: an ISA file (sw_sse41.c, sw_avx2.c, sw_avx512.c) defines sw_vec,
+ * SW_LANES, SW_PASS_NAME and these helpers, then includes it:
+ *
+ *   v_zero() v_set1(x) v_load(p) v_store(p, v) v_adds(a, b) v_subs(a, b)
+ *   v_max(a, b)          saturating signed 16-bit arithmetic
+ *   v_any_gt(a, b)       true if a > b in some lane
+ *   v_shift1(v)          lane l takes lane l-1, lane 0 becomes 0
+ *
+ * Layout: with seg = ceil(m / SW_LANES) segments, query row i lives in lane
+ * i / seg of segment i % seg, so one vector holds rows that are seg apart
+ * and a column is seg vectors. Rows past the query end score INT16_MIN.
+ *
+ * Per reference column the main loop computes H and E exactly and F within
+ * each lane's run of rows; the "lazy F" loop then carries F across lanes
+ * until no lane can change. It is written for any penalties (gap_open may
+ * be below gap_extend, either may be 0): a carry continues while it beats
+ * H - gap_open at the row it leaves (a lower bound of the F already used
+ * below), and H corrected by F also updates E, so the pass is exact Gotoh.
+ *
+ * The best cell: the first column whose maximum strictly beats the best so
+ * far is remembered (a copy of its H), and the smallest row holding the
+ * best score in that column is read at the end: the end rule of sw.h.
+ * Saturation: if the best reaches INT16_MAX - max_score, a sum may have
+ * been clipped; the pass then gives up and returns false.
+ */
+
+bool SW_PASS_NAME(void *mem, const acc_sw_scoring *s, const sw_seq *q,
+                  const sw_seq *r, int32_t stop_at, sw_cell *out) {
+  const int32_t m = q->len, n = r->len;
+  const int32_t seg = (m + SW_LANES - 1) / SW_LANES;
+  const int size = s->size;
+  sw_vec *prof = mem;
+  sw_vec *hcur = prof + (size_t)size * seg;
+  sw_vec *hprev = hcur + seg;
+  sw_vec *ev = hprev + seg;
+  sw_vec *hmax = ev + seg;
+
+  /* query profile; hmax (>= 2m bytes) holds the encoded query meanwhile */
+  uint8_t *qc = (uint8_t *)hmax;
+  for (int32_t i = 0; i < m; i++)
+    qc[i] = (uint8_t)s->encode[q->res[(ptrdiff_t)i * q->dir]];
+  for (int c = 0; c < size; c++) {
+    int16_t *p = (int16_t *)(prof + (size_t)c * seg);
+    for (int32_t k = 0; k < seg; k++)
+      for (int32_t l = 0; l < SW_LANES; l++) {
+        int32_t i = l * seg + k;
+        p[k * SW_LANES + l] =
+            i < m ? (int16_t)s->matrix[qc[i] * size + c] : INT16_MIN;
+      }
+  }
+
+  const int16_t open = (int16_t)(s->gap_open < INT16_MAX ? s->gap_open
+                                                         : INT16_MAX);
+  const int16_t ext = (int16_t)(s->gap_extend < INT16_MAX ? s->gap_extend
+                                                          : INT16_MAX);
+  const sw_vec vopen = v_set1(open), vext = v_set1(ext);
+  const sw_vec vzero = v_zero(), vneg = v_set1(INT16_MIN);
+  _Alignas(64) int16_t lanes[SW_LANES] = {INT16_MIN};
+  const sw_vec vlane0neg = v_load((const sw_vec *)lanes);
+  const int32_t limit = INT16_MAX - (s->max_score > 0 ? s->max_score : 0);
+
+  for (int32_t k = 0; k < seg; k++) {
+    v_store(hcur + k, vzero);
+    v_store(ev + k, vneg);
+  }
+
+  int32_t best = 0, best_j = -1;
+  sw_vec vbest = vzero;
+  for (int32_t j = 0; j < n; j++) {
+    const uint8_t c = (uint8_t)s->encode[r->res[(ptrdiff_t)j * r->dir]];
+    const sw_vec *pc = prof + (size_t)c * seg;
+    sw_vec *t = hprev;
+    hprev = hcur;
+    hcur = t;
+
+    /* main loop: H(i-1, j-1) for segment 0 comes from the previous lane */
+    sw_vec vh = v_shift1(v_load(hprev + seg - 1));
+    sw_vec vf = vneg, vcol = vzero;
+    for (int32_t k = 0; k < seg; k++) {
+      vh = v_adds(vh, v_load(pc + k));
+      sw_vec ve = v_load(ev + k);
+      vh = v_max(vh, ve);
+      vh = v_max(vh, vf);
+      vh = v_max(vh, vzero);
+      v_store(hcur + k, vh);
+      vcol = v_max(vcol, vh);
+      sw_vec vo = v_subs(vh, vopen);
+      v_store(ev + k, v_max(v_subs(ve, vext), vo));
+      vf = v_max(v_subs(vf, vext), vo);
+      vh = v_load(hprev + k);
+    }
+
+    /* lazy F: carry F from each lane's last row into the next lane */
+    vf = v_adds(v_shift1(vf), vlane0neg);
+    for (int32_t k = 0;;) {
+      sw_vec hold = v_load(hcur + k);
+      sw_vec hnew = v_max(hold, vf);
+      if (v_any_gt(vf, hold)) {
+        v_store(hcur + k, hnew);
+        vcol = v_max(vcol, hnew);
+        v_store(ev + k, v_max(v_load(ev + k), v_subs(hnew, vopen)));
+      }
+      vf = v_max(v_subs(vf, vext), v_subs(hnew, vopen));
+      if (!v_any_gt(vf, v_subs(hold, vopen))) break;
+      if (++k == seg) {
+        k = 0;
+        vf = v_adds(v_shift1(vf), vlane0neg);
+      }
+    }
+
+    if (v_any_gt(vcol, vbest)) {
+      _Alignas(64) int16_t cm[SW_LANES];
+      v_store((sw_vec *)cm, vcol);
+      int32_t top = cm[0];
+      for (int l = 1; l < SW_LANES; l++)
+        if (cm[l] > top) top = cm[l];
+      best = top;
+      best_j = j;
+      vbest = v_set1((int16_t)top);
+      for (int32_t k = 0; k < seg; k++) v_store(hmax + k, v_load(hcur + k));
+      if (best >= limit) return false;
+      if (best >= stop_at) break;
+    }
+  }
+
+  out->score = best;
+  out->i = -1;
+  out->j = -1;
+  if (best == 0) return true;
+  const int16_t *hm = (const int16_t *)hmax;
+  for (int32_t l = 0; l < SW_LANES; l++)
+    for (int32_t k = 0; k < seg; k++) {
+      int32_t i = l * seg + k;
+      if (i >= m) break;
+      if (hm[k * SW_LANES + l] == best) {
+        out->i = i;
+        out->j = best_j;
+        return true;
+      }
+    }
+  return false; /* not reached: the best came from this column */
+}

@@ -1,0 +1,133 @@
+/* cli.c - helpers shared by the subcommands of the `ember` tool. */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void verror(const char *cmd, const char *fmt, va_list ap) {
+  fprintf(stderr, "ember: %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+}
+
+void cli_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  verror(cmd, fmt, ap);
+  va_end(ap);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  verror(cmd, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "Try 'ember help %s' for the options.\n", cmd);
+  return CLI_USAGE;
+}
+
+int cli_getopt_error(const char *cmd, int c, char **argv) {
+  /* getopt_long has already stepped past the offending argument */
+  const char *arg = optind > 0 ? argv[optind - 1] : "?";
+  if (c == ':') return cli_usage_error(cmd, "option '%s' needs a value", arg);
+  if (optopt && !(arg[0] == '-' && arg[1] == '-'))
+    return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+  /* "--name=value" names an option that takes none, or an unknown one */
+  const char *eq = strchr(arg, '=');
+  if (optopt && eq)
+    return cli_usage_error(cmd, "option '%.*s' takes no value", (int)(eq - arg),
+                           arg);
+  return cli_usage_error(cmd, "unknown option '%s'", arg);
+}
+
+int cli_parse_int(const char *cmd, const char *option, const char *text,
+                  long min, long max, int *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(text, &end, 10);
+  if (text[0] == '\0' || *end != '\0' || text[0] == ' ' || text[0] == '\t')
+    return cli_usage_error(cmd, "%s: '%s' is not a whole number", option, text);
+  if (errno == ERANGE || v < min || v > max || v < INT_MIN || v > INT_MAX)
+    return cli_usage_error(cmd, "%s: %s is out of range [%ld, %ld]", option,
+                           text, min, max);
+  *out = (int)v;
+  return 0;
+}
+
+const char *cli_group_digits(uint64_t v, char *buf, size_t len) {
+  char digits[32];
+  int n = snprintf(digits, sizeof digits, "%llu", (unsigned long long)v);
+  size_t o = 0;
+  for (int i = 0; i < n && o + 1 < len; i++) {
+    if (i > 0 && (n - i) % 3 == 0) {
+      buf[o++] = ',';
+      if (o + 1 >= len) break;
+    }
+    buf[o++] = digits[i];
+  }
+  if (len) buf[o < len ? o : len - 1] = '\0';
+  return buf;
+}
+
+/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
+ * forms, no surrogates, nothing above U+10FFFF), or 0. s is NUL-terminated,
+ * so reading stops at the terminator, which is never a continuation byte. */
+static size_t utf8_length(const unsigned char *s) {
+  unsigned char c = s[0];
+  unsigned char lo = 0x80, hi = 0xBF;
+  size_t n;
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (s[1] < lo || s[1] > hi) return 0;
+  for (size_t i = 2; i < n; i++)
+    if (s[i] < 0x80 || s[i] > 0xBF) return 0;
+  return n;
+}
+
+void cli_json_string(FILE *f, const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  fputc('"', f);
+  while (*p) {
+    unsigned char c = *p;
+    if (c == '"' || c == '\\') {
+      fputc('\\', f);
+      fputc(c, f);
+      p++;
+    } else if (c < 0x20 || c == 0x7F) {
+      switch (c) {
+      case '\b': fputs("\\b", f); break;
+      case '\f': fputs("\\f", f); break;
+      case '\n': fputs("\\n", f); break;
+      case '\r': fputs("\\r", f); break;
+      case '\t': fputs("\\t", f); break;
+      default: fprintf(f, "\\u%04x", c); break;
+      }
+      p++;
+    } else {
+      size_t n = utf8_length(p);
+      if (n == 0) {
+        fputs("\\ufffd", f);
+        p++;
+      } else {
+        fwrite(p, 1, n, f);
+        p += n;
+      }
+    }
+  }
+  fputc('"', f);
+}

@@ -1,0 +1,57 @@
+/*
+ * cli.h - what the subcommands of the `ember` tool share: the command table
+ * entry, exit codes, error messages, strict number parsing and a JSON
+ * string writer. The tool uses only libember's public API (ember.h).
+ */
+#ifndef EMBER_CLI_H
+#define EMBER_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit codes of every subcommand. */
+enum {
+  CLI_OK = 0,
+  CLI_FAIL = 1,  /* a runtime failure: a file, the NAM, the alignment */
+  CLI_USAGE = 2  /* bad options or arguments */
+};
+
+/* One subcommand: `ember NAME ...` runs run(argc, argv) with argv[0] being
+ * NAME. help is the full text printed by `ember help NAME` and `--help`. */
+typedef struct cli_command {
+  const char *name;
+  const char *summary;  /* one line for `ember --help` */
+  const char *help;
+  int (*run)(int argc, char **argv);
+} cli_command;
+
+extern const cli_command cli_cmd_align;
+extern const cli_command cli_cmd_accelerators;
+
+/* cli_error - "ember: CMD: message" on stderr. */
+void cli_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* cli_usage_error - cli_error plus a hint to `ember help CMD`; returns
+ * CLI_USAGE so callers can `return cli_usage_error(...)`. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* cli_getopt_error - the message for getopt_long's '?' or ':' answer (the
+ * option string must start with ':' and opterr be 0); returns CLI_USAGE. */
+int cli_getopt_error(const char *cmd, int c, char **argv);
+
+/* cli_parse_int - text as a whole decimal integer in [min, max]. On error
+ * prints "ember: CMD: OPTION: ..." and returns CLI_USAGE; else 0. */
+int cli_parse_int(const char *cmd, const char *option, const char *text,
+                  long min, long max, int *out);
+
+/* cli_group_digits - v with thousands separators ("100,000") in buf. */
+const char *cli_group_digits(uint64_t v, char *buf, size_t len);
+
+/* cli_json_string - write s as a JSON string literal: quotes, backslashes
+ * and control characters escaped, valid UTF-8 passed through, every byte
+ * that is not part of valid UTF-8 written as U+FFFD. */
+void cli_json_string(FILE *f, const char *s);
+
+#endif

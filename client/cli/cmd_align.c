@@ -1,0 +1,411 @@
+/*
+ * cmd_align.c - `ember align`: Smith-Waterman of query i against reference
+ * i for every pair of two FASTA/FASTQ files, through ember_sw_align().
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ember/ember.h"
+#include "seqio.h"
+
+#define CMD "align"
+
+#define PROGRESS_MIN_PAIRS 10000
+#define PROGRESS_MIN_NS (2000 * 1000000ull)
+#define PROGRESS_EVERY_NS (100 * 1000000ull)
+
+static const char align_help[] =
+    "Usage: ember align --query FILE --ref FILE [options]\n"
+    "\n"
+    "Align query i with reference i for every i (Smith-Waterman: local, affine\n"
+    "gaps) on the accelerators of a NAM or in-process, and print one line per\n"
+    "pair.\n"
+    "\n"
+    "Input: FASTA or FASTQ, plain or gzip'd; '-' reads standard input.\n"
+    "  --query FILE        the queries\n"
+    "  --ref FILE          the references, as many as the queries\n"
+    "\n"
+    "Scoring (a gap of length k costs open + (k-1) * extend):\n"
+    "  --protein           protein sequences (default: DNA)\n"
+    "  --match N           DNA: score of a match, 1..127 (default 3)\n"
+    "  --mismatch N        DNA: score of a mismatch, -128..-1 (default -3)\n"
+    "  --matrix NAME|FILE  protein: BLOSUM45, BLOSUM50, BLOSUM62 (default),\n"
+    "                      BLOSUM80, PAM250 or an NCBI-format matrix file\n"
+    "  --gap-open N        gap open penalty (default 6 for DNA, 11 for protein)\n"
+    "  --gap-extend N      gap extend penalty (default 1)\n"
+    "\n"
+    "Where it runs:\n"
+    "  --nam ADDR          the NAM at unix:PATH or tcp:HOST:PORT\n"
+    "  --embedded          the engine in-process, no NAM\n"
+    "                      (neither: $EMBER_NAM, else unix:" EMBER_DEFAULT_SOCKET "\n"
+    "                      if it exists, else embedded)\n"
+    "  --threads N         threads of the in-process engine and of the CPU\n"
+    "                      fallback (default: one per core)\n"
+    "  --platform KIND     only platforms of this kind: cpu, opencl, fpga-emu\n"
+    "\n"
+    "Output:\n"
+    "  --out FILE          write the results to FILE (default: standard output)\n"
+    "  --json              a JSON array of objects instead of TSV\n"
+    "  --timings           per-stage timings on standard error\n"
+    "  -h, --help          this text\n"
+    "\n"
+    "The TSV has the header line\n"
+    "  query  ref  score  query_start  query_end  ref_start  ref_end\n"
+    "(tab-separated); coordinates are 0-based and inclusive, -1 when the score\n"
+    "is 0. A summary line goes to standard error: pairs, GCUPS, tasks per\n"
+    "platform, fallbacks and the address used.\n"
+    "\n"
+    "Exit status: 0 done, 1 failed (input, NAM, alignment), 2 bad usage.\n";
+
+enum {
+  OPT_QUERY = 256, OPT_REF, OPT_PROTEIN, OPT_MATCH, OPT_MISMATCH, OPT_MATRIX,
+  OPT_GAP_OPEN, OPT_GAP_EXTEND, OPT_NAM, OPT_EMBEDDED, OPT_THREADS,
+  OPT_PLATFORM, OPT_OUT, OPT_JSON, OPT_TIMINGS
+};
+
+static const struct option align_options[] = {
+    {"query", required_argument, NULL, OPT_QUERY},
+    {"ref", required_argument, NULL, OPT_REF},
+    {"protein", no_argument, NULL, OPT_PROTEIN},
+    {"match", required_argument, NULL, OPT_MATCH},
+    {"mismatch", required_argument, NULL, OPT_MISMATCH},
+    {"matrix", required_argument, NULL, OPT_MATRIX},
+    {"gap-open", required_argument, NULL, OPT_GAP_OPEN},
+    {"gap-extend", required_argument, NULL, OPT_GAP_EXTEND},
+    {"nam", required_argument, NULL, OPT_NAM},
+    {"embedded", no_argument, NULL, OPT_EMBEDDED},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"platform", required_argument, NULL, OPT_PLATFORM},
+    {"out", required_argument, NULL, OPT_OUT},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"timings", no_argument, NULL, OPT_TIMINGS},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}};
+
+typedef struct align_args {
+  const char *query, *ref, *matrix, *nam, *platform, *out;
+  int protein, embedded, json, timings;
+  int match, mismatch, gap_open, gap_extend, threads;
+  int has_match, has_mismatch, has_gap_open, has_gap_extend;
+} align_args;
+
+static int is_platform_kind(const char *kind) {
+  for (size_t i = 0; i < sizeof ember_platform_names / sizeof *ember_platform_names; i++)
+    if (strcmp(ember_platform_names[i], "fallback") != 0 &&
+        strcmp(ember_platform_names[i], kind) == 0)
+      return 1;
+  return 0;
+}
+
+/* Parse and check the options; returns 0, CLI_USAGE, or -1 after --help. */
+static int parse_args(int argc, char **argv, align_args *a) {
+  memset(a, 0, sizeof *a);
+  opterr = 0;
+  int c, rc = 0;
+  while ((c = getopt_long(argc, argv, ":h", align_options, NULL)) != -1) {
+    switch (c) {
+    case OPT_QUERY: a->query = optarg; break;
+    case OPT_REF: a->ref = optarg; break;
+    case OPT_PROTEIN: a->protein = 1; break;
+    case OPT_MATCH:
+      rc = cli_parse_int(CMD, "--match", optarg, 1, 127, &a->match);
+      a->has_match = 1;
+      break;
+    case OPT_MISMATCH:
+      rc = cli_parse_int(CMD, "--mismatch", optarg, -128, -1, &a->mismatch);
+      a->has_mismatch = 1;
+      break;
+    case OPT_MATRIX: a->matrix = optarg; break;
+    case OPT_GAP_OPEN:
+      rc = cli_parse_int(CMD, "--gap-open", optarg, 0, 1 << 20, &a->gap_open);
+      a->has_gap_open = 1;
+      break;
+    case OPT_GAP_EXTEND:
+      rc = cli_parse_int(CMD, "--gap-extend", optarg, 0, 1 << 20, &a->gap_extend);
+      a->has_gap_extend = 1;
+      break;
+    case OPT_NAM: a->nam = optarg; break;
+    case OPT_EMBEDDED: a->embedded = 1; break;
+    case OPT_THREADS:
+      rc = cli_parse_int(CMD, "--threads", optarg, 1, 1024, &a->threads);
+      break;
+    case OPT_PLATFORM: a->platform = optarg; break;
+    case OPT_OUT: a->out = optarg; break;
+    case OPT_JSON: a->json = 1; break;
+    case OPT_TIMINGS: a->timings = 1; break;
+    case 'h': fputs(align_help, stdout); return -1;
+    default: return cli_getopt_error(CMD, c, argv);
+    }
+    if (rc) return rc;
+  }
+  if (optind < argc)
+    return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+  if (!a->query) return cli_usage_error(CMD, "--query FILE is required");
+  if (!a->ref) return cli_usage_error(CMD, "--ref FILE is required");
+  if (strcmp(a->query, "-") == 0 && strcmp(a->ref, "-") == 0)
+    return cli_usage_error(CMD, "--query and --ref cannot both read standard input");
+  if (a->nam && a->embedded)
+    return cli_usage_error(CMD, "--nam and --embedded exclude each other");
+  if (a->nam && !a->nam[0])
+    return cli_usage_error(CMD, "--nam: an empty address");
+  if (a->protein && (a->has_match || a->has_mismatch))
+    return cli_usage_error(CMD, "--match and --mismatch score DNA; with --protein "
+                                "use --matrix");
+  if (!a->protein && a->matrix)
+    return cli_usage_error(CMD, "--matrix scores proteins and needs --protein; "
+                                "DNA uses --match and --mismatch");
+  if (a->matrix && !a->matrix[0])
+    return cli_usage_error(CMD, "--matrix: an empty name");
+  if (a->platform && !is_platform_kind(a->platform))
+    return cli_usage_error(CMD, "--platform: unknown kind '%s' (cpu, opencl or "
+                                "fpga-emu)", a->platform);
+  if (a->out && !a->out[0]) return cli_usage_error(CMD, "--out: an empty path");
+  return 0;
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The `\r` progress line on a terminal, for long batches only. */
+typedef struct progress {
+  int tty;
+  uint64_t start_ns, last_ns;
+  int shown;
+  int width;
+} progress;
+
+static void on_progress(size_t done, size_t total, void *user) {
+  progress *pr = user;
+  if (!pr->tty || total == 0) return;
+  uint64_t now = now_ns();
+  if (!pr->shown && total <= PROGRESS_MIN_PAIRS &&
+      now - pr->start_ns < PROGRESS_MIN_NS)
+    return;
+  if (pr->shown && now - pr->last_ns < PROGRESS_EVERY_NS && done != total) return;
+  char d[32], t[32];
+  int w = fprintf(stderr, "\raligned %s/%s pairs (%d%%)",
+                  cli_group_digits(done, d, sizeof d),
+                  cli_group_digits(total, t, sizeof t),
+                  (int)((double)done * 100.0 / (double)total));
+  if (w > 0 && w - 1 < pr->width) fprintf(stderr, "%*s", pr->width - (w - 1), "");
+  if (w > 0 && w - 1 > pr->width) pr->width = w - 1;
+  fflush(stderr);
+  pr->shown = 1;
+  pr->last_ns = now;
+}
+
+static void progress_clear(progress *pr) {
+  if (pr->shown) fprintf(stderr, "\r%*s\r", pr->width, "");
+}
+
+static int write_tsv(FILE *f, const seqio_set *q, const seqio_set *r,
+                     const ember_sw_result *res) {
+  fputs("query\tref\tscore\tquery_start\tquery_end\tref_start\tref_end\n", f);
+  for (size_t i = 0; i < q->n; i++)
+    fprintf(f, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", q->records[i].name,
+            r->records[i].name, (int)res[i].score, (int)res[i].query_start,
+            (int)res[i].query_end, (int)res[i].ref_start, (int)res[i].ref_end);
+  return ferror(f) ? -1 : 0;
+}
+
+static int write_json(FILE *f, const seqio_set *q, const seqio_set *r,
+                      const ember_sw_result *res) {
+  fputs("[\n", f);
+  for (size_t i = 0; i < q->n; i++) {
+    fputs("  {\"query\": ", f);
+    cli_json_string(f, q->records[i].name);
+    fputs(", \"ref\": ", f);
+    cli_json_string(f, r->records[i].name);
+    fprintf(f,
+            ", \"score\": %d, \"query_start\": %d, \"query_end\": %d, "
+            "\"ref_start\": %d, \"ref_end\": %d}%s\n",
+            (int)res[i].score, (int)res[i].query_start, (int)res[i].query_end,
+            (int)res[i].ref_start, (int)res[i].ref_end,
+            i + 1 < q->n ? "," : "");
+  }
+  fputs("]\n", f);
+  return ferror(f) ? -1 : 0;
+}
+
+static void print_summary(const ember_sw_report *rep, size_t pairs,
+                          const char *address) {
+  char p[32], tasks[256];
+  size_t used = 0;
+  tasks[0] = '\0';
+  for (size_t i = 0; i < sizeof rep->tasks_by_platform / sizeof *rep->tasks_by_platform; i++) {
+    if (!rep->tasks_by_platform[i]) continue;
+    int n = snprintf(tasks + used, sizeof tasks - used, "%s%s %zu",
+                     used ? ", " : "", ember_platform_names[i],
+                     rep->tasks_by_platform[i]);
+    if (n < 0 || (size_t)n >= sizeof tasks - used) break;
+    used += (size_t)n;
+  }
+  double gcells = (double)rep->cells / 1e9;
+  double gcups = rep->wall_ns ? (double)rep->cells / (double)rep->wall_ns : 0.0;
+  double ms = (double)rep->wall_ns / 1e6;
+  fprintf(stderr,
+          "ember: %s pairs, %.2f Gcells, %.2f GCUPS, %zu task%s%s%s%s, "
+          "%zu fallback%s, via %s, %.0f ms\n",
+          cli_group_digits(pairs, p, sizeof p), gcells, gcups, rep->tasks,
+          rep->tasks == 1 ? "" : "s", used ? " (" : "", tasks, used ? ")" : "",
+          rep->tasks_fallback, rep->tasks_fallback == 1 ? "" : "s", address,
+          ms);
+}
+
+static void print_timings(const ember_sw_report *rep) {
+  static const char *const names[] = {"queued in the NAM", "executing",
+                                      "inside the NAM", "round trip"};
+  const uint64_t sums[] = {rep->queue_ns, rep->exec_ns, rep->server_ns,
+                           rep->round_trip_ns};
+  double tasks = rep->tasks ? (double)rep->tasks : 1.0;
+  fprintf(stderr, "ember: stage timings over %zu task%s   summed     per task\n",
+          rep->tasks, rep->tasks == 1 ? "" : "s");
+  for (size_t i = 0; i < 4; i++)
+    fprintf(stderr, "  %-30s %10.1f ms %9.2f ms\n", names[i],
+            (double)sums[i] / 1e6, (double)sums[i] / 1e6 / tasks);
+  fprintf(stderr, "  %-30s %10.1f ms\n", "wall clock", (double)rep->wall_ns / 1e6);
+}
+
+static FILE *open_output(const align_args *a) {
+  if (!a->out) return stdout;
+  FILE *f = fopen(a->out, "w");
+  if (!f) cli_error(CMD, "--out: cannot write '%s': %s", a->out, strerror(errno));
+  return f;
+}
+
+/* Read one input; the message names the option and the file. */
+static int read_input(const char *option, const char *path, seqio_set *set) {
+  char err[1024];
+  if (seqio_read(path, set, err, sizeof err) != 0) {
+    cli_error(CMD, "%s: %s", option, err);
+    return -1;
+  }
+  return 0;
+}
+
+static int align(const align_args *a, const seqio_set *q, const seqio_set *r,
+                 FILE *out) {
+  ember_options opts = {.client_name = "ember align",
+                        .embedded_threads = (unsigned)a->threads};
+  const char *address = a->embedded ? "embedded" : a->nam;
+  ember_client *client = NULL;
+  int rc = ember_connect(address, &opts, &client);
+  if (rc) {
+    cli_error(CMD, "cannot open a client for %s: %s%s%s",
+              address ? address : "the default address", ember_strerror(rc),
+              ember_last_error()[0] ? ": " : "", ember_last_error());
+    return CLI_FAIL;
+  }
+  const char *used = ember_client_address(client);
+  if (strcmp(used, "embedded") != 0 && !ember_is_connected(client))
+    cli_error(CMD, "the NAM at %s cannot be reached%s%s; aligning in-process",
+              used, ember_last_error()[0] ? ": " : "", ember_last_error());
+
+  ember_sw_params params;
+  ember_sw_params_default(&params);
+  if (a->protein) {
+    params.alphabet = EMBER_SW_PROTEIN;
+    params.matrix = a->matrix ? a->matrix : "BLOSUM62";
+    params.gap_open = 11;
+    params.gap_extend = 1;
+  } else {
+    if (a->has_match) params.match = a->match;
+    if (a->has_mismatch) params.mismatch = a->mismatch;
+  }
+  if (a->has_gap_open) params.gap_open = a->gap_open;
+  if (a->has_gap_extend) params.gap_extend = a->gap_extend;
+  params.platform = a->platform;
+
+  size_t n = q->n;
+  ember_seq *qs = calloc(n, sizeof *qs);
+  ember_seq *rs = calloc(n, sizeof *rs);
+  ember_sw_result *res = calloc(n, sizeof *res);
+  if (!qs || !rs || !res) {
+    cli_error(CMD, "out of memory for %zu pairs", n);
+    rc = CLI_FAIL;
+    goto done;
+  }
+  for (size_t i = 0; i < n; i++) {
+    qs[i] = (ember_seq){q->records[i].residues, q->records[i].length};
+    rs[i] = (ember_seq){r->records[i].residues, r->records[i].length};
+  }
+  progress pr = {.tty = isatty(STDERR_FILENO), .start_ns = now_ns()};
+  ember_sw_report rep;
+  int arc = ember_sw_align(client, &params, qs, rs, n, res, &rep, on_progress, &pr);
+  progress_clear(&pr);
+  if (arc) {
+    cli_error(CMD, "%s%s%s", ember_strerror(arc),
+              ember_last_error()[0] ? ": " : "", ember_last_error());
+    rc = CLI_FAIL;
+    goto done;
+  }
+  int wrc = a->json ? write_json(out, q, r, res) : write_tsv(out, q, r, res);
+  if (fflush(out) != 0 || wrc != 0) {
+    cli_error(CMD, "cannot write %s: %s", a->out ? a->out : "standard output",
+              strerror(errno));
+    rc = CLI_FAIL;
+    goto done;
+  }
+  print_summary(&rep, n, used);
+  if (a->timings) print_timings(&rep);
+  rc = CLI_OK;
+done:
+  free(qs);
+  free(rs);
+  free(res);
+  ember_close(client);
+  return rc;
+}
+
+static int align_main(int argc, char **argv) {
+  align_args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc < 0) return CLI_OK;
+  if (rc) return rc;
+
+  seqio_set q = {0}, r = {0};
+  if (read_input("--query", a.query, &q) || read_input("--ref", a.ref, &r)) {
+    rc = CLI_FAIL;
+    goto done;
+  }
+  if (q.n != r.n) {
+    cli_error(CMD, "--query has %zu sequence%s, --ref has %zu: they are aligned "
+                   "pairwise and must be as many", q.n, q.n == 1 ? "" : "s", r.n);
+    rc = CLI_FAIL;
+    goto done;
+  }
+  FILE *out = open_output(&a);
+  if (!out) {
+    rc = CLI_FAIL;
+    goto done;
+  }
+  rc = align(&a, &q, &r, out);
+  if (out != stdout) {
+    if (fclose(out) != 0 && rc == CLI_OK) {
+      cli_error(CMD, "cannot write '%s': %s", a.out, strerror(errno));
+      rc = CLI_FAIL;
+    }
+    if (rc != CLI_OK) remove(a.out); /* no partial results left behind */
+  }
+done:
+  seqio_free(&q);
+  seqio_free(&r);
+  return rc;
+}
+
+const cli_command cli_cmd_align = {
+    .name = "align",
+    .summary = "align query i with reference i (Smith-Waterman)",
+    .help = align_help,
+    .run = align_main,
+};

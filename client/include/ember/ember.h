@@ -1,0 +1,297 @@
+/*
+ * ember.h - libember, the client library of the ember accelerator service.
+ *
+ * An application connects to a node accelerator manager (ember-nam) over a
+ * unix socket or TCP, or runs the same engine in-process ("embedded"). It
+ * hands over input blocks, submits tasks that name an accelerator ("sw")
+ * with its parameters, and receives each task's result exactly once: from
+ * the NAM, or from the accelerator's CPU code run in-process when the NAM
+ * cannot be reached, dies mid-task, or has no platform for the task (the
+ * result is then marked as fallen back).
+ *
+ * Errors: functions return 0 or a negative EMBER_E* code (ember_errors.h);
+ * ember_strerror() gives its text and ember_last_error() the detail of the
+ * calling thread's last failure.
+ *
+ * Threads: one ember_client may be shared by any number of threads. Blocks
+ * and tasks may be used from any thread, but one task must not be freed
+ * while another thread still waits on it.
+ */
+#ifndef EMBER_H
+#define EMBER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ember_errors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define EMBER_PROTOCOL_VERSION 1
+#define EMBER_DEFAULT_SOCKET "/run/ember/nam.sock"
+
+typedef struct ember_client ember_client;
+typedef struct ember_block ember_block;
+typedef struct ember_task ember_task;
+
+/* ------------------------------------------------------------------------ */
+/* Connections                                                              */
+
+/* Options for ember_connect; zero-initialise, then set what you need. */
+typedef struct ember_options {
+  const char *client_name;   /* shown in the NAM's logs; NULL: "libember" */
+  unsigned embedded_threads; /* worker threads of an embedded engine or of
+                                the CPU fallback; 0: one per core */
+  int connect_timeout_ms;    /* 0: 2000 */
+  int no_fallback;           /* nonzero: fail tasks instead of running them
+                                on the CPU in-process */
+  size_t max_frame;          /* largest frame accepted; 0: 64 MiB */
+} ember_options;
+
+/*
+ * ember_connect - open a client.
+ *
+ * address: "unix:PATH", "tcp:HOST:PORT", "embedded", or NULL for the
+ * default: $EMBER_NAM if set, else unix:/run/ember/nam.sock if that socket
+ * exists, else embedded. opts may be NULL.
+ *
+ * A NAM that cannot be reached is not an error here: the client starts in
+ * fallback and tries to reconnect at later submits. It is an error
+ * (EMBER_ECONNECT) only when opts->no_fallback is set, and EMBER_EVERSION
+ * when the NAM speaks another protocol version.
+ *
+ * On success *out owns the client; free it with ember_close().
+ */
+int ember_connect(const char *address, const ember_options *opts,
+                  ember_client **out);
+
+/* ember_close - cancel what is still in flight, wait until it has ended,
+ * disconnect and free the client. Release every block and free every task
+ * of the client before closing it. ember_close(NULL) is a no-op. */
+void ember_close(ember_client *client);
+
+/* ember_is_connected - 1 when the client talks to a NAM right now, 0 when it
+ * is embedded or in fallback. */
+int ember_is_connected(ember_client *client);
+
+/* ember_client_address - the address this client was opened with (after
+ * defaults were applied), e.g. "unix:/run/ember/nam.sock" or "embedded". */
+const char *ember_client_address(const ember_client *client);
+
+/* ember_last_error - the detail text of the calling thread's last failed
+ * ember call ("" if none). Valid until that thread's next ember call. */
+const char *ember_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Blocks                                                                   */
+
+/* Block flags. */
+#define EMBER_BLOCK_CACHE     0x1u  /* keep on the platform after its task */
+#define EMBER_BLOCK_BROADCAST 0x2u  /* keep for the client's lifetime */
+
+/*
+ * ember_block_alloc - get size writable bytes for a new block.
+ *
+ * Over a unix socket the memory is a memfd the NAM will map, so filling it
+ * is the only copy the data ever sees. Write the bytes into *data, then call
+ * ember_block_seal(); after sealing the memory is read-only.
+ */
+int ember_block_alloc(ember_client *client, size_t size, unsigned flags,
+                      void **data, ember_block **out);
+
+/* ember_block_seal - make the block immutable and hand it to the NAM. */
+int ember_block_seal(ember_block *block);
+
+/* ember_block_create - alloc + copy size bytes from data + seal. */
+int ember_block_create(ember_client *client, const void *data, size_t size,
+                       unsigned flags, ember_block **out);
+
+/* ember_block_size - the block's size in bytes. */
+size_t ember_block_size(const ember_block *block);
+
+/* ember_block_release - drop the application's reference. The NAM frees the
+ * block once no task uses it. ember_block_release(NULL) is a no-op. */
+void ember_block_release(ember_block *block);
+
+/* ------------------------------------------------------------------------ */
+/* Tasks                                                                    */
+
+/* Where and how a finished task ran. Times are in nanoseconds. */
+typedef struct ember_task_info {
+  const char *platform;   /* "cpu", or "fallback" when run in-process */
+  int fell_back;          /* 1 if the CPU fallback produced the result */
+  uint64_t queue_ns;      /* waiting in the NAM's queues */
+  uint64_t exec_ns;       /* running on the platform */
+  uint64_t server_ns;     /* received -> result sent, inside the NAM */
+  uint64_t round_trip_ns; /* submit -> result, seen by the client */
+} ember_task_info;
+
+typedef void (*ember_task_cb)(ember_task *task, void *user);
+
+/* Options for ember_submit; zero-initialise. */
+typedef struct ember_submit_options {
+  int priority;           /* higher runs first; default 0 */
+  const char *platform;   /* require a platform kind ("cpu"); NULL: any */
+  ember_task_cb callback; /* called once when the task is done, on a
+                             library thread; it must not block for long and
+                             may free the task */
+  void *user;
+} ember_submit_options;
+
+/*
+ * ember_submit - submit a task: accelerator name, its packed Params message
+ * (params, params_len; may be empty for defaults) and input blocks in the
+ * order the accelerator expects. opts may be NULL.
+ *
+ * Returns 0 and a task in *out (free it with ember_task_free()), or an
+ * error. Invalid parameters or inputs are reported through the task's
+ * status (EMBER_EPARAM, EMBER_EFORMAT), with ember_task_message() saying
+ * what was wrong. ember_submit blocks while the client is at the NAM's
+ * in-flight limit (backpressure).
+ */
+int ember_submit(ember_client *client, const char *accelerator,
+                 const void *params, size_t params_len,
+                 ember_block *const *inputs, size_t n_inputs,
+                 const ember_submit_options *opts, ember_task **out);
+
+/* ember_task_wait - wait until the task is done or timeout_ms passed
+ * (negative: forever). Returns 0 when done, EMBER_ETIMEDOUT otherwise. */
+int ember_task_wait(ember_task *task, int timeout_ms);
+
+/* ember_task_done - 1 if the task has finished, else 0. Never blocks. */
+int ember_task_done(const ember_task *task);
+
+/* ember_task_status - 0 if the task succeeded, else its error. Only
+ * meaningful once the task is done. */
+int ember_task_status(const ember_task *task);
+
+/* ember_task_message - detail text for a failed task ("" on success). */
+const char *ember_task_message(const ember_task *task);
+
+/* ember_task_output - the accelerator's packed Result message; owned by the
+ * task and valid until ember_task_free(). NULL until done. */
+const void *ember_task_output(const ember_task *task, size_t *size);
+
+/* ember_task_info - where and how long; owned by the task. */
+const ember_task_info *ember_task_get_info(const ember_task *task);
+
+/* ember_task_cancel - ask for cancellation; the task then completes with
+ * EMBER_ECANCELED unless its result was already on its way. */
+int ember_task_cancel(ember_task *task);
+
+/* ember_task_free - free a task; a task still running is canceled first.
+ * ember_task_free(NULL) is a no-op. */
+void ember_task_free(ember_task *task);
+
+/* ember_run - submit and wait: the synchronous helper. On return *out holds
+ * the finished task (free it), whatever its status. */
+int ember_run(ember_client *client, const char *accelerator,
+              const void *params, size_t params_len,
+              ember_block *const *inputs, size_t n_inputs,
+              const ember_submit_options *opts, ember_task **out);
+
+/* ------------------------------------------------------------------------ */
+/* The sw accelerator: batched Smith-Waterman                               */
+
+typedef enum ember_sw_alphabet {
+  EMBER_SW_DNA = 0,
+  EMBER_SW_PROTEIN = 1
+} ember_sw_alphabet;
+
+/* Scoring. Gap penalties are positive numbers; a gap of length k costs
+ * gap_open + (k-1) * gap_extend (parasail's convention). */
+typedef struct ember_sw_params {
+  ember_sw_alphabet alphabet;
+  int match, mismatch;      /* DNA: e.g. 3 and -3 */
+  const char *matrix;       /* protein: BLOSUM45/50/62/80, PAM250 or a path
+                               to an NCBI-format matrix file; NULL: BLOSUM62 */
+  int gap_open, gap_extend; /* e.g. 6 and 1 */
+  const char *platform;     /* require a platform kind; NULL: any */
+  size_t pairs_per_task;    /* 0: chosen from the sequence lengths */
+} ember_sw_params;
+
+/* ember_sw_params_default - DNA, 3/-3, gap 6/1. */
+void ember_sw_params_default(ember_sw_params *params);
+
+/* A sequence: residue letters, not NUL-terminated. */
+typedef struct ember_seq {
+  const char *residues;
+  size_t length;
+} ember_seq;
+
+/* One pair's answer: 0-based inclusive coordinates; all -1 if score is 0. */
+typedef struct ember_sw_result {
+  int32_t score;
+  int32_t query_start, query_end;
+  int32_t ref_start, ref_end;
+} ember_sw_result;
+
+/* What an ember_sw_align call did. */
+typedef struct ember_sw_report {
+  size_t tasks;
+  size_t tasks_fallback;       /* run by the in-process CPU fallback */
+  size_t tasks_by_platform[4]; /* indexed like ember_platform_names */
+  uint64_t cells;              /* DP cell updates */
+  uint64_t queue_ns, exec_ns, server_ns, round_trip_ns; /* summed */
+  uint64_t wall_ns;
+} ember_sw_report;
+
+/* Platform names that ember_sw_report counts, in index order. */
+extern const char *const ember_platform_names[4];
+
+/* Progress callback: pairs done so far out of total. */
+typedef void (*ember_progress_cb)(size_t done, size_t total, void *user);
+
+/*
+ * ember_sw_align - align queries[i] with refs[i] for i < n; results[i]
+ * receives pair i. The batch is cut into tasks that run concurrently.
+ * report and progress may be NULL. Returns 0, or the first error (bad
+ * parameters or residues: EMBER_EPARAM with ember_last_error() saying
+ * which). Synchronous; thread-safe.
+ */
+int ember_sw_align(ember_client *client, const ember_sw_params *params,
+                   const ember_seq *queries, const ember_seq *refs, size_t n,
+                   ember_sw_result *results, ember_sw_report *report,
+                   ember_progress_cb progress, void *progress_user);
+
+/* ------------------------------------------------------------------------ */
+/* Introspection                                                            */
+
+typedef struct ember_platform_info {
+  char name[64];
+  char kind[32];
+  char state[32];
+  unsigned workers, queued, running;
+} ember_platform_info;
+
+typedef struct ember_accel_info {
+  char name[64];
+  unsigned version;
+  char platforms[256];   /* comma-separated */
+  unsigned queued;
+} ember_accel_info;
+
+/* ember_list_accelerators - what the NAM (or the embedded engine) offers.
+ * Arrays are malloc'd; free them with free(). Returns EMBER_ECONNECT when
+ * the client is in fallback (no NAM to ask). */
+int ember_list_accelerators(ember_client *client, ember_accel_info **accels,
+                            size_t *n_accels, ember_platform_info **platforms,
+                            size_t *n_platforms);
+
+/* Counters of this client since ember_connect. */
+typedef struct ember_client_stats {
+  uint64_t tasks_submitted;
+  uint64_t tasks_completed;
+  uint64_t tasks_fallback;   /* results produced by the CPU fallback */
+  uint64_t reconnects;
+} ember_client_stats;
+
+void ember_client_get_stats(ember_client *client, ember_client_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

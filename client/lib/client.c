@@ -1,0 +1,143 @@
+/* client.c - opening and closing clients, addresses, errors, counters. */
+#include "client_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static __thread char last_error[512];
+
+void client_set_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+}
+
+const char *ember_last_error(void) { return last_error; }
+
+uint64_t client_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The in-process engine: embedded mode's, or the fallback's (started the
+ * first time a task falls back). */
+int client_engine(ember_client *c, nam_engine **out) {
+  pthread_mutex_lock(&c->lock);
+  int rc = 0;
+  if (!c->engine) {
+    nam_engine_config cfg = {.cpu_workers = c->opts.embedded_threads};
+    rc = nam_engine_create(&cfg, &c->engine);
+  }
+  *out = c->engine;
+  pthread_mutex_unlock(&c->lock);
+  return rc;
+}
+
+static int resolve_address(const char *address, char *out, size_t len) {
+  if (!address || !address[0]) address = getenv("EMBER_NAM");
+  if (!address || !address[0]) {
+    struct stat st;
+    if (stat(EMBER_DEFAULT_SOCKET, &st) == 0 && S_ISSOCK(st.st_mode))
+      address = "unix:" EMBER_DEFAULT_SOCKET;
+    else
+      address = "embedded";
+  }
+  if (strlen(address) >= len) {
+    client_set_error("address too long: %s", address);
+    return EMBER_EINVAL;
+  }
+  strcpy(out, address);
+  return 0;
+}
+
+int ember_connect(const char *address, const ember_options *opts,
+                  ember_client **out) {
+  *out = NULL;
+  last_error[0] = '\0';
+  ember_client *c = calloc(1, sizeof *c);
+  if (!c) return EMBER_ENOMEM;
+  int rc = resolve_address(address, c->address, sizeof c->address);
+  if (rc) {
+    free(c);
+    return rc;
+  }
+  if (opts) c->opts = *opts;
+  snprintf(c->client_name, sizeof c->client_name, "%s",
+           c->opts.client_name ? c->opts.client_name : "libember");
+  c->opts.client_name = c->client_name;
+  if (!c->opts.connect_timeout_ms) c->opts.connect_timeout_ms = 2000;
+  c->max_frame = c->opts.max_frame ? c->opts.max_frame : PROTO_DEFAULT_MAX_FRAME;
+  c->fd = -1;
+  c->next_task_id = 1;
+  c->next_block_id = 1;
+  c->max_inflight = 64;
+  pthread_mutex_init(&c->lock, NULL);
+  pthread_mutex_init(&c->send_lock, NULL);
+  pthread_mutex_init(&c->connect_lock, NULL);
+  pthread_mutex_init(&c->request_lock, NULL);
+  pthread_cond_init(&c->slot_cv, NULL);
+  pthread_cond_init(&c->reply_cv, NULL);
+
+  if (strcmp(c->address, "embedded") == 0) {
+    c->mode = MODE_EMBEDDED;
+    nam_engine *e;
+    rc = client_engine(c, &e);
+  } else if (strncmp(c->address, "unix:", 5) == 0 ||
+             strncmp(c->address, "tcp:", 4) == 0) {
+    c->mode = c->address[0] == 'u' ? MODE_UNIX : MODE_TCP;
+    pthread_mutex_lock(&c->connect_lock);
+    rc = remote_connect(c);
+    pthread_mutex_unlock(&c->connect_lock);
+    /* unreachable is fine: tasks fall back until the NAM is back */
+    if (rc == EMBER_ECONNECT && !c->opts.no_fallback) rc = 0;
+  } else {
+    client_set_error("unknown address '%s': expected unix:PATH, tcp:HOST:PORT "
+                     "or embedded", c->address);
+    rc = EMBER_EINVAL;
+  }
+  if (rc) {
+    ember_close(c);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+void ember_close(ember_client *c) {
+  if (!c) return;
+  pthread_mutex_lock(&c->lock);
+  c->closing = 1;
+  pthread_mutex_unlock(&c->lock);
+  remote_shutdown(c);     /* in-flight remote tasks end as ECANCELED */
+  nam_engine_destroy(c->engine); /* local ones too */
+  free(c->inflight_tasks);
+  pthread_cond_destroy(&c->slot_cv);
+  pthread_cond_destroy(&c->reply_cv);
+  pthread_mutex_destroy(&c->request_lock);
+  pthread_mutex_destroy(&c->connect_lock);
+  pthread_mutex_destroy(&c->send_lock);
+  pthread_mutex_destroy(&c->lock);
+  free(c);
+}
+
+int ember_is_connected(ember_client *c) {
+  pthread_mutex_lock(&c->lock);
+  int up = c->fd >= 0;
+  pthread_mutex_unlock(&c->lock);
+  return up;
+}
+
+const char *ember_client_address(const ember_client *c) { return c->address; }
+
+void ember_client_get_stats(ember_client *c, ember_client_stats *out) {
+  pthread_mutex_lock(&c->lock);
+  *out = c->stats;
+  pthread_mutex_unlock(&c->lock);
+}

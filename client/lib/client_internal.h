@@ -1,0 +1,137 @@
+/*
+ * client_internal.h - libember's own structs, shared by its files:
+ * client.c (handles, addresses), remote.c (the NAM connection and its
+ * reader thread), blocks.c, tasks.c (submit, completion, CPU fallback),
+ * sw_align.c (the typed sw helper) and introspect.c.
+ */
+#ifndef EMBER_CLIENT_INTERNAL_H
+#define EMBER_CLIENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "accel.h"
+#include "ember/ember.h"
+#include "engine.h"
+#include "frame.h"
+
+enum client_mode { MODE_EMBEDDED, MODE_UNIX, MODE_TCP };
+
+typedef struct pending_reply {
+  int waiting;            /* a caller waits for this message type */
+  uint8_t type;
+  ProtobufCMessage *msg;  /* set by the reader thread */
+  int error;
+} pending_reply;
+
+struct ember_client {
+  char address[256];
+  enum client_mode mode;
+  ember_options opts;
+  char client_name[64];
+
+  pthread_mutex_t lock;      /* everything below, unless said otherwise */
+  pthread_cond_t slot_cv;    /* in-flight count went down, or state changed */
+  pthread_cond_t reply_cv;
+
+  /* remote connection */
+  int fd;                    /* -1 when not connected */
+  uint64_t gen;              /* bumps on every successful connect */
+  int reader_running;
+  pthread_t reader;
+  proto_reader rd;           /* owned by the reader thread */
+  size_t max_frame;
+  unsigned max_inflight;
+  unsigned inflight;
+  ember_task **inflight_tasks; /* open addressing on task id */
+  size_t inflight_cap;
+  uint64_t next_task_id, next_block_id;
+  uint64_t last_attempt_ns, backoff_ns;
+  int closing;
+  pending_reply reply;
+  pthread_mutex_t send_lock; /* one writer on the socket at a time */
+  pthread_mutex_t connect_lock;
+  pthread_mutex_t request_lock; /* one request/reply at a time */
+
+  /* the engine: embedded mode, or the CPU fallback (created on demand) */
+  nam_engine *engine;
+
+  ember_client_stats stats;
+};
+
+struct ember_block {
+  ember_client *client;
+  uint64_t id;
+  size_t size;
+  unsigned flags;
+  int refs;                  /* under client->lock */
+  int sealed;
+  int memfd;                 /* unix mode: the block's memfd, else -1 */
+  uint8_t *data;             /* readable bytes (mapping or malloc) */
+  int data_is_map;
+  uint64_t put_gen;          /* connection generation that has it; 0: none */
+};
+
+struct ember_task {
+  ember_client *client;
+  uint64_t id;
+  const acc_descriptor *acc; /* NULL if only the NAM knows it */
+  char accelerator[64];
+  uint8_t *params;
+  size_t params_len;
+  ember_block *inputs[16];
+  size_t n_inputs;
+  int priority;
+  char platform_req[32];
+  ember_task_cb callback;
+  void *user;
+  uint64_t submit_ns;
+
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int done;
+  int refs;                  /* the application's + one while in flight */
+  int status;
+  char message[512];
+  uint8_t *output;           /* malloc'd */
+  size_t output_len;
+  char platform[64];
+  ember_task_info info;
+  nam_task *local;           /* running on the in-process engine */
+};
+
+/* client.c */
+void client_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int client_engine(ember_client *c, nam_engine **out);
+uint64_t client_now_ns(void);
+
+/* remote.c */
+int remote_connect(ember_client *c);             /* under connect_lock */
+int remote_ensure(ember_client *c);              /* reconnect with backoff */
+void remote_shutdown(ember_client *c);
+int remote_send(ember_client *c, const proto_wbuf *w, const int *fds,
+                size_t nfds);
+/* the same with send_lock already held by the caller */
+int remote_send_locked(ember_client *c, const proto_wbuf *w, const int *fds,
+                       size_t nfds);
+int remote_send_msg(ember_client *c, uint8_t type, const ProtobufCMessage *m);
+int remote_request(ember_client *c, uint8_t type, const ProtobufCMessage *m,
+                   uint8_t reply_type, ProtobufCMessage **reply);
+/* task map (client->lock held) */
+int inflight_add(ember_client *c, ember_task *t);
+ember_task *inflight_take(ember_client *c, uint64_t id);
+
+/* tasks.c */
+void task_complete(ember_task *t, int status, const char *message,
+                   uint8_t *output, size_t output_len, const char *platform,
+                   const ember_task_info *info);
+void task_fallback(ember_task *t, int why, const char *message);
+void task_unref(ember_task *t);
+
+/* blocks.c */
+const uint8_t *block_bytes(ember_block *b);
+void block_ref(ember_block *b);
+void block_unref(ember_block *b);
+int block_append_put(ember_block *b, proto_wbuf *w, int *fd_out);
+
+#endif

@@ -1,0 +1,108 @@
+/* introspect.c - what accelerators and platforms a NAM (or the embedded
+ * engine) offers. */
+#include "client_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int from_engine(nam_engine *e, ember_accel_info **accels, size_t *n_accels,
+                       ember_platform_info **platforms, size_t *n_platforms) {
+  size_t na = acc_registry_count();
+  nam_platform_status ps[16];
+  size_t np = nam_engine_platforms(e, ps, 16);
+  *accels = calloc(na ? na : 1, sizeof **accels);
+  *platforms = calloc(np ? np : 1, sizeof **platforms);
+  if (!*accels || !*platforms) {
+    free(*accels);
+    free(*platforms);
+    return EMBER_ENOMEM;
+  }
+  for (size_t i = 0; i < na; i++) {
+    const acc_descriptor *d = acc_registry_get(i);
+    ember_accel_info *a = &(*accels)[i];
+    snprintf(a->name, sizeof a->name, "%s", d->name);
+    a->version = d->version;
+    nam_engine_platforms_for(e, d, a->platforms, sizeof a->platforms);
+    a->queued = nam_engine_queue_length(e, d);
+  }
+  for (size_t i = 0; i < np; i++) {
+    ember_platform_info *p = &(*platforms)[i];
+    snprintf(p->name, sizeof p->name, "%.63s", ps[i].name);
+    snprintf(p->kind, sizeof p->kind, "%.31s", ps[i].kind);
+    snprintf(p->state, sizeof p->state, "%s", ps[i].state);
+    p->workers = ps[i].workers;
+    p->queued = ps[i].queued;
+    p->running = ps[i].running;
+  }
+  *n_accels = na;
+  *n_platforms = np;
+  return 0;
+}
+
+static int from_reply(const Ember__AcceleratorList *l, ember_accel_info **accels,
+                      size_t *n_accels, ember_platform_info **platforms,
+                      size_t *n_platforms) {
+  *accels = calloc(l->n_accelerators ? l->n_accelerators : 1, sizeof **accels);
+  *platforms = calloc(l->n_platforms ? l->n_platforms : 1, sizeof **platforms);
+  if (!*accels || !*platforms) {
+    free(*accels);
+    free(*platforms);
+    return EMBER_ENOMEM;
+  }
+  for (size_t i = 0; i < l->n_accelerators; i++) {
+    const Ember__AcceleratorInfo *s = l->accelerators[i];
+    ember_accel_info *a = &(*accels)[i];
+    snprintf(a->name, sizeof a->name, "%s", s->name);
+    a->version = s->version;
+    size_t used = 0;
+    for (size_t k = 0; k < s->n_platforms && used < sizeof a->platforms; k++) {
+      int n = snprintf(a->platforms + used, sizeof a->platforms - used, "%s%s",
+                       k ? "," : "", s->platforms[k]);
+      if (n > 0) used += (size_t)n;
+    }
+    a->queued = s->queued;
+  }
+  for (size_t i = 0; i < l->n_platforms; i++) {
+    const Ember__PlatformInfo *s = l->platforms[i];
+    ember_platform_info *p = &(*platforms)[i];
+    snprintf(p->name, sizeof p->name, "%s", s->name);
+    snprintf(p->kind, sizeof p->kind, "%s", s->kind);
+    snprintf(p->state, sizeof p->state, "%s", s->state);
+    p->workers = s->workers;
+    p->queued = s->queued;
+    p->running = s->running;
+  }
+  *n_accels = l->n_accelerators;
+  *n_platforms = l->n_platforms;
+  return 0;
+}
+
+int ember_list_accelerators(ember_client *c, ember_accel_info **accels,
+                            size_t *n_accels, ember_platform_info **platforms,
+                            size_t *n_platforms) {
+  *accels = NULL;
+  *platforms = NULL;
+  *n_accels = *n_platforms = 0;
+  if (c->mode == MODE_EMBEDDED) {
+    nam_engine *e;
+    int rc = client_engine(c, &e);
+    return rc ? rc : from_engine(e, accels, n_accels, platforms, n_platforms);
+  }
+  Ember__ListAccelerators req = EMBER__LIST_ACCELERATORS__INIT;
+  ProtobufCMessage *reply = NULL;
+  int rc = remote_request(c, EMBER__MSG_TYPE__MSG_LIST_ACCELERATORS, &req.base,
+                          EMBER__MSG_TYPE__MSG_ACCELERATOR_LIST, &reply);
+  if (rc) {
+    if (rc == EMBER_ECONNLOST || rc == EMBER_ECONNECT) {
+      if (!ember_last_error()[0])
+        client_set_error("%s: cannot reach the NAM", c->address);
+      rc = EMBER_ECONNECT;
+    }
+    return rc;
+  }
+  rc = from_reply((Ember__AcceleratorList *)reply, accels, n_accels, platforms,
+                  n_platforms);
+  protobuf_c_message_free_unpacked(reply, NULL);
+  return rc;
+}

@@ -1,0 +1,457 @@
+/*
+ * remote.c - the connection to a NAM: connect and greet, one reader thread
+ * that completes tasks as results arrive, serialized writes, reconnection
+ * with backoff, and handing in-flight tasks to the CPU fallback when the
+ * connection dies.
+ */
+#include "client_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define BACKOFF_MIN_NS 50000000ull    /* 50 ms */
+#define BACKOFF_MAX_NS 2000000000ull  /* 2 s */
+
+/* ---- in-flight map (client->lock held) --------------------------------- */
+
+static size_t slot_of(uint64_t id, size_t cap) {
+  return (size_t)(id * 0x9E3779B97F4A7C15ull >> 7) & (cap - 1);
+}
+
+int inflight_add(ember_client *c, ember_task *t) {
+  if ((c->inflight + 1) * 2 > c->inflight_cap) {
+    size_t cap = c->inflight_cap ? c->inflight_cap * 2 : 128;
+    ember_task **slots = calloc(cap, sizeof *slots);
+    if (!slots) return EMBER_ENOMEM;
+    for (size_t i = 0; i < c->inflight_cap; i++) {
+      ember_task *o = c->inflight_tasks[i];
+      if (!o) continue;
+      size_t j = slot_of(o->id, cap);
+      while (slots[j]) j = (j + 1) & (cap - 1);
+      slots[j] = o;
+    }
+    free(c->inflight_tasks);
+    c->inflight_tasks = slots;
+    c->inflight_cap = cap;
+  }
+  size_t i = slot_of(t->id, c->inflight_cap);
+  while (c->inflight_tasks[i]) i = (i + 1) & (c->inflight_cap - 1);
+  c->inflight_tasks[i] = t;
+  c->inflight++;
+  return 0;
+}
+
+ember_task *inflight_take(ember_client *c, uint64_t id) {
+  if (!c->inflight_cap) return NULL;
+  size_t mask = c->inflight_cap - 1;
+  for (size_t i = slot_of(id, c->inflight_cap);; i = (i + 1) & mask) {
+    ember_task *t = c->inflight_tasks[i];
+    if (!t) return NULL;
+    if (t->id != id) continue;
+    c->inflight_tasks[i] = NULL;
+    /* re-place the rest of the cluster */
+    for (size_t j = (i + 1) & mask; c->inflight_tasks[j]; j = (j + 1) & mask) {
+      ember_task *o = c->inflight_tasks[j];
+      c->inflight_tasks[j] = NULL;
+      size_t k = slot_of(o->id, c->inflight_cap);
+      while (c->inflight_tasks[k]) k = (k + 1) & mask;
+      c->inflight_tasks[k] = o;
+    }
+    c->inflight--;
+    pthread_cond_broadcast(&c->slot_cv);
+    return t;
+  }
+}
+
+/* ---- sockets ----------------------------------------------------------- */
+
+static int open_socket(ember_client *c) {
+  if (c->mode == MODE_UNIX) {
+    const char *path = c->address + 5;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path) {
+      client_set_error("%s: path too long", c->address);
+      return -1;
+    }
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+      client_set_error("%s: %s", c->address, strerror(errno));
+      if (fd >= 0) close(fd);
+      return -1;
+    }
+    return fd;
+  }
+  char host[256];
+  const char *hp = c->address + 4, *colon = strrchr(hp, ':');
+  if (!colon || (size_t)(colon - hp) >= sizeof host) {
+    client_set_error("%s: expected tcp:HOST:PORT", c->address);
+    return -1;
+  }
+  memcpy(host, hp, (size_t)(colon - hp));
+  host[colon - hp] = '\0';
+  if (host[0] == '[' && strlen(host) >= 2) { /* [::1] */
+    memmove(host, host + 1, strlen(host));
+    host[strlen(host) - 1] = '\0';
+  }
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                           .ai_flags = AI_NUMERICSERV};
+  struct addrinfo *res = NULL;
+  int gai = getaddrinfo(host, colon + 1, &hints, &res);
+  if (gai != 0) {
+    client_set_error("%s: %s", c->address, gai_strerror(gai));
+    return -1;
+  }
+  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  int ok = fd >= 0;
+  if (ok && connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
+    ok = errno == EINPROGRESS;
+    if (ok) {
+      struct pollfd p = {.fd = fd, .events = POLLOUT};
+      int err = 0;
+      socklen_t elen = sizeof err;
+      ok = poll(&p, 1, c->opts.connect_timeout_ms) == 1 &&
+           getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) == 0 && err == 0;
+      if (!ok) errno = err ? err : ETIMEDOUT;
+    }
+  }
+  freeaddrinfo(res);
+  if (!ok) {
+    client_set_error("%s: %s", c->address, strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+/* Blocking read of one frame during the greeting, with a timeout. */
+static int read_frame_sync(ember_client *c, int fd, proto_reader *rd,
+                           proto_frame *f) {
+  for (;;) {
+    int rc = proto_reader_next(rd, f);
+    if (rc != 0) return rc < 0 ? rc : 0;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, c->opts.connect_timeout_ms) != 1) {
+      client_set_error("%s: no Welcome from the NAM", c->address);
+      return EMBER_ETIMEDOUT;
+    }
+    ssize_t n = proto_recv(fd, rd);
+    if (n == -EAGAIN || n == -EINTR) continue;
+    if (n <= 0) {
+      client_set_error("%s: connection closed during the greeting", c->address);
+      return EMBER_ECONNECT;
+    }
+  }
+}
+
+static void *reader_main(void *arg);
+
+int remote_connect(ember_client *c) {
+  int fd = open_socket(c);
+  if (fd < 0) return EMBER_ECONNECT;
+  proto_reader rd;
+  proto_reader_init(&rd, c->max_frame);
+  proto_wbuf w = {0};
+  Ember__Hello hello = EMBER__HELLO__INIT;
+  hello.protocol_version = PROTO_VERSION;
+  hello.client_name = c->client_name;
+  int rc = proto_wbuf_append(&w, EMBER__MSG_TYPE__MSG_HELLO, &hello.base, 0);
+  if (rc == 0 && proto_send(fd, w.data, w.len, NULL, 0) != 0) {
+    client_set_error("%s: %s", c->address, strerror(errno));
+    rc = EMBER_ECONNECT;
+  }
+  proto_wbuf_free(&w);
+  proto_frame f;
+  if (rc == 0) rc = read_frame_sync(c, fd, &rd, &f);
+  if (rc == 0) {
+    ProtobufCMessage *m = proto_unpack(&f);
+    if (m && f.type == EMBER__MSG_TYPE__MSG_WELCOME) {
+      Ember__Welcome *wm = (Ember__Welcome *)m;
+      pthread_mutex_lock(&c->lock);
+      if (wm->has_max_inflight && wm->max_inflight) c->max_inflight = wm->max_inflight;
+      if (wm->has_max_frame && wm->max_frame < c->max_frame) c->max_frame = wm->max_frame;
+      pthread_mutex_unlock(&c->lock);
+    } else if (m && f.type == EMBER__MSG_TYPE__MSG_ERROR) {
+      Ember__Error *e = (Ember__Error *)m;
+      client_set_error("%s: %s", c->address, e->message);
+      rc = e->code == EMBER_EVERSION ? EMBER_EVERSION : EMBER_ECONNECT;
+    } else {
+      client_set_error("%s: expected Welcome, got %s", c->address,
+                       proto_type_name(f.type));
+      rc = EMBER_EPROTO;
+    }
+    if (m) protobuf_c_message_free_unpacked(m, NULL);
+  }
+  if (rc) {
+    proto_reader_free(&rd);
+    close(fd);
+    return rc;
+  }
+  /* a previous reader, if any, has finished: collect it */
+  if (c->reader_running) {
+    pthread_join(c->reader, NULL);
+    c->reader_running = 0;
+    proto_reader_free(&c->rd);
+  }
+  c->rd = rd;
+  pthread_mutex_lock(&c->lock);
+  c->fd = fd;
+  c->gen++;
+  c->backoff_ns = 0;
+  if (c->gen > 1) c->stats.reconnects++;
+  pthread_mutex_unlock(&c->lock);
+  if (pthread_create(&c->reader, NULL, reader_main, c) != 0) {
+    pthread_mutex_lock(&c->lock);
+    c->fd = -1;
+    pthread_mutex_unlock(&c->lock);
+    close(fd);
+    proto_reader_free(&c->rd);
+    return EMBER_ENOMEM;
+  }
+  c->reader_running = 1;
+  return 0;
+}
+
+int remote_ensure(ember_client *c) {
+  pthread_mutex_lock(&c->lock);
+  int up = c->fd >= 0;
+  uint64_t now = client_now_ns();
+  int try_now = !up && !c->closing && now - c->last_attempt_ns >= c->backoff_ns;
+  pthread_mutex_unlock(&c->lock);
+  if (up) return 0;
+  if (!try_now) return EMBER_ECONNECT;
+  pthread_mutex_lock(&c->connect_lock);
+  int rc = 0;
+  pthread_mutex_lock(&c->lock);
+  up = c->fd >= 0; /* another thread may have done it meanwhile */
+  pthread_mutex_unlock(&c->lock);
+  if (!up) {
+    rc = remote_connect(c);
+    pthread_mutex_lock(&c->lock);
+    c->last_attempt_ns = client_now_ns();
+    if (rc) {
+      c->backoff_ns = c->backoff_ns ? c->backoff_ns * 2 : BACKOFF_MIN_NS;
+      if (c->backoff_ns > BACKOFF_MAX_NS) c->backoff_ns = BACKOFF_MAX_NS;
+    }
+    pthread_mutex_unlock(&c->lock);
+  }
+  pthread_mutex_unlock(&c->connect_lock);
+  return rc;
+}
+
+/* The connection is gone: every task still in flight falls back. */
+static void connection_lost(ember_client *c, const char *why) {
+  pthread_mutex_lock(&c->lock);
+  if (c->fd >= 0) {
+    /* the reader owns closing; writers only shut it down */
+    shutdown(c->fd, SHUT_RDWR);
+  }
+  ember_task **orphans = NULL;
+  size_t n = 0;
+  if (c->inflight) orphans = calloc(c->inflight, sizeof *orphans);
+  for (size_t i = 0; orphans && i < c->inflight_cap; i++)
+    if (c->inflight_tasks[i]) {
+      orphans[n++] = c->inflight_tasks[i];
+      c->inflight_tasks[i] = NULL;
+    }
+  c->inflight = 0;
+  if (c->reply.waiting) {
+    c->reply.error = EMBER_ECONNLOST;
+    pthread_cond_broadcast(&c->reply_cv);
+  }
+  int closing = c->closing;
+  pthread_cond_broadcast(&c->slot_cv);
+  pthread_mutex_unlock(&c->lock);
+  for (size_t i = 0; i < n; i++) {
+    if (closing)
+      task_complete(orphans[i], EMBER_ECANCELED, "client closed", NULL, 0, NULL, NULL);
+    else
+      task_fallback(orphans[i], EMBER_ECONNLOST, why);
+  }
+  free(orphans);
+}
+
+static void on_result(ember_client *c, Ember__Result *r) {
+  pthread_mutex_lock(&c->lock);
+  ember_task *t = inflight_take(c, r->task_id);
+  pthread_mutex_unlock(&c->lock);
+  if (!t) return; /* canceled and already completed */
+  ember_task_info info = {0};
+  if (r->times) {
+    info.queue_ns = r->times->queue_ns;
+    info.exec_ns = r->times->exec_ns;
+    info.server_ns = r->times->total_ns;
+  }
+  uint8_t *out = NULL;
+  if (r->has_output && r->output.len) {
+    out = malloc(r->output.len);
+    if (!out) {
+      task_fallback(t, EMBER_ENOMEM, "out of memory for the result");
+      return;
+    }
+    memcpy(out, r->output.data, r->output.len);
+  }
+  task_complete(t, r->status, r->message, out, r->has_output ? r->output.len : 0,
+                r->platform, &info);
+}
+
+static void on_error(ember_client *c, Ember__Error *e) {
+  if (!e->has_task_id) {
+    /* about a block or the connection: the task that needs it will say */
+    client_set_error("NAM: %s", e->message);
+    return;
+  }
+  pthread_mutex_lock(&c->lock);
+  ember_task *t = inflight_take(c, e->task_id);
+  pthread_mutex_unlock(&c->lock);
+  if (!t) return;
+  /* the NAM cannot run it now: the CPU can */
+  if (e->code == EMBER_ENOPLATFORM || e->code == EMBER_ESHUTDOWN ||
+      e->code == EMBER_EBUSY)
+    task_fallback(t, e->code, e->message);
+  else
+    task_complete(t, e->code, e->message, NULL, 0, NULL, NULL);
+}
+
+static void on_reply(ember_client *c, uint8_t type, ProtobufCMessage *m) {
+  pthread_mutex_lock(&c->lock);
+  if (c->reply.waiting && c->reply.type == type && !c->reply.msg) {
+    c->reply.msg = m;
+    m = NULL;
+    pthread_cond_broadcast(&c->reply_cv);
+  }
+  pthread_mutex_unlock(&c->lock);
+  if (m) protobuf_c_message_free_unpacked(m, NULL);
+}
+
+static void *reader_main(void *arg) {
+  ember_client *c = arg;
+  int fd = c->fd;
+  const char *why = "the NAM closed the connection";
+  char whybuf[160];
+  for (;;) {
+    proto_frame f;
+    int rc;
+    while ((rc = proto_reader_next(&c->rd, &f)) == 1) {
+      ProtobufCMessage *m = proto_unpack(&f);
+      if (!m) continue; /* unknown or malformed: nothing to complete */
+      switch (f.type) {
+      case EMBER__MSG_TYPE__MSG_RESULT:
+        on_result(c, (Ember__Result *)m);
+        break;
+      case EMBER__MSG_TYPE__MSG_ERROR:
+        on_error(c, (Ember__Error *)m);
+        break;
+      default:
+        on_reply(c, f.type, m);
+        m = NULL;
+      }
+      if (m) protobuf_c_message_free_unpacked(m, NULL);
+    }
+    if (rc < 0) {
+      why = "frame from the NAM over the limit";
+      break;
+    }
+    ssize_t n;
+    do {
+      struct pollfd p = {.fd = fd, .events = POLLIN};
+      poll(&p, 1, -1);
+      n = proto_recv(fd, &c->rd);
+    } while (n == -EAGAIN || n == -EINTR);
+    if (n <= 0) {
+      if (n < 0) {
+        snprintf(whybuf, sizeof whybuf, "connection to the NAM: %s",
+                 strerror((int)-n));
+        why = whybuf;
+      }
+      break;
+    }
+  }
+  pthread_mutex_lock(&c->lock);
+  c->fd = -1;
+  pthread_mutex_unlock(&c->lock);
+  /* writers hold send_lock while they use the fd: wait them out */
+  pthread_mutex_lock(&c->send_lock);
+  close(fd);
+  pthread_mutex_unlock(&c->send_lock);
+  connection_lost(c, why);
+  return NULL;
+}
+
+void remote_shutdown(ember_client *c) {
+  pthread_mutex_lock(&c->lock);
+  if (c->fd >= 0) shutdown(c->fd, SHUT_RDWR);
+  pthread_mutex_unlock(&c->lock);
+  if (c->reader_running) {
+    pthread_join(c->reader, NULL);
+    c->reader_running = 0;
+    proto_reader_free(&c->rd);
+  }
+}
+
+int remote_send_locked(ember_client *c, const proto_wbuf *w, const int *fds,
+                       size_t nfds) {
+  pthread_mutex_lock(&c->lock);
+  int fd = c->fd;
+  pthread_mutex_unlock(&c->lock);
+  int rc = fd < 0 ? -ENOTCONN : proto_send(fd, w->data, w->len, fds, nfds);
+  if (rc != 0 && fd >= 0) shutdown(fd, SHUT_RDWR); /* the reader cleans up */
+  return rc == 0 ? 0 : EMBER_ECONNLOST;
+}
+
+int remote_send(ember_client *c, const proto_wbuf *w, const int *fds,
+                size_t nfds) {
+  pthread_mutex_lock(&c->send_lock);
+  int rc = remote_send_locked(c, w, fds, nfds);
+  pthread_mutex_unlock(&c->send_lock);
+  return rc;
+}
+
+int remote_send_msg(ember_client *c, uint8_t type, const ProtobufCMessage *m) {
+  proto_wbuf w = {0};
+  int rc = proto_wbuf_append(&w, type, m, c->max_frame);
+  if (rc == 0) rc = remote_send(c, &w, NULL, 0);
+  proto_wbuf_free(&w);
+  return rc;
+}
+
+int remote_request(ember_client *c, uint8_t type, const ProtobufCMessage *m,
+                   uint8_t reply_type, ProtobufCMessage **reply) {
+  *reply = NULL;
+  int rc = remote_ensure(c);
+  if (rc) return rc;
+  pthread_mutex_lock(&c->request_lock);
+  pthread_mutex_lock(&c->lock);
+  c->reply = (pending_reply){.waiting = 1, .type = reply_type};
+  pthread_mutex_unlock(&c->lock);
+  rc = remote_send_msg(c, type, m);
+  pthread_mutex_lock(&c->lock);
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 10;
+  while (rc == 0 && !c->reply.msg && !c->reply.error && c->fd >= 0) {
+    if (pthread_cond_timedwait(&c->reply_cv, &c->lock, &deadline) == ETIMEDOUT) {
+      rc = EMBER_ETIMEDOUT;
+      client_set_error("%s: no reply from the NAM", c->address);
+    }
+  }
+  if (rc == 0 && !c->reply.msg) rc = c->reply.error ? c->reply.error : EMBER_ECONNLOST;
+  *reply = c->reply.msg;
+  c->reply = (pending_reply){0};
+  pthread_mutex_unlock(&c->lock);
+  pthread_mutex_unlock(&c->request_lock);
+  return rc;
+}

@@ -1,0 +1,256 @@
+/*
+ * sw_align.c - ember_sw_align(): the typed helper for the sw accelerator.
+ * It packs the parameters once, cuts the batch into tasks (query and
+ * reference blocks each), keeps them all in flight, and gathers the results
+ * in batch order.
+ */
+#include "client_internal.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "sw/seqset.h"
+#include "sw/sw.h"
+#include "accelerators/sw/sw.pb-c.h"
+
+#define TARGET_CELLS_PER_TASK ((uint64_t)1 << 23)
+#define MAX_PAIRS_PER_TASK 8192
+
+const char *const ember_platform_names[4] = {"cpu", "opencl", "fpga-emu",
+                                             "fallback"};
+
+void ember_sw_params_default(ember_sw_params *p) {
+  memset(p, 0, sizeof *p);
+  p->alphabet = EMBER_SW_DNA;
+  p->match = 3;
+  p->mismatch = -3;
+  p->gap_open = 6;
+  p->gap_extend = 1;
+}
+
+/* Pack the Params message; a matrix that names a file is read here and
+ * sent in full, so the NAM never opens the application's files. */
+static int pack_params(const ember_sw_params *p, uint8_t **out, size_t *len) {
+  Ember__Sw__Params m = EMBER__SW__PARAMS__INIT;
+  Ember__Sw__Matrix mx = EMBER__SW__MATRIX__INIT;
+  acc_sw_matrix file_matrix;
+  char alphabet[ACC_SW_MAX_ALPHABET + 1];
+  int32_t scores[ACC_SW_MAX_ALPHABET * ACC_SW_MAX_ALPHABET];
+  m.has_alphabet = 1;
+  m.alphabet = p->alphabet == EMBER_SW_PROTEIN ? EMBER__SW__ALPHABET__PROTEIN
+                                               : EMBER__SW__ALPHABET__DNA;
+  if (p->alphabet == EMBER_SW_DNA) {
+    m.has_match = m.has_mismatch = 1;
+    m.match = p->match;
+    m.mismatch = p->mismatch;
+  } else {
+    const char *name = p->matrix ? p->matrix : "BLOSUM62";
+    struct stat st;
+    if (strchr(name, '/') || stat(name, &st) == 0) {
+      char err[512];
+      if (acc_sw_matrix_read_file(name, &file_matrix, err, sizeof err) != 0) {
+        client_set_error("%s", err);
+        return EMBER_EPARAM;
+      }
+      int n = file_matrix.size;
+      memcpy(alphabet, file_matrix.alphabet, (size_t)n);
+      alphabet[n] = '\0';
+      for (int i = 0; i < n * n; i++) scores[i] = file_matrix.scores[i];
+      mx.alphabet = alphabet;
+      mx.n_scores = (size_t)(n * n);
+      mx.scores = scores;
+      m.matrix = &mx;
+    } else {
+      m.matrix_name = (char *)name;
+    }
+  }
+  m.has_gap_open = m.has_gap_extend = 1;
+  m.gap_open = p->gap_open;
+  m.gap_extend = p->gap_extend;
+  *len = ember__sw__params__get_packed_size(&m);
+  *out = malloc(*len ? *len : 1);
+  if (!*out) return EMBER_ENOMEM;
+  ember__sw__params__pack(&m, *out);
+  return 0;
+}
+
+/* One side (queries or references) of pairs [first, first+count) as a
+ * sealed seqset block. */
+static int make_block(ember_client *c, const ember_seq *seqs, size_t first,
+                      size_t count, ember_block **out) {
+  const char **res = malloc(count * sizeof *res);
+  size_t *lens = malloc(count * sizeof *lens);
+  int rc = EMBER_ENOMEM;
+  if (res && lens) {
+    for (size_t i = 0; i < count; i++) {
+      res[i] = seqs[first + i].residues;
+      lens[i] = seqs[first + i].length;
+    }
+    size_t bytes = acc_seqset_bytes(lens, count);
+    void *dst;
+    if (bytes == 0) {
+      client_set_error("sequence batch too large for one block");
+      rc = EMBER_ETOOBIG;
+    } else if ((rc = ember_block_alloc(c, bytes, 0, &dst, out)) == 0) {
+      rc = acc_seqset_write(dst, bytes, res, lens, count);
+      if (rc == 0) rc = ember_block_seal(*out);
+      if (rc) {
+        ember_block_release(*out);
+        *out = NULL;
+      }
+    }
+  }
+  free(res);
+  free(lens);
+  return rc;
+}
+
+typedef struct align_progress {
+  atomic_size_t pairs_done;
+} align_progress;
+
+typedef struct chunk {
+  ember_task *task;
+  size_t first, count;
+  align_progress *progress;
+} chunk;
+
+static void on_chunk_done(ember_task *t, void *user) {
+  chunk *ch = user;
+  atomic_fetch_add(&ch->progress->pairs_done, ch->count);
+}
+
+static size_t pairs_per_task(const ember_sw_params *p, const ember_seq *q,
+                             const ember_seq *r, size_t n) {
+  if (p->pairs_per_task) return p->pairs_per_task;
+  uint64_t cells = 0;
+  size_t sample = n < 1024 ? n : 1024;
+  for (size_t i = 0; i < sample; i++) cells += (uint64_t)q[i].length * r[i].length;
+  uint64_t avg = sample ? cells / sample : 1;
+  uint64_t per = avg ? TARGET_CELLS_PER_TASK / avg : MAX_PAIRS_PER_TASK;
+  if (per < 1) per = 1;
+  if (per > MAX_PAIRS_PER_TASK) per = MAX_PAIRS_PER_TASK;
+  return (size_t)per;
+}
+
+static int platform_index(const char *name) {
+  for (int i = 0; i < 4; i++)
+    if (strcmp(name, ember_platform_names[i]) == 0) return i;
+  return 0;
+}
+
+/* Copy one finished chunk into results and the report. */
+static int collect(const chunk *ch, ember_sw_result *results,
+                   ember_sw_report *report) {
+  ember_task *t = ch->task;
+  if (ember_task_status(t) != 0) {
+    client_set_error("pairs %zu-%zu: %s", ch->first, ch->first + ch->count - 1,
+                     ember_task_message(t));
+    return ember_task_status(t);
+  }
+  size_t len;
+  const void *out = ember_task_output(t, &len);
+  Ember__Sw__Result *r = ember__sw__result__unpack(NULL, len, out);
+  if (!r || r->n_score != ch->count || r->n_query_start != ch->count ||
+      r->n_query_end != ch->count || r->n_ref_start != ch->count ||
+      r->n_ref_end != ch->count) {
+    client_set_error("pairs %zu-%zu: malformed sw result", ch->first,
+                     ch->first + ch->count - 1);
+    if (r) ember__sw__result__free_unpacked(r, NULL);
+    return EMBER_EPROTO;
+  }
+  for (size_t i = 0; i < ch->count; i++) {
+    ember_sw_result *o = &results[ch->first + i];
+    o->score = r->score[i];
+    o->query_start = r->query_start[i];
+    o->query_end = r->query_end[i];
+    o->ref_start = r->ref_start[i];
+    o->ref_end = r->ref_end[i];
+  }
+  ember__sw__result__free_unpacked(r, NULL);
+  if (report) {
+    const ember_task_info *info = ember_task_get_info(t);
+    report->tasks++;
+    if (info->fell_back) report->tasks_fallback++;
+    report->tasks_by_platform[platform_index(info->platform)]++;
+    report->queue_ns += info->queue_ns;
+    report->exec_ns += info->exec_ns;
+    report->server_ns += info->server_ns;
+    report->round_trip_ns += info->round_trip_ns;
+  }
+  return 0;
+}
+
+int ember_sw_align(ember_client *c, const ember_sw_params *params,
+                   const ember_seq *queries, const ember_seq *refs, size_t n,
+                   ember_sw_result *results, ember_sw_report *report,
+                   ember_progress_cb progress, void *progress_user) {
+  ember_sw_params defaults;
+  if (!params) {
+    ember_sw_params_default(&defaults);
+    params = &defaults;
+  }
+  if (report) memset(report, 0, sizeof *report);
+  if (n == 0) return 0;
+  if (!c || !queries || !refs || !results) {
+    client_set_error("ember_sw_align: missing argument");
+    return EMBER_EINVAL;
+  }
+  uint64_t start = client_now_ns();
+  uint8_t *packed = NULL;
+  size_t packed_len = 0;
+  int rc = pack_params(params, &packed, &packed_len);
+  if (rc) return rc;
+  size_t per = pairs_per_task(params, queries, refs, n);
+  size_t n_chunks = (n + per - 1) / per;
+  chunk *chunks = calloc(n_chunks, sizeof *chunks);
+  if (!chunks) {
+    free(packed);
+    return EMBER_ENOMEM;
+  }
+  align_progress prog;
+  atomic_init(&prog.pairs_done, 0);
+  ember_submit_options so = {.platform = params->platform,
+                             .callback = on_chunk_done};
+  size_t submitted = 0;
+  for (; submitted < n_chunks && rc == 0; submitted++) {
+    chunk *ch = &chunks[submitted];
+    ch->first = submitted * per;
+    ch->count = n - ch->first < per ? n - ch->first : per;
+    ch->progress = &prog;
+    ember_block *in[2] = {NULL, NULL};
+    rc = make_block(c, queries, ch->first, ch->count, &in[0]);
+    if (rc == 0) rc = make_block(c, refs, ch->first, ch->count, &in[1]);
+    so.user = ch;
+    if (rc == 0) rc = ember_submit(c, "sw", packed, packed_len, in, 2, &so, &ch->task);
+    ember_block_release(in[0]); /* the task keeps what it needs */
+    ember_block_release(in[1]);
+    if (progress) progress(atomic_load(&prog.pairs_done), n, progress_user);
+    if (report) {
+      for (size_t i = ch->first; i < ch->first + ch->count; i++)
+        report->cells += (uint64_t)queries[i].length * refs[i].length;
+    }
+  }
+  if (rc) submitted--; /* the failed one has no task */
+  int first_err = rc;
+  char first_msg[512] = "";
+  if (rc) snprintf(first_msg, sizeof first_msg, "%s", ember_last_error());
+  for (size_t i = 0; i < submitted; i++) {
+    while (ember_task_wait(chunks[i].task, 200) == EMBER_ETIMEDOUT)
+      if (progress) progress(atomic_load(&prog.pairs_done), n, progress_user);
+    if (first_err == 0) {
+      first_err = collect(&chunks[i], results, report);
+      if (first_err) snprintf(first_msg, sizeof first_msg, "%s", ember_last_error());
+    }
+    ember_task_free(chunks[i].task);
+  }
+  if (progress && first_err == 0) progress(n, n, progress_user);
+  if (report) report->wall_ns = client_now_ns() - start;
+  free(chunks);
+  free(packed);
+  if (first_err) client_set_error("%s", first_msg);
+  return first_err;
+}

@@ -1,0 +1,14 @@
+/* clock.h - monotonic time in nanoseconds, for task timestamps. */
+#ifndef EMBER_CLOCK_H
+#define EMBER_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t clock_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#endif

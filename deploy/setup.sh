@@ -1,0 +1,27 @@
+#!/bin/sh
+# Installs every Debian package that ember's build, tests and demo need (a
+# no-op when they are there), then configures and builds into build/.
+# Run as root on Debian 12 (or with sudo available).
+set -eu
+cd "$(dirname "$0")/.."
+
+PACKAGES="build-essential cmake pkg-config gzip python3
+  libuv1-dev protobuf-c-compiler libprotobuf-c-dev libinih-dev libsystemd-dev
+  libhts-dev zlib1g-dev
+  libcmocka-dev libparasail-dev libssw-dev clang libclang-rt-14-dev"
+
+missing=""
+for p in $PACKAGES; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "setup: installing$missing"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j"$(nproc)"

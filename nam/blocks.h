@@ -1,0 +1,45 @@
+/*
+ * blocks.h - one client's blocks: id -> mapped bytes, with references.
+ *
+ * The client holds one reference until it releases the block (or goes
+ * away); every task using the block holds another (a pin) until it is done.
+ * The bytes are freed when the last reference goes.
+ */
+#ifndef EMBER_NAM_BLOCKS_H
+#define EMBER_NAM_BLOCKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/ember.pb-c.h"
+
+typedef struct nam_block {
+  uint64_t id;
+  const uint8_t *data;
+  size_t size;
+  unsigned flags;
+  int refs;
+  int client_ref;             /* the client still holds it */
+  void *map;                  /* mmap'd memfd, or NULL */
+  Ember__PutBlock *inline_msg; /* TCP: the unpacked frame owns the bytes */
+} nam_block;
+
+typedef struct nam_block_table {
+  nam_block **slots;          /* open addressing, NULL = empty */
+  size_t cap, count;
+  uint64_t bytes;             /* held by the client (client_ref set) */
+} nam_block_table;
+
+nam_block *nam_blocks_find(const nam_block_table *t, uint64_t id);
+/* Takes ownership of b (refs = 1, the client's). EMBER_EINVAL if the id is
+ * taken, EMBER_ENOMEM. */
+int nam_blocks_insert(nam_block_table *t, nam_block *b);
+/* The client's release: drops its reference and forgets the id. */
+int nam_blocks_release(nam_block_table *t, uint64_t id);
+/* Drop every client reference (disconnect); pinned blocks live on. */
+void nam_blocks_clear(nam_block_table *t);
+
+void nam_block_pin(nam_block *b);
+void nam_block_unpin(nam_block *b);
+
+#endif

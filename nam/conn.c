@@ -1,0 +1,617 @@
+/*
+ * conn.c - one client connection: reads frames, answers Hello, takes
+ * blocks (sealed memfds over unix, inline bytes over TCP), validates and
+ * queues tasks, and writes their results. Anything a client sends that is
+ * wrong gets an Error frame; only a broken stream closes the connection.
+ */
+#include "server_internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "ember/ember_errors.h"
+#include "log.h"
+
+#define REQUIRED_SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
+#define READS_PER_WAKEUP 16
+
+static void on_poll(uv_poll_t *poll, int status, int events);
+static void process_frames(nam_conn *c);
+static int close_after_flush_pending(nam_conn *c);
+
+/* ---- output ------------------------------------------------------------ */
+
+static void update_poll(nam_conn *c) {
+  if (c->closing) return;
+  int paused = c->inflight >= c->srv->limits.max_inflight;
+  int events = (paused ? 0 : UV_READABLE) |
+               (c->out.len > c->out.sent ? UV_WRITABLE : 0);
+  if (events != c->poll_events) {
+    c->poll_events = events;
+    if (events)
+      uv_poll_start(&c->poll, events, on_poll);
+    else
+      uv_poll_stop(&c->poll);
+  }
+}
+
+static void flush(nam_conn *c) {
+  while (!c->closing && c->out.len > c->out.sent) {
+    ssize_t n = send(c->fd, c->out.data + c->out.sent, c->out.len - c->out.sent,
+                     MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) break;
+      nam_conn_close(c, strerror(errno));
+      return;
+    }
+    proto_wbuf_consume(&c->out, (size_t)n);
+  }
+  if (c->closing) return;
+  if (close_after_flush_pending(c)) return;
+  update_poll(c);
+}
+
+static void send_msg(nam_conn *c, Ember__MsgType type, const ProtobufCMessage *m) {
+  if (c->closing) return;
+  int rc = proto_wbuf_append(&c->out, (uint8_t)type, m, c->srv->limits.max_frame);
+  if (rc == EMBER_ETOOBIG) {
+    /* e.g. a result larger than the frame limit: say so instead */
+    Ember__Error e = EMBER__ERROR__INIT;
+    e.code = rc;
+    e.message = "reply over the frame limit";
+    rc = proto_wbuf_append(&c->out, EMBER__MSG_TYPE__MSG_ERROR,
+                           &e.base, c->srv->limits.max_frame);
+  }
+  if (rc) nam_conn_close(c, "out of memory");
+}
+
+static void send_error(nam_conn *c, int code, uint64_t task_id,
+                       uint64_t block_id, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void send_error(nam_conn *c, int code, uint64_t task_id,
+                       uint64_t block_id, const char *fmt, ...) {
+  char text[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  log_debug("client %s: %s: %s", c->peer, ember_errname(code), text);
+  Ember__Error e = EMBER__ERROR__INIT;
+  e.code = code;
+  e.message = text;
+  if (task_id) { e.has_task_id = 1; e.task_id = task_id; }
+  if (block_id) { e.has_block_id = 1; e.block_id = block_id; }
+  send_msg(c, EMBER__MSG_TYPE__MSG_ERROR, &e.base);
+}
+
+static int close_after_flush_pending(nam_conn *c) {
+  if (c->close_after_flush && c->out.len == c->out.sent) {
+    nam_conn_close(c, "protocol error");
+    return 1;
+  }
+  return 0;
+}
+
+static void fatal(nam_conn *c, int code, const char *fmt, const char *detail) {
+  c->srv->stats.protocol_errors++;
+  log_notice("client %s: %s", c->peer, detail);
+  send_error(c, code, 0, 0, fmt, detail);
+  c->close_after_flush = 1; /* say why, then close */
+}
+
+/* ---- connection life --------------------------------------------------- */
+
+void nam_conn_open(nam_server *s, int fd, int is_unix, const char *peer) {
+  nam_conn *c = calloc(1, sizeof *c);
+  if (!c) {
+    close(fd);
+    return;
+  }
+  c->srv = s;
+  c->fd = fd;
+  c->is_unix = is_unix;
+  snprintf(c->peer, sizeof c->peer, "%s", peer);
+  proto_reader_init(&c->reader, s->limits.max_frame);
+  uv_poll_init(s->loop, &c->poll, fd);
+  c->poll.data = c;
+  c->next = s->conns;
+  if (s->conns) s->conns->prev = c;
+  s->conns = c;
+  s->stats.clients++;
+  s->stats.connections++;
+  log_info("client %s connected (%s)", peer, is_unix ? "unix" : "tcp");
+  update_poll(c);
+}
+
+static void maybe_free(nam_conn *c) {
+  if (!c->closing || !c->handle_closed || c->inflight > 0) return;
+  proto_reader_free(&c->reader);
+  proto_wbuf_free(&c->out);
+  free(c);
+}
+
+static void on_handle_closed(uv_handle_t *h) {
+  nam_conn *c = h->data;
+  c->handle_closed = 1;
+  maybe_free(c);
+}
+
+void nam_conn_close(nam_conn *c, const char *why) {
+  if (c->closing) return;
+  nam_server *s = c->srv;
+  c->closing = 1;
+  log_info("client %s disconnected (%s), %u tasks in flight", c->peer, why,
+           c->inflight);
+  uv_close((uv_handle_t *)&c->poll, on_handle_closed);
+  close(c->fd);
+  c->fd = -1;
+  if (c->prev) c->prev->next = c->next; else s->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  s->stats.clients--;
+  /* the client is gone: its blocks go once their tasks are done */
+  nam_blocks_clear(&c->blocks);
+  for (conn_task *ct = c->tasks; ct; ct = ct->next) nam_task_cancel(ct->task);
+}
+
+/* ---- tasks ------------------------------------------------------------- */
+
+/* Engine worker thread: hand the task to the loop. */
+static void on_engine_done(nam_task *task, void *user) {
+  conn_task *ct = user;
+  nam_server *s = ct->conn->srv;
+  pthread_mutex_lock(&s->done_lock);
+  ct->done_next = NULL;
+  if (s->done_tail) s->done_tail->done_next = ct; else s->done_head = ct;
+  s->done_tail = ct;
+  pthread_mutex_unlock(&s->done_lock);
+  uv_async_send(&s->done_async);
+}
+
+static void send_result(nam_conn *c, conn_task *ct) {
+  nam_task *t = ct->task;
+  const nam_task_times *tm = nam_task_get_times(t);
+  Ember__Result r = EMBER__RESULT__INIT;
+  Ember__StageTimes times = EMBER__STAGE_TIMES__INIT;
+  acc_output out = {0};
+  nam_task_take_output(t, &out);
+  r.task_id = ct->id;
+  r.status = nam_task_status(t);
+  if (r.status) r.message = (char *)nam_task_message(t);
+  if (out.data) {
+    r.has_output = 1;
+    r.output.data = out.data;
+    r.output.len = out.size;
+  }
+  r.platform = (char *)nam_task_platform(t);
+  if (tm->started) {
+    times.has_queue_ns = times.has_exec_ns = 1;
+    times.queue_ns = tm->started - tm->queued;
+    times.exec_ns = tm->finished - tm->started;
+  }
+  times.has_total_ns = 1;
+  times.total_ns = clock_now_ns() - ct->received_ns;
+  r.times = &times;
+  send_msg(c, EMBER__MSG_TYPE__MSG_RESULT, &r.base);
+  c->srv->stats.results_sent++;
+  free(out.data);
+}
+
+void nam_conn_task_done(conn_task *ct) {
+  nam_conn *c = ct->conn;
+  nam_server *s = c->srv;
+  if (ct->prev) ct->prev->next = ct->next; else c->tasks = ct->next;
+  if (ct->next) ct->next->prev = ct->prev;
+  c->inflight--;
+  s->stats.inflight--;
+  if (!c->closing) send_result(c, ct);
+  for (size_t i = 0; i < ct->n_pins; i++) nam_block_unpin(ct->pins[i]);
+  nam_task_free(ct->task);
+  free(ct);
+  if (c->closing) {
+    maybe_free(c);
+    return;
+  }
+  /* a slot came free: frames that waited in the buffer go on */
+  process_frames(c);
+  if (!c->closing) flush(c);
+}
+
+static void handle_submit(nam_conn *c, const Ember__Submit *m) {
+  nam_server *s = c->srv;
+  s->stats.tasks_received++;
+  if (m->task_id == 0) {
+    send_error(c, EMBER_EINVAL, 0, 0, "task_id 0 is reserved");
+    return;
+  }
+  for (conn_task *o = c->tasks; o; o = o->next)
+    if (o->id == m->task_id) {
+      send_error(c, EMBER_EINVAL, m->task_id, 0, "task %llu is already in flight",
+                 (unsigned long long)m->task_id);
+      return;
+    }
+  if (s->draining) {
+    send_error(c, EMBER_ESHUTDOWN, m->task_id, 0, "the NAM is shutting down");
+    return;
+  }
+  const acc_descriptor *acc = acc_registry_find(m->accelerator);
+  if (!acc) {
+    char known[256] = "";
+    for (size_t i = 0, used = 0; i < acc_registry_count() && used < sizeof known; i++) {
+      int n = snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "",
+                       acc_registry_get(i)->name);
+      if (n > 0) used += (size_t)n;
+    }
+    send_error(c, EMBER_ENOACCEL, m->task_id, 0,
+               "unknown accelerator '%s' (this NAM has: %s)", m->accelerator, known);
+    return;
+  }
+  if (m->n_input_blocks > NAM_MAX_INPUTS) {
+    send_error(c, EMBER_EPARAM, m->task_id, 0, "%zu input blocks, at most %d",
+               m->n_input_blocks, NAM_MAX_INPUTS);
+    return;
+  }
+  conn_task *ct = calloc(1, sizeof *ct);
+  if (!ct) {
+    send_error(c, EMBER_ENOMEM, m->task_id, 0, "out of memory");
+    return;
+  }
+  acc_block inputs[NAM_MAX_INPUTS];
+  for (size_t i = 0; i < m->n_input_blocks; i++) {
+    nam_block *b = nam_blocks_find(&c->blocks, m->input_blocks[i]);
+    if (!b) {
+      send_error(c, EMBER_ENOTFOUND, m->task_id, m->input_blocks[i],
+                 "input %zu: block %llu not found", i,
+                 (unsigned long long)m->input_blocks[i]);
+      free(ct);
+      return;
+    }
+    ct->pins[i] = b;
+    inputs[i].data = b->data;
+    inputs[i].size = b->size;
+  }
+  char err[512] = "";
+  void *prepared = NULL;
+  int rc = acc->validate(m->has_params ? m->params.data : NULL,
+                         m->has_params ? m->params.len : 0, inputs,
+                         m->n_input_blocks, &prepared, err, sizeof err);
+  if (rc) {
+    send_error(c, rc, m->task_id, 0, "%s: %s", acc->name,
+               err[0] ? err : ember_strerror(rc));
+    free(ct);
+    return;
+  }
+  ct->conn = c;
+  ct->id = m->task_id;
+  ct->received_ns = clock_now_ns();
+  ct->n_pins = m->n_input_blocks;
+  nam_task_spec spec = {
+    .acc = acc, .prepared = prepared, .inputs = inputs,
+    .n_inputs = m->n_input_blocks, .priority = m->has_priority ? m->priority : 0,
+    .platform_kind = m->platform && m->platform[0] ? m->platform : NULL,
+    .done = on_engine_done, .user = ct,
+  };
+  rc = nam_engine_submit(s->engine, &spec, &ct->task);
+  if (rc) {
+    if (rc == EMBER_ENOPLATFORM && spec.platform_kind)
+      send_error(c, rc, m->task_id, 0,
+                 "no platform of kind '%s' can run '%s' here (this NAM has: cpu)",
+                 spec.platform_kind, acc->name);
+    else
+      send_error(c, rc, m->task_id, 0, "%s", ember_strerror(rc));
+    free(ct);
+    return;
+  }
+  for (size_t i = 0; i < ct->n_pins; i++) nam_block_pin(ct->pins[i]);
+  ct->next = c->tasks;
+  if (c->tasks) c->tasks->prev = ct;
+  c->tasks = ct;
+  c->inflight++;
+  s->stats.inflight++;
+}
+
+static void handle_cancel(nam_conn *c, const Ember__Cancel *m) {
+  for (conn_task *ct = c->tasks; ct; ct = ct->next)
+    if (ct->id == m->task_id) {
+      nam_task_cancel(ct->task);
+      return;
+    }
+  /* already finished or never known: the result (if any) says so */
+}
+
+/* ---- blocks ------------------------------------------------------------ */
+
+static int map_memfd(nam_conn *c, const Ember__PutBlock *m, int fd,
+                     nam_block *b) {
+  int seals = fcntl(fd, F_GET_SEALS);
+  if (seals < 0) {
+    send_error(c, EMBER_EBLOCK, 0, m->block_id,
+               "block %llu: the fd is not a sealable memfd",
+               (unsigned long long)m->block_id);
+    return -1;
+  }
+  if ((seals & REQUIRED_SEALS) != REQUIRED_SEALS) {
+    send_error(c, EMBER_EBLOCK, 0, m->block_id,
+               "block %llu: memfd is not sealed (needs the write, grow, shrink "
+               "and seal seals)", (unsigned long long)m->block_id);
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != m->size) {
+    send_error(c, EMBER_EBLOCK, 0, m->block_id,
+               "block %llu: memfd holds %lld bytes, PutBlock says %llu",
+               (unsigned long long)m->block_id, (long long)st.st_size,
+               (unsigned long long)m->size);
+    return -1;
+  }
+  void *p = mmap(NULL, m->size, PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    send_error(c, EMBER_EBLOCK, 0, m->block_id, "block %llu: mmap: %s",
+               (unsigned long long)m->block_id, strerror(errno));
+    return -1;
+  }
+  b->map = p;
+  b->data = p;
+  return 0;
+}
+
+/* Returns 1 if m was adopted by the block (inline bytes), else 0. */
+static int handle_put_block(nam_conn *c, Ember__PutBlock *m) {
+  nam_server *s = c->srv;
+  int fd = -1;
+  if (m->transport == EMBER__PUT_BLOCK__TRANSPORT__FD) {
+    if (!c->is_unix) {
+      send_error(c, EMBER_EBLOCK, 0, m->block_id,
+                 "block %llu: fd transport needs a unix socket",
+                 (unsigned long long)m->block_id);
+      return 0;
+    }
+    fd = proto_reader_pop_fd(&c->reader);
+    if (fd < 0) {
+      fatal(c, EMBER_EPROTO, "%s", "PutBlock with fd transport but no fd came with it");
+      return 0;
+    }
+  } else if (c->is_unix) {
+    send_error(c, EMBER_EBLOCK, 0, m->block_id,
+               "block %llu: over a unix socket blocks travel as sealed memfds",
+               (unsigned long long)m->block_id);
+    return 0;
+  }
+  int adopted = 0;
+  nam_block *b = NULL;
+  if (m->block_id == 0 || m->size == 0) {
+    send_error(c, EMBER_EBLOCK, 0, m->block_id,
+               m->block_id == 0 ? "block id 0 is reserved" : "block %llu is empty",
+               (unsigned long long)m->block_id);
+  } else if (nam_blocks_find(&c->blocks, m->block_id)) {
+    send_error(c, EMBER_EINVAL, 0, m->block_id, "block %llu already exists",
+               (unsigned long long)m->block_id);
+  } else if (c->blocks.bytes + m->size > s->limits.max_block_bytes) {
+    send_error(c, EMBER_EBUSY, 0, m->block_id,
+               "block %llu: %llu bytes would pass this client's block limit "
+               "(max_block_bytes = %llu)", (unsigned long long)m->block_id,
+               (unsigned long long)m->size,
+               (unsigned long long)s->limits.max_block_bytes);
+  } else if (fd < 0 && (!m->has_data || m->data.len != m->size)) {
+    send_error(c, EMBER_EBLOCK, 0, m->block_id,
+               "block %llu: %zu inline bytes, PutBlock says %llu",
+               (unsigned long long)m->block_id, m->has_data ? m->data.len : 0,
+               (unsigned long long)m->size);
+  } else if (!(b = calloc(1, sizeof *b))) {
+    send_error(c, EMBER_ENOMEM, 0, m->block_id, "out of memory");
+  } else {
+    b->id = m->block_id;
+    b->size = m->size;
+    b->flags = m->flags;
+    int ok = 1;
+    if (fd >= 0) {
+      ok = map_memfd(c, m, fd, b) == 0;
+    } else {
+      b->inline_msg = m;
+      b->data = m->data.data;
+      adopted = 1;
+    }
+    if (ok && nam_blocks_insert(&c->blocks, b) != 0) {
+      send_error(c, EMBER_ENOMEM, 0, m->block_id, "out of memory");
+      ok = 0;
+    }
+    if (!ok) {
+      if (b->map) munmap(b->map, b->size);
+      free(b);
+      adopted = 0;
+    }
+  }
+  if (fd >= 0) close(fd); /* the mapping, if any, keeps the pages */
+  return adopted;
+}
+
+/* ---- frames ------------------------------------------------------------ */
+
+static void handle_hello(nam_conn *c, const Ember__Hello *m) {
+  if (m->protocol_version != PROTO_VERSION) {
+    char detail[128];
+    snprintf(detail, sizeof detail,
+             "protocol version %u is not supported (this NAM speaks %u)",
+             m->protocol_version, PROTO_VERSION);
+    fatal(c, EMBER_EVERSION, "%s", detail);
+    return;
+  }
+  c->greeted = 1;
+  Ember__Welcome w = EMBER__WELCOME__INIT;
+  w.protocol_version = PROTO_VERSION;
+  w.server_name = c->srv->name;
+  w.has_max_frame = w.has_max_inflight = w.has_max_block_bytes = 1;
+  w.max_frame = c->srv->limits.max_frame;
+  w.max_inflight = c->srv->limits.max_inflight;
+  w.max_block_bytes = c->srv->limits.max_block_bytes;
+  send_msg(c, EMBER__MSG_TYPE__MSG_WELCOME, &w.base);
+  if (m->client_name && m->client_name[0])
+    log_debug("client %s is '%s'", c->peer, m->client_name);
+}
+
+static void handle_list(nam_conn *c) {
+  nam_server *s = c->srv;
+  size_t n_acc = acc_registry_count();
+  nam_platform_status ps[16];
+  size_t n_plat = nam_engine_platforms(s->engine, ps, 16);
+  Ember__AcceleratorInfo ai[16], *aip[16];
+  char plat_names[16][256];
+  char *plat_lists[16][1];
+  Ember__PlatformInfo pi[16], *pip[16];
+  if (n_acc > 16) n_acc = 16;
+  for (size_t i = 0; i < n_acc; i++) {
+    const acc_descriptor *d = acc_registry_get(i);
+    ember__accelerator_info__init(&ai[i]);
+    ai[i].name = (char *)d->name;
+    ai[i].version = d->version;
+    nam_engine_platforms_for(s->engine, d, plat_names[i], sizeof plat_names[i]);
+    plat_lists[i][0] = plat_names[i];
+    ai[i].n_platforms = plat_names[i][0] ? 1 : 0;
+    ai[i].platforms = plat_lists[i];
+    ai[i].has_queued = 1;
+    ai[i].queued = nam_engine_queue_length(s->engine, d);
+    aip[i] = &ai[i];
+  }
+  for (size_t i = 0; i < n_plat; i++) {
+    ember__platform_info__init(&pi[i]);
+    pi[i].name = ps[i].name;
+    pi[i].kind = ps[i].kind;
+    pi[i].state = (char *)ps[i].state;
+    pi[i].has_workers = pi[i].has_queued = pi[i].has_running = 1;
+    pi[i].workers = ps[i].workers;
+    pi[i].queued = ps[i].queued;
+    pi[i].running = ps[i].running;
+    pip[i] = &pi[i];
+  }
+  Ember__AcceleratorList list = EMBER__ACCELERATOR_LIST__INIT;
+  list.n_accelerators = n_acc;
+  list.accelerators = aip;
+  list.n_platforms = n_plat;
+  list.platforms = pip;
+  send_msg(c, EMBER__MSG_TYPE__MSG_ACCELERATOR_LIST, &list.base);
+}
+
+static void handle_stats(nam_conn *c) {
+  nam_engine_counters ec;
+  nam_server_stats ss;
+  nam_engine_get_counters(c->srv->engine, &ec);
+  nam_server_get_stats(c->srv, &ss);
+  Ember__Stats st = EMBER__STATS__INIT;
+  st.has_tasks_submitted = st.has_tasks_completed = st.has_tasks_failed = 1;
+  st.has_tasks_canceled = st.has_clients = st.has_block_bytes = 1;
+  st.tasks_submitted = ec.submitted;
+  st.tasks_completed = ec.completed;
+  st.tasks_failed = ec.failed;
+  st.tasks_canceled = ec.canceled;
+  st.clients = ss.clients;
+  st.block_bytes = ss.block_bytes;
+  send_msg(c, EMBER__MSG_TYPE__MSG_STATS, &st.base);
+}
+
+static void handle_frame(nam_conn *c, const proto_frame *f) {
+  if (!proto_descriptor(f->type)) {
+    send_error(c, EMBER_EPROTO, 0, 0, "unknown message type %u (%zu bytes skipped)",
+               f->type, f->len);
+    return;
+  }
+  ProtobufCMessage *m = proto_unpack(f);
+  if (!m) {
+    send_error(c, EMBER_EPROTO, 0, 0, "malformed %s message (%zu bytes)",
+               proto_type_name(f->type), f->len);
+    if (!c->greeted) c->close_after_flush = 1;
+    return;
+  }
+  if (!c->greeted && f->type != EMBER__MSG_TYPE__MSG_HELLO) {
+    fatal(c, EMBER_EPROTO, "%s", "the first message must be Hello");
+    protobuf_c_message_free_unpacked(m, NULL);
+    return;
+  }
+  int adopted = 0;
+  switch (f->type) {
+  case EMBER__MSG_TYPE__MSG_HELLO:
+    if (c->greeted)
+      send_error(c, EMBER_EPROTO, 0, 0, "Hello sent twice");
+    else
+      handle_hello(c, (Ember__Hello *)m);
+    break;
+  case EMBER__MSG_TYPE__MSG_LIST_ACCELERATORS: handle_list(c); break;
+  case EMBER__MSG_TYPE__MSG_PUT_BLOCK:
+    adopted = handle_put_block(c, (Ember__PutBlock *)m);
+    break;
+  case EMBER__MSG_TYPE__MSG_RELEASE_BLOCK: {
+    uint64_t id = ((Ember__ReleaseBlock *)m)->block_id;
+    if (nam_blocks_release(&c->blocks, id) != 0)
+      send_error(c, EMBER_ENOTFOUND, 0, id, "block %llu not found",
+                 (unsigned long long)id);
+    break;
+  }
+  case EMBER__MSG_TYPE__MSG_SUBMIT: handle_submit(c, (Ember__Submit *)m); break;
+  case EMBER__MSG_TYPE__MSG_CANCEL: handle_cancel(c, (Ember__Cancel *)m); break;
+  case EMBER__MSG_TYPE__MSG_STATS_REQUEST: handle_stats(c); break;
+  default:
+    send_error(c, EMBER_EPROTO, 0, 0, "%s is not a message a client sends",
+               proto_type_name(f->type));
+  }
+  if (!adopted) protobuf_c_message_free_unpacked(m, NULL);
+}
+
+static void process_frames(nam_conn *c) {
+  proto_frame f;
+  int rc;
+  while (!c->closing && !c->close_after_flush &&
+         c->inflight < c->srv->limits.max_inflight &&
+         (rc = proto_reader_next(&c->reader, &f)) != 0) {
+    if (rc < 0) {
+      char detail[160];
+      snprintf(detail, sizeof detail,
+               "frame over the limit (%zu bytes): closing the connection",
+               c->srv->limits.max_frame);
+      fatal(c, rc, "%s", detail);
+      return;
+    }
+    handle_frame(c, &f);
+  }
+}
+
+static void on_readable(nam_conn *c) {
+  for (int i = 0; i < READS_PER_WAKEUP && !c->closing; i++) {
+    ssize_t n = proto_recv(c->fd, &c->reader);
+    if (n == -EAGAIN) break;
+    if (n == 0) {
+      nam_conn_close(c, "end of stream");
+      return;
+    }
+    if (n < 0) {
+      if (n == -EPROTO)
+        fatal(c, EMBER_EPROTO, "%s", "too many or truncated file descriptors");
+      else
+        nam_conn_close(c, strerror((int)-n));
+      break;
+    }
+    process_frames(c);
+    if (c->inflight >= c->srv->limits.max_inflight || c->close_after_flush)
+      break; /* backpressure: leave the rest in the socket */
+  }
+  if (!c->closing) flush(c);
+}
+
+static void on_poll(uv_poll_t *poll, int status, int events) {
+  nam_conn *c = poll->data;
+  if (c->closing) return;
+  if (status < 0) {
+    nam_conn_close(c, uv_strerror(status));
+    return;
+  }
+  if (events & UV_READABLE) on_readable(c);
+  if (!c->closing && (events & UV_WRITABLE)) flush(c);
+}

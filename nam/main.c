@@ -1,0 +1,281 @@
+/*
+ * main.c - ember-nam, the node accelerator manager: reads its config, starts
+ * the engine, listens, tells systemd when it is ready, and on SIGTERM drains
+ * the tasks in flight before it exits. SIGHUP rereads the config file.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+#include <uv.h>
+
+#include "ember/ember_errors.h"
+#include "engine.h"
+#include "log.h"
+#include "nam_config.h"
+#include "server.h"
+
+#define MAX_SETS 64
+
+typedef struct nam_daemon {
+  uv_loop_t *loop;
+  const char *config_path;   /* NULL: defaults and --set only */
+  const char *sets[MAX_SETS];
+  int n_sets;
+  struct nam_config cfg;
+  nam_engine *engine;
+  nam_server *server;
+  uv_signal_t sig_term, sig_int, sig_hup;
+  uv_timer_t watchdog, drain_timer;
+  int draining;
+  int exit_code;
+} nam_daemon;
+
+static void usage(FILE *out) {
+  fprintf(out,
+    "Usage: ember-nam [OPTIONS]\n"
+    "The ember node accelerator manager: serves accelerator tasks to\n"
+    "libember clients over a unix socket and optionally TCP.\n"
+    "\n"
+    "Options:\n"
+    "  -c, --config FILE          read FILE (INI; default: none, or %s\n"
+    "                             when it exists)\n"
+    "  -s, --set KEY=VALUE        override one config key (repeatable)\n"
+    "      --check-config         validate the configuration and exit\n"
+    "      --print-config         print the effective configuration and exit\n"
+    "      --print-config-example print the commented example config and exit\n"
+    "  -h, --help                 show this help\n"
+    "  -V, --version              show the version\n"
+    "\n"
+    "Signals: SIGTERM/SIGINT drain in-flight tasks, then exit; SIGHUP\n"
+    "rereads the config file and applies the reloadable keys.\n"
+    "Keys and defaults: ember-nam --print-config-example\n",
+    NAM_CONFIG_DEFAULT_PATH);
+}
+
+/* Build a config from defaults, the file, then the --set overrides. */
+static int load_config(nam_daemon *d, struct nam_config *cfg) {
+  char err[1024];
+  if (config_init(nam_config_table, cfg) != 0) return -1;
+  if (d->config_path &&
+      config_load_file(nam_config_table, cfg, d->config_path, err, sizeof err) != 0) {
+    fprintf(stderr, "ember-nam: %s\n", err);
+    config_free(nam_config_table, cfg);
+    return -1;
+  }
+  for (int i = 0; i < d->n_sets; i++)
+    if (config_set(nam_config_table, cfg, d->sets[i], err, sizeof err) != 0) {
+      fprintf(stderr, "ember-nam: %s\n", err);
+      config_free(nam_config_table, cfg);
+      return -1;
+    }
+  return 0;
+}
+
+static nam_server_limits limits_of(const struct nam_config *cfg) {
+  nam_server_limits l = {
+    .max_frame = cfg->max_frame,
+    .max_clients = (unsigned)cfg->max_clients,
+    .max_inflight = (unsigned)cfg->max_inflight,
+    .max_block_bytes = cfg->max_block_bytes,
+  };
+  return l;
+}
+
+static void on_watchdog(uv_timer_t *t) { sd_notify(0, "WATCHDOG=1"); }
+
+static void stop_loop(nam_daemon *d) {
+  uv_timer_stop(&d->drain_timer);
+  uv_stop(d->loop);
+}
+
+static void on_idle(nam_server *s, void *user) {
+  nam_daemon *d = user;
+  log_notice("drained: no task in flight, exiting");
+  stop_loop(d);
+}
+
+static void on_drain_timeout(uv_timer_t *t) {
+  nam_daemon *d = t->data;
+  log_warn("drain_timeout passed with tasks still in flight: exiting");
+  stop_loop(d);
+}
+
+static void on_terminate(uv_signal_t *sig, int signum) {
+  nam_daemon *d = sig->data;
+  if (d->draining) {
+    log_notice("second %s: exiting now", strsignal(signum));
+    stop_loop(d);
+    return;
+  }
+  d->draining = 1;
+  log_notice("%s: draining in-flight tasks (up to %llu ms)", strsignal(signum),
+             (unsigned long long)d->cfg.drain_timeout_ms);
+  sd_notify(0, "STOPPING=1");
+  uv_timer_start(&d->drain_timer, on_drain_timeout, d->cfg.drain_timeout_ms, 0);
+  nam_server_drain(d->server, on_idle, d);
+}
+
+static void note_reload(const char *key, int applied, void *user) {
+  if (applied)
+    log_notice("reload: %s changed", key);
+  else
+    log_warn("reload: %s changed but is not reloadable: restart to apply", key);
+}
+
+static void on_reload(uv_signal_t *sig, int signum) {
+  nam_daemon *d = sig->data;
+  struct nam_config fresh;
+  sd_notify(0, "RELOADING=1");
+  if (load_config(d, &fresh) != 0) {
+    log_err("reload failed: keeping the running configuration");
+  } else {
+    config_reload(nam_config_table, &d->cfg, &fresh, note_reload, NULL);
+    config_free(nam_config_table, &fresh);
+    log_threshold = d->cfg.log_level;
+    nam_server_limits l = limits_of(&d->cfg);
+    nam_server_set_limits(d->server, &l);
+  }
+  sd_notify(0, "READY=1");
+}
+
+static int start(nam_daemon *d) {
+  char err[512];
+  nam_engine_config ec = {.cpu_workers = (unsigned)d->cfg.cpu_workers,
+                          .queue_capacity = (unsigned)d->cfg.queue_capacity};
+  int rc = nam_engine_create(&ec, &d->engine);
+  if (rc) {
+    log_err("cannot start the engine: %s", ember_strerror(rc));
+    return -1;
+  }
+  char name[256];
+  if (d->cfg.node_name && d->cfg.node_name[0])
+    snprintf(name, sizeof name, "%s", d->cfg.node_name);
+  else if (gethostname(name, sizeof name) != 0)
+    strcpy(name, "ember-nam");
+  nam_server_limits l = limits_of(&d->cfg);
+  if (nam_server_create(d->loop, d->engine, &l, name, &d->server) != 0) return -1;
+  for (size_t i = 0; i < d->cfg.listen.count; i++) {
+    const char *addr = d->cfg.listen.items[i];
+    if (nam_server_listen(d->server, addr, (unsigned)d->cfg.socket_mode,
+                          d->cfg.socket_group, err, sizeof err) != 0) {
+      log_err("cannot listen: %s", err);
+      return -1;
+    }
+    log_notice("listening on %s", addr);
+  }
+  nam_platform_status ps[16];
+  size_t np = nam_engine_platforms(d->engine, ps, 16);
+  for (size_t i = 0; i < np; i++)
+    log_notice("platform %s (%s): %u workers", ps[i].name, ps[i].kind,
+               ps[i].workers);
+  return 0;
+}
+
+static void close_walk(uv_handle_t *h, void *arg) {
+  if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+static void shutdown_all(nam_daemon *d) {
+  /* every task ends first (queued ones canceled), then their results go
+   * out to the clients still connected, then the sockets close */
+  nam_engine_destroy(d->engine);
+  d->engine = NULL;
+  if (d->server) {
+    nam_server_flush(d->server);
+    nam_server_close(d->server);
+  }
+  uv_walk(d->loop, close_walk, NULL);
+  uv_run(d->loop, UV_RUN_DEFAULT);
+  nam_server_destroy(d->server);
+}
+
+int main(int argc, char **argv) {
+  static const struct option long_opts[] = {
+    {"config", required_argument, 0, 'c'},
+    {"set", required_argument, 0, 's'},
+    {"check-config", no_argument, 0, 1},
+    {"print-config", no_argument, 0, 2},
+    {"print-config-example", no_argument, 0, 3},
+    {"help", no_argument, 0, 'h'},
+    {"version", no_argument, 0, 'V'},
+    {0, 0, 0, 0},
+  };
+  nam_daemon d = {0};
+  int check = 0, print = 0, example = 0, opt;
+  while ((opt = getopt_long(argc, argv, "c:s:hV", long_opts, NULL)) != -1) {
+    switch (opt) {
+    case 'c': d.config_path = optarg; break;
+    case 's':
+      if (d.n_sets == MAX_SETS) {
+        fprintf(stderr, "ember-nam: at most %d --set options\n", MAX_SETS);
+        return 2;
+      }
+      d.sets[d.n_sets++] = optarg;
+      break;
+    case 1: check = 1; break;
+    case 2: print = 1; break;
+    case 3: example = 1; break;
+    case 'h': usage(stdout); return 0;
+    case 'V': printf("ember-nam %s\n", EMBER_VERSION); return 0;
+    default: usage(stderr); return 2;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "ember-nam: unexpected argument '%s'\n", argv[optind]);
+    usage(stderr);
+    return 2;
+  }
+  if (example) {
+    config_write_example(nam_config_table, stdout, NAM_CONFIG_EXAMPLE_HEADER);
+    return 0;
+  }
+  if (!d.config_path && access(NAM_CONFIG_DEFAULT_PATH, R_OK) == 0)
+    d.config_path = NAM_CONFIG_DEFAULT_PATH;
+  if (load_config(&d, &d.cfg) != 0) return 1;
+  if (check || print) {
+    if (print) config_dump(nam_config_table, &d.cfg, stdout);
+    if (check) printf("ember-nam: configuration OK\n");
+    config_free(nam_config_table, &d.cfg);
+    return 0;
+  }
+  log_threshold = d.cfg.log_level;
+  signal(SIGPIPE, SIG_IGN);
+
+  d.loop = uv_default_loop();
+  d.exit_code = 0;
+  uv_timer_init(d.loop, &d.drain_timer);
+  d.drain_timer.data = &d;
+  if (start(&d) != 0) {
+    shutdown_all(&d);
+    config_free(nam_config_table, &d.cfg);
+    uv_loop_close(d.loop);
+    return 1;
+  }
+  uv_signal_init(d.loop, &d.sig_term);
+  uv_signal_init(d.loop, &d.sig_int);
+  uv_signal_init(d.loop, &d.sig_hup);
+  d.sig_term.data = d.sig_int.data = d.sig_hup.data = &d;
+  uv_signal_start(&d.sig_term, on_terminate, SIGTERM);
+  uv_signal_start(&d.sig_int, on_terminate, SIGINT);
+  uv_signal_start(&d.sig_hup, on_reload, SIGHUP);
+  uint64_t wd_usec = 0;
+  if (sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec > 0) {
+    uv_timer_init(d.loop, &d.watchdog);
+    uv_timer_start(&d.watchdog, on_watchdog, wd_usec / 2000, wd_usec / 2000);
+  }
+  sd_notifyf(0, "READY=1\nSTATUS=serving\nMAINPID=%lu", (unsigned long)getpid());
+  log_notice("ember-nam %s ready", EMBER_VERSION);
+
+  uv_run(d.loop, UV_RUN_DEFAULT);
+
+  shutdown_all(&d);
+  config_free(nam_config_table, &d.cfg);
+  uv_loop_close(d.loop);
+  log_notice("ember-nam stopped");
+  return d.exit_code;
+}

@@ -1,0 +1,69 @@
+/*
+ * nam_config.h - ember-nam's configuration: its struct and its one table.
+ *
+ * The daemon fills a struct nam_config with the engine in config.h:
+ *   config_init(nam_config_table, &cfg);
+ *   config_load_file(nam_config_table, &cfg, path, err, sizeof err);
+ *   config_set(nam_config_table, &cfg, "key=value", err, sizeof err);  (each --set)
+ * and frees it with config_free(nam_config_table, &cfg). On SIGHUP it builds
+ * a fresh struct the same way and hands it to config_reload().
+ */
+#ifndef EMBER_NAM_CONFIG_H
+#define EMBER_NAM_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define NAM_CONFIG_DEFAULT_PATH "/etc/ember/nam.conf"
+
+/* The header of deploy/nam.conf.example, as written by
+ * config_write_example(nam_config_table, stdout, NAM_CONFIG_EXAMPLE_HEADER). */
+#define NAM_CONFIG_EXAMPLE_HEADER                                            \
+  "ember-nam configuration (/etc/ember/nam.conf): every key, at its\n"       \
+  "default.\n"                                                               \
+  "\n"                                                                       \
+  "Generated from nam/nam_config.c by `ember-nam --print-config-example`;\n" \
+  "do not edit by hand: change the table and regenerate. A unit test\n"      \
+  "checks that this file is in sync with the table.\n"                       \
+  "\n"                                                                       \
+  "Uncomment a key to change it. `ember-nam --set KEY=VALUE` overrides the\n"\
+  "file; SIGHUP rereads it and applies the keys marked reloadable."
+
+struct nam_config {
+  config_list listen;        /* listen: unix:PATH / tcp:HOST:PORT items */
+  int socket_mode;           /* socket_mode: permissions of unix sockets */
+  char *socket_group;        /* socket_group: "" leaves the group alone */
+  int cpu_workers;           /* cpu_workers: 0 = one per online core */
+  int queue_capacity;        /* queue_capacity: tasks per accelerator queue */
+  uint64_t max_frame;        /* max_frame: bytes */
+  int max_clients;           /* max_clients */
+  int max_inflight;          /* max_inflight: tasks in flight per client */
+  uint64_t max_block_bytes;  /* max_block_bytes: block bytes per client */
+  uint64_t drain_timeout_ms; /* drain_timeout */
+  int log_level;             /* log_level: LOG_LVL_* of log.h */
+  char *node_name;           /* node_name: "" = the host name */
+};
+
+extern const config_entry nam_config_table[];
+
+/* One item of the listen list, parsed. */
+typedef struct nam_listen_addr {
+  int is_unix;
+  char path[108];  /* unix: the socket path (fits sockaddr_un.sun_path) */
+  char host[256];  /* tcp: host name or address, IPv6 without brackets */
+  int port;        /* tcp: 1..65535 */
+} nam_listen_addr;
+
+/*
+ * nam_listen_parse - parse one listen item: "unix:PATH" (PATH 1 to 107
+ * bytes) or "tcp:HOST:PORT" (HOST a name, an IPv4 address or a bracketed
+ * IPv6 address such as [::1]; PORT 1 to 65535).
+ * out may be NULL (validation only). Returns 0, or EMBER_ECONFIG with the
+ * reason in why (why may be NULL).
+ */
+int nam_listen_parse(const char *item, nam_listen_addr *out, char *why,
+                     size_t why_len);
+
+#endif

@@ -1,0 +1,257 @@
+/* server.c - listeners, accepting clients, and finished tasks coming back
+ * from the engine's workers. */
+#include "server_internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <grp.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "ember/ember_errors.h"
+#include "log.h"
+
+void nam_server_flush(nam_server *s) {
+  pthread_mutex_lock(&s->done_lock);
+  conn_task *list = s->done_head;
+  s->done_head = s->done_tail = NULL;
+  pthread_mutex_unlock(&s->done_lock);
+  while (list) {
+    conn_task *ct = list;
+    list = ct->done_next;
+    nam_conn_task_done(ct);
+  }
+  nam_server_check_idle(s);
+}
+
+static void on_tasks_done(uv_async_t *async) { nam_server_flush(async->data); }
+
+int nam_server_create(uv_loop_t *loop, nam_engine *engine,
+                      const nam_server_limits *limits, const char *name,
+                      nam_server **out) {
+  nam_server *s = calloc(1, sizeof *s);
+  if (!s) return EMBER_ENOMEM;
+  s->loop = loop;
+  s->engine = engine;
+  s->limits = *limits;
+  snprintf(s->name, sizeof s->name, "%s", name);
+  pthread_mutex_init(&s->done_lock, NULL);
+  uv_async_init(loop, &s->done_async, on_tasks_done);
+  s->done_async.data = s;
+  *out = s;
+  return 0;
+}
+
+void nam_server_set_limits(nam_server *s, const nam_server_limits *limits) {
+  s->limits = *limits;
+}
+
+void nam_server_get_stats(nam_server *s, nam_server_stats *out) {
+  *out = s->stats;
+  out->block_bytes = 0;
+  for (nam_conn *c = s->conns; c; c = c->next) out->block_bytes += c->blocks.bytes;
+}
+
+static void on_accept(uv_poll_t *poll, int status, int events) {
+  listener *l = poll->data;
+  nam_server *s = l->srv;
+  for (int i = 0; i < 64; i++) {
+    struct sockaddr_storage addr;
+    socklen_t alen = sizeof addr;
+    int fd = accept4(l->fd, (struct sockaddr *)&addr, &alen,
+                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+        log_warn("accept on %s: %s", l->is_unix ? l->path : "tcp",
+                 strerror(errno));
+      return;
+    }
+    char peer[96] = "?";
+    if (l->is_unix) {
+      struct ucred cred;
+      socklen_t clen = sizeof cred;
+      if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
+        snprintf(peer, sizeof peer, "pid %d uid %d", (int)cred.pid,
+                 (int)cred.uid);
+    } else {
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      char host[64] = "", port[16] = "";
+      getnameinfo((struct sockaddr *)&addr, alen, host, sizeof host, port,
+                  sizeof port, NI_NUMERICHOST | NI_NUMERICSERV);
+      snprintf(peer, sizeof peer, "%s:%s", host, port);
+    }
+    if (s->stats.clients >= s->limits.max_clients) {
+      log_warn("refusing client %s: max_clients (%u) reached", peer,
+               s->limits.max_clients);
+      close(fd);
+      continue;
+    }
+    nam_conn_open(s, fd, l->is_unix, peer);
+  }
+}
+
+static int listen_unix(nam_server *s, listener *l, const char *path,
+                       unsigned mode, const char *group, char *err,
+                       size_t err_len) {
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof sa.sun_path) {
+    snprintf(err, err_len, "unix:%s: path too long", path);
+    return EMBER_EINVAL;
+  }
+  strcpy(sa.sun_path, path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    snprintf(err, err_len, "socket: %s", strerror(errno));
+    return EMBER_EIO;
+  }
+  /* replace a stale socket file, but never one a live NAM answers on */
+  struct stat st;
+  if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int live = probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0;
+    if (probe >= 0) close(probe);
+    if (live) {
+      snprintf(err, err_len, "unix:%s: another process is listening there", path);
+      close(fd);
+      return EMBER_EIO;
+    }
+    unlink(path);
+  }
+  if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+      chmod(path, mode) != 0 || listen(fd, 128) != 0) {
+    snprintf(err, err_len, "unix:%s: %s", path, strerror(errno));
+    close(fd);
+    return EMBER_EIO;
+  }
+  if (group && group[0]) {
+    struct group *g = getgrnam(group);
+    if (!g || chown(path, (uid_t)-1, g->gr_gid) != 0) {
+      snprintf(err, err_len, "unix:%s: cannot give it to group '%s': %s", path,
+               group, g ? strerror(errno) : "no such group");
+      close(fd);
+      unlink(path);
+      return EMBER_EIO;
+    }
+  }
+  l->fd = fd;
+  l->is_unix = 1;
+  snprintf(l->path, sizeof l->path, "%s", path);
+  return 0;
+}
+
+static int listen_tcp(listener *l, const char *hostport, char *err,
+                      size_t err_len) {
+  char host[256];
+  const char *colon = strrchr(hostport, ':');
+  if (!colon || colon == hostport || (size_t)(colon - hostport) >= sizeof host) {
+    snprintf(err, err_len, "tcp:%s: expected HOST:PORT", hostport);
+    return EMBER_EINVAL;
+  }
+  memcpy(host, hostport, (size_t)(colon - hostport));
+  host[colon - hostport] = '\0';
+  if (host[0] == '[') { /* [::1] */
+    size_t n = strlen(host);
+    if (n < 2 || host[n - 1] != ']') {
+      snprintf(err, err_len, "tcp:%s: bad IPv6 address", hostport);
+      return EMBER_EINVAL;
+    }
+    memmove(host, host + 1, n - 2);
+    host[n - 2] = '\0';
+  }
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                           .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+  struct addrinfo *res = NULL;
+  int gai = getaddrinfo(host, colon + 1, &hints, &res);
+  if (gai != 0) {
+    snprintf(err, err_len, "tcp:%s: %s", hostport, gai_strerror(gai));
+    return EMBER_EINVAL;
+  }
+  int fd = socket(res->ai_family, res->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                  0);
+  int one = 1;
+  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+      bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+    snprintf(err, err_len, "tcp:%s: %s", hostport, strerror(errno));
+    if (fd >= 0) close(fd);
+    freeaddrinfo(res);
+    return EMBER_EIO;
+  }
+  freeaddrinfo(res);
+  l->fd = fd;
+  l->is_unix = 0;
+  return 0;
+}
+
+int nam_server_listen(nam_server *s, const char *address, unsigned mode,
+                      const char *group, char *err, size_t err_len) {
+  if (s->n_listeners >= NAM_MAX_LISTENERS) {
+    snprintf(err, err_len, "%s: too many listen addresses", address);
+    return EMBER_EINVAL;
+  }
+  listener *l = &s->listeners[s->n_listeners];
+  memset(l, 0, sizeof *l);
+  l->srv = s;
+  int rc;
+  if (strncmp(address, "unix:", 5) == 0)
+    rc = listen_unix(s, l, address + 5, mode, group, err, err_len);
+  else if (strncmp(address, "tcp:", 4) == 0)
+    rc = listen_tcp(l, address + 4, err, err_len);
+  else {
+    snprintf(err, err_len, "%s: expected unix:PATH or tcp:HOST:PORT", address);
+    rc = EMBER_EINVAL;
+  }
+  if (rc) return rc;
+  uv_poll_init(s->loop, &l->poll, l->fd);
+  l->poll.data = l;
+  uv_poll_start(&l->poll, UV_READABLE, on_accept);
+  s->n_listeners++;
+  return 0;
+}
+
+static void close_listeners(nam_server *s) {
+  for (size_t i = 0; i < s->n_listeners; i++) {
+    listener *l = &s->listeners[i];
+    uv_close((uv_handle_t *)&l->poll, NULL);
+    close(l->fd);
+    if (l->is_unix) unlink(l->path);
+  }
+  s->n_listeners = 0;
+}
+
+void nam_server_check_idle(nam_server *s) {
+  if (s->draining && s->stats.inflight == 0 && s->on_idle) {
+    void (*cb)(nam_server *, void *) = s->on_idle;
+    s->on_idle = NULL;
+    cb(s, s->on_idle_user);
+  }
+}
+
+void nam_server_drain(nam_server *s, void (*on_idle)(nam_server *s, void *user),
+                      void *user) {
+  s->draining = 1;
+  s->on_idle = on_idle;
+  s->on_idle_user = user;
+  close_listeners(s);
+  nam_server_check_idle(s);
+}
+
+void nam_server_close(nam_server *s) {
+  close_listeners(s);
+  while (s->conns) nam_conn_close(s->conns, "server stopping");
+  uv_close((uv_handle_t *)&s->done_async, NULL);
+}
+
+void nam_server_destroy(nam_server *s) {
+  if (!s) return;
+  pthread_mutex_destroy(&s->done_lock);
+  free(s);
+}

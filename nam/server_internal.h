@@ -1,0 +1,81 @@
+/* server_internal.h - what server.c (listeners, completions) and conn.c
+ * (one client's frames) share. */
+#ifndef EMBER_NAM_SERVER_INTERNAL_H
+#define EMBER_NAM_SERVER_INTERNAL_H
+
+#include <pthread.h>
+
+#include "blocks.h"
+#include "frame.h"
+#include "server.h"
+
+#define NAM_MAX_INPUTS 16
+#define NAM_MAX_LISTENERS 8
+
+typedef struct nam_conn nam_conn;
+
+/* A task as the server tracks it: which client, which blocks it pins. */
+typedef struct conn_task {
+  nam_conn *conn;
+  uint64_t id;
+  nam_task *task;
+  nam_block *pins[NAM_MAX_INPUTS];
+  size_t n_pins;
+  uint64_t received_ns;
+  struct conn_task *prev, *next;  /* the connection's in-flight list */
+  struct conn_task *done_next;    /* the server's completion list */
+} conn_task;
+
+struct nam_conn {
+  nam_server *srv;
+  int fd;
+  int is_unix;
+  uv_poll_t poll;
+  int poll_events;
+  int greeted;
+  int close_after_flush; /* a fatal Error is queued: close once sent */
+  int closing;          /* no more I/O; freed when nothing is in flight */
+  int handle_closed;
+  proto_reader reader;
+  proto_wbuf out;
+  nam_block_table blocks;
+  conn_task *tasks;     /* in flight */
+  unsigned inflight;
+  char peer[96];
+  nam_conn *prev, *next;
+};
+
+typedef struct listener {
+  nam_server *srv;
+  uv_poll_t poll;
+  int fd;
+  int is_unix;
+  char path[108];
+} listener;
+
+struct nam_server {
+  uv_loop_t *loop;
+  nam_engine *engine;
+  nam_server_limits limits;
+  char name[64];
+  listener listeners[NAM_MAX_LISTENERS];
+  size_t n_listeners;
+  nam_conn *conns;
+  nam_server_stats stats;
+  uv_async_t done_async;
+  pthread_mutex_t done_lock;
+  conn_task *done_head, *done_tail;
+  int draining;
+  void (*on_idle)(nam_server *s, void *user);
+  void *on_idle_user;
+};
+
+/* conn.c */
+void nam_conn_open(nam_server *s, int fd, int is_unix, const char *peer);
+void nam_conn_task_done(conn_task *ct);
+void nam_conn_close(nam_conn *c, const char *why);
+
+/* server.c: called when a task finishes, to fire on_idle while draining */
+void nam_server_check_idle(nam_server *s);
+
+#endif

@@ -1,0 +1,266 @@
+/* frame.c - framing, limits and fd passing for ember's wire protocol. */
+#include "frame.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ember/ember_errors.h"
+
+#define READ_CHUNK ((size_t)64 << 10)
+
+static const struct {
+  const char *name;
+  const ProtobufCMessageDescriptor *descriptor;
+} message_types[] = {
+  [EMBER__MSG_TYPE__MSG_HELLO] = {"Hello", &ember__hello__descriptor},
+  [EMBER__MSG_TYPE__MSG_WELCOME] = {"Welcome", &ember__welcome__descriptor},
+  [EMBER__MSG_TYPE__MSG_ERROR] = {"Error", &ember__error__descriptor},
+  [EMBER__MSG_TYPE__MSG_LIST_ACCELERATORS] =
+      {"ListAccelerators", &ember__list_accelerators__descriptor},
+  [EMBER__MSG_TYPE__MSG_ACCELERATOR_LIST] =
+      {"AcceleratorList", &ember__accelerator_list__descriptor},
+  [EMBER__MSG_TYPE__MSG_PUT_BLOCK] = {"PutBlock", &ember__put_block__descriptor},
+  [EMBER__MSG_TYPE__MSG_RELEASE_BLOCK] =
+      {"ReleaseBlock", &ember__release_block__descriptor},
+  [EMBER__MSG_TYPE__MSG_SUBMIT] = {"Submit", &ember__submit__descriptor},
+  [EMBER__MSG_TYPE__MSG_CANCEL] = {"Cancel", &ember__cancel__descriptor},
+  [EMBER__MSG_TYPE__MSG_RESULT] = {"Result", &ember__result__descriptor},
+  [EMBER__MSG_TYPE__MSG_STATS_REQUEST] =
+      {"StatsRequest", &ember__stats_request__descriptor},
+  [EMBER__MSG_TYPE__MSG_STATS] = {"Stats", &ember__stats__descriptor},
+};
+
+#define N_TYPES (sizeof message_types / sizeof message_types[0])
+
+const ProtobufCMessageDescriptor *proto_descriptor(uint8_t type) {
+  return type < N_TYPES ? message_types[type].descriptor : NULL;
+}
+
+const char *proto_type_name(uint8_t type) {
+  return type < N_TYPES && message_types[type].name ? message_types[type].name
+                                                    : "unknown";
+}
+
+void proto_reader_init(proto_reader *r, size_t max_frame) {
+  memset(r, 0, sizeof *r);
+  r->max_frame = max_frame ? max_frame : PROTO_DEFAULT_MAX_FRAME;
+}
+
+void proto_reader_free(proto_reader *r) {
+  free(r->buf);
+  for (size_t i = 0; i < r->nfds; i++) close(r->fds[i]);
+  memset(r, 0, sizeof *r);
+}
+
+static uint32_t read_le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+}
+
+/* Make room for at least want more bytes after end. Growth is bounded by
+ * the frame limit: callers only ask for what a checked header announced. */
+static int reserve(proto_reader *r, size_t want) {
+  if (r->start > 0 && r->start == r->end) r->start = r->end = 0;
+  if (r->cap - r->end >= want) return 0;
+  if (r->start > 0) { /* compact first */
+    memmove(r->buf, r->buf + r->start, r->end - r->start);
+    r->end -= r->start;
+    r->start = 0;
+    if (r->cap - r->end >= want) return 0;
+  }
+  size_t need = r->end + want;
+  size_t cap = r->cap ? r->cap : READ_CHUNK;
+  while (cap < need) cap *= 2;
+  uint8_t *buf = realloc(r->buf, cap);
+  if (!buf) return EMBER_ENOMEM;
+  r->buf = buf;
+  r->cap = cap;
+  return 0;
+}
+
+uint8_t *proto_reader_space(proto_reader *r, size_t *avail, int *err) {
+  size_t want = READ_CHUNK;
+  size_t have = r->end - r->start;
+  /* when a header is complete, make room for the whole (checked) frame */
+  if (have >= PROTO_HEADER_SIZE) {
+    size_t len = read_le32(r->buf + r->start);
+    if (len <= r->max_frame && PROTO_HEADER_SIZE + len > have &&
+        PROTO_HEADER_SIZE + len - have > want)
+      want = PROTO_HEADER_SIZE + len - have;
+  }
+  int rc = reserve(r, want);
+  if (rc) {
+    if (err) *err = rc;
+    return NULL;
+  }
+  *avail = r->cap - r->end;
+  return r->buf + r->end;
+}
+
+void proto_reader_commit(proto_reader *r, size_t n) { r->end += n; }
+
+int proto_reader_feed(proto_reader *r, const void *data, size_t len) {
+  const uint8_t *p = data;
+  while (len > 0) {
+    size_t avail;
+    int err = 0;
+    uint8_t *dst = proto_reader_space(r, &avail, &err);
+    if (!dst) return err;
+    size_t n = len < avail ? len : avail;
+    memcpy(dst, p, n);
+    proto_reader_commit(r, n);
+    p += n;
+    len -= n;
+  }
+  return 0;
+}
+
+int proto_reader_next(proto_reader *r, proto_frame *out) {
+  size_t have = r->end - r->start;
+  if (have < PROTO_HEADER_SIZE) return 0;
+  const uint8_t *h = r->buf + r->start;
+  size_t len = read_le32(h);
+  if (len > r->max_frame) return EMBER_ETOOBIG;
+  if (have - PROTO_HEADER_SIZE < len) return 0;
+  out->type = h[4];
+  out->payload = h + PROTO_HEADER_SIZE;
+  out->len = len;
+  r->start += PROTO_HEADER_SIZE + len;
+  return 1;
+}
+
+int proto_reader_push_fd(proto_reader *r, int fd) {
+  if (r->nfds >= PROTO_MAX_PENDING_FDS) return EMBER_ETOOBIG;
+  r->fds[r->nfds++] = fd;
+  return 0;
+}
+
+int proto_reader_pop_fd(proto_reader *r) {
+  if (r->nfds == 0) return -1;
+  int fd = r->fds[0];
+  memmove(r->fds, r->fds + 1, (r->nfds - 1) * sizeof r->fds[0]);
+  r->nfds--;
+  return fd;
+}
+
+ssize_t proto_recv(int sock, proto_reader *r) {
+  size_t avail;
+  int err = 0;
+  uint8_t *dst = proto_reader_space(r, &avail, &err);
+  if (!dst) return -ENOMEM;
+  union {
+    char buf[CMSG_SPACE(sizeof(int) * PROTO_MAX_FDS_PER_SEND)];
+    struct cmsghdr align;
+  } ctrl;
+  struct iovec iov = {.iov_base = dst, .iov_len = avail};
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1,
+                       .msg_control = ctrl.buf,
+                       .msg_controllen = sizeof ctrl.buf};
+  ssize_t n;
+  do {
+    n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return -errno;
+  int bad = (msg.msg_flags & MSG_CTRUNC) != 0;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < nfds; i++) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      if (bad || proto_reader_push_fd(r, fd) != 0) {
+        close(fd);
+        bad = 1;
+      }
+    }
+  }
+  if (bad) return -EPROTO;
+  proto_reader_commit(r, (size_t)n);
+  return n;
+}
+
+ProtobufCMessage *proto_unpack(const proto_frame *f) {
+  const ProtobufCMessageDescriptor *d = proto_descriptor(f->type);
+  if (!d) return NULL;
+  return protobuf_c_message_unpack(d, NULL, f->len, f->payload);
+}
+
+int proto_wbuf_append(proto_wbuf *w, uint8_t type, const ProtobufCMessage *msg,
+                      size_t max_frame) {
+  size_t len = protobuf_c_message_get_packed_size(msg);
+  if (len > (max_frame ? max_frame : PROTO_DEFAULT_MAX_FRAME) ||
+      len > UINT32_MAX)
+    return EMBER_ETOOBIG;
+  size_t need = w->len + PROTO_HEADER_SIZE + len;
+  if (need > w->cap) {
+    size_t cap = w->cap ? w->cap : 4096;
+    while (cap < need) cap *= 2;
+    uint8_t *data = realloc(w->data, cap);
+    if (!data) return EMBER_ENOMEM;
+    w->data = data;
+    w->cap = cap;
+  }
+  uint8_t *h = w->data + w->len;
+  h[0] = (uint8_t)len;
+  h[1] = (uint8_t)(len >> 8);
+  h[2] = (uint8_t)(len >> 16);
+  h[3] = (uint8_t)(len >> 24);
+  h[4] = type;
+  protobuf_c_message_pack(msg, h + PROTO_HEADER_SIZE);
+  w->len = need;
+  return 0;
+}
+
+void proto_wbuf_consume(proto_wbuf *w, size_t n) {
+  w->sent += n;
+  if (w->sent >= w->len) {
+    w->sent = w->len = 0;
+    /* give back memory after a burst of large frames */
+    if (w->cap > ((size_t)1 << 20)) {
+      free(w->data);
+      w->data = NULL;
+      w->cap = 0;
+    }
+  }
+}
+
+void proto_wbuf_free(proto_wbuf *w) {
+  free(w->data);
+  memset(w, 0, sizeof *w);
+}
+
+int proto_send(int sock, const void *data, size_t len, const int *fds,
+               size_t nfds) {
+  const uint8_t *p = data;
+  if (nfds > PROTO_MAX_FDS_PER_SEND) return -EINVAL;
+  union {
+    char buf[CMSG_SPACE(sizeof(int) * PROTO_MAX_FDS_PER_SEND)];
+    struct cmsghdr align;
+  } ctrl;
+  while (len > 0) {
+    struct iovec iov = {.iov_base = (void *)p, .iov_len = len};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (nfds > 0) {
+      memset(ctrl.buf, 0, sizeof ctrl.buf);
+      msg.msg_control = ctrl.buf;
+      msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+      struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+      memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+    }
+    ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    nfds = 0; /* fds went with the first byte */
+    p += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}

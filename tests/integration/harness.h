@@ -1,0 +1,83 @@
+/*
+ * harness.h - start the real ember-nam for integration tests: a private
+ * directory, a unix socket and a free TCP port, and readiness read from the
+ * daemon's own sd_notify READY=1 (NOTIFY_SOCKET), never a sleep.
+ */
+#ifndef EMBER_TEST_HARNESS_H
+#define EMBER_TEST_HARNESS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "ember/ember.h"
+
+typedef struct nam_proc {
+  pid_t pid;
+  char dir[256];
+  char sock[320];
+  char unix_addr[340];
+  char tcp_addr[64];
+  int port;
+  char notify_path[320];
+  int notify_fd;
+  char log_path[320];
+  const char *config_path;  /* passed as --config when set */
+  const char *sets[16];
+  size_t n_sets;
+} nam_proc;
+
+/* Start ember-nam with --set overrides (NULL-terminated, may be NULL);
+ * waits for READY=1 (10 s). Returns 0, or -1 with a message on stderr. */
+int nam_start(nam_proc *p, const char *const *sets);
+/* nam_start_config: the same with --config path. */
+int nam_start_config(nam_proc *p, const char *path, const char *const *sets);
+/* Start again with the same socket, port and settings. */
+int nam_restart(nam_proc *p);
+void nam_kill9(nam_proc *p);
+/* SIGTERM, then wait; returns the exit status (or -1). */
+int nam_stop(nam_proc *p);
+/* Stop if running and remove the directory. */
+void nam_cleanup(nam_proc *p);
+
+/* Pairs from the bundled test data. */
+typedef struct pair_set {
+  size_t n;
+  ember_seq *queries, *refs;
+  char *storage;
+} pair_set;
+
+/* fasta_read - the sequences of one of our own FASTA files; returns the
+ * storage the residues point into (free it), NULL on failure. */
+char *fasta_read(const char *path, ember_seq **seqs, size_t *n);
+
+/* Load the first max pairs (0: all) of the DNA test pairs. */
+int pairs_load_dna(pair_set *ps, size_t max);
+void pairs_free(pair_set *ps);
+
+/* Reference answers from the in-process scalar kernel. */
+int pairs_reference(const pair_set *ps, const ember_sw_params *params,
+                    ember_sw_result *out);
+
+#define CHECK(cond)                                                          \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      exit(1);                                                               \
+    }                                                                        \
+  } while (0)
+
+#define CHECK_EQ(a, b)                                                       \
+  do {                                                                       \
+    long long va_ = (long long)(a), vb_ = (long long)(b);                    \
+    if (va_ != vb_) {                                                        \
+      fprintf(stderr, "%s:%d: %s == %s failed: %lld != %lld\n", __FILE__,    \
+              __LINE__, #a, #b, va_, vb_);                                   \
+      exit(1);                                                               \
+    }                                                                        \
+  } while (0)
+
+/* Compare results; prints the first difference. Returns the count equal. */
+size_t results_compare(const ember_sw_result *got, const ember_sw_result *want,
+                       size_t n, const char *what);
+
+#endif
