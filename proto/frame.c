@@ -235,7 +235,7 @@ void proto_wbuf_free(proto_wbuf *w) {
 int proto_send(int sock, const void *data, size_t len, const int *fds,
                size_t nfds) {
   const uint8_t *p = data;
-  if (nfds > PROTO_MAX_FDS_PER_SEND) return -EINVAL;
+  if (nfds > PROTO_MAX_FDS_PER_SEND || (nfds > 0 && len == 0)) return -EINVAL;
   union {
     char buf[CMSG_SPACE(sizeof(int) * PROTO_MAX_FDS_PER_SEND)];
     struct cmsghdr align;

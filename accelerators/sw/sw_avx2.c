@@ -7,6 +7,7 @@
 
 typedef __m256i sw_vec;
 #define SW_LANES 16
+#define SW_LEVELS 4
 #define SW_PASS_NAME acc_sw_pass_avx2
 
 static inline sw_vec v_zero(void) { return _mm256_setzero_si256(); }
@@ -25,10 +26,16 @@ static inline sw_vec v_max(sw_vec a, sw_vec b) {
 static inline bool v_any_gt(sw_vec a, sw_vec b) {
   return _mm256_movemask_epi8(_mm256_cmpgt_epi16(a, b)) != 0;
 }
-/* one lane up across the two 128-bit halves: the high half takes the low
- * half's top lane, the low half takes a zero */
-static inline sw_vec v_shift1(sw_vec v) {
-  return _mm256_alignr_epi8(v, _mm256_permute2x128_si256(v, v, 0x08), 14);
+/* d lanes up across the two 128-bit halves: t = [0, low half], and each
+ * half of the result is the concatenation (v half : t half) shifted right */
+static inline sw_vec v_shift_lanes(sw_vec v, int d) {
+  sw_vec t = _mm256_permute2x128_si256(v, v, 0x08);
+  switch (d) {
+  case 1: return _mm256_alignr_epi8(v, t, 14);
+  case 2: return _mm256_alignr_epi8(v, t, 12);
+  case 4: return _mm256_alignr_epi8(v, t, 8);
+  default: return t;
+  }
 }
 
 #include "sw_striped.h"

@@ -8,6 +8,7 @@
 
 typedef __m512i sw_vec;
 #define SW_LANES 32
+#define SW_LEVELS 5
 #define SW_PASS_NAME acc_sw_pass_avx512
 
 static inline sw_vec v_zero(void) { return _mm512_setzero_si512(); }
@@ -26,13 +27,14 @@ static inline sw_vec v_max(sw_vec a, sw_vec b) {
 static inline bool v_any_gt(sw_vec a, sw_vec b) {
   return _mm512_cmpgt_epi16_mask(a, b) != 0;
 }
-/* lane l takes lane l-1 through a permutation; lane 0 is masked to zero */
-static inline sw_vec v_shift1(sw_vec v) {
-  static const int16_t up[32] __attribute__((aligned(64))) = {
-      0,  0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14,
-      15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30};
-  return _mm512_maskz_permutexvar_epi16(0xfffffffeu,
-                                        _mm512_load_si512(up), v);
+/* lane l takes lane l-d through a permutation; lanes below d are zeroed */
+static inline sw_vec v_shift_lanes(sw_vec v, int d) {
+  static const int16_t iota[32] __attribute__((aligned(64))) = {
+      0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
+      16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
+  sw_vec idx = _mm512_sub_epi16(_mm512_load_si512(iota),
+                                _mm512_set1_epi16((int16_t)d));
+  return _mm512_maskz_permutexvar_epi16(0xffffffffu << d, idx, v);
 }
 
 #include "sw_striped.h"

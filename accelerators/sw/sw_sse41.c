@@ -7,6 +7,7 @@
 
 typedef __m128i sw_vec;
 #define SW_LANES 8
+#define SW_LEVELS 3
 #define SW_PASS_NAME acc_sw_pass_sse41
 
 static inline sw_vec v_zero(void) { return _mm_setzero_si128(); }
@@ -19,6 +20,12 @@ static inline sw_vec v_max(sw_vec a, sw_vec b) { return _mm_max_epi16(a, b); }
 static inline bool v_any_gt(sw_vec a, sw_vec b) {
   return _mm_movemask_epi8(_mm_cmpgt_epi16(a, b)) != 0;
 }
-static inline sw_vec v_shift1(sw_vec v) { return _mm_slli_si128(v, 2); }
+static inline sw_vec v_shift_lanes(sw_vec v, int d) {
+  switch (d) {
+  case 1: return _mm_slli_si128(v, 2);
+  case 2: return _mm_slli_si128(v, 4);
+  default: return _mm_slli_si128(v, 8);
+  }
+}
 
 #include "sw_striped.h"

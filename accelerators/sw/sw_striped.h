@@ -7,18 +7,25 @@
  *   v_zero() v_set1(x) v_load(p) v_store(p, v) v_adds(a, b) v_subs(a, b)
  *   v_max(a, b)          saturating signed 16-bit arithmetic
  *   v_any_gt(a, b)       true if a > b in some lane
- *   v_shift1(v)          lane l takes lane l-1, lane 0 becomes 0
+ *   v_shift_lanes(v, d)  lane l takes lane l-d, lanes below d become 0
+ *                        (d a power of two below SW_LANES)
+ * and SW_LEVELS = log2(SW_LANES).
  *
  * Layout: with seg = ceil(m / SW_LANES) segments, query row i lives in lane
  * i / seg of segment i % seg, so one vector holds rows that are seg apart
  * and a column is seg vectors. Rows past the query end score INT16_MIN.
  *
  * Per reference column the main loop computes H and E exactly and F within
- * each lane's run of rows; the "lazy F" loop then carries F across lanes
- * until no lane can change. It is written for any penalties (gap_open may
- * be below gap_extend, either may be 0): a carry continues while it beats
- * H - gap_open at the row it leaves (a lower bound of the F already used
- * below), and H corrected by F also updates E, so the pass is exact Gotoh.
+ * each lane's run of rows. F must then cross from each lane into the next.
+ * Instead of Farrar's "lazy F" loop, which walks the carry down one lane
+ * per round (slow when a long vertical gap cone crosses many lanes, as
+ * below every well-aligned read), the carries into all lanes are found at
+ * once with a log2(SW_LANES)-step max-plus scan across lanes, then one
+ * pass applies them. It is written for any penalties (gap_open may be
+ * below gap_extend, either may be 0): below its first row a carry c
+ * decays by step = min(open, extend) per row, exact where it wins
+ * (F(i+1) >= F(i) - extend and >= H(i) - open >= c - open), and H
+ * corrected by F also updates E, so the pass is exact Gotoh.
  *
  * The best cell: the first column whose maximum strictly beats the best so
  * far is remembered (a copy of its H), and the smallest row holding the
@@ -57,9 +64,20 @@ bool SW_PASS_NAME(void *mem, const acc_sw_scoring *s, const sw_seq *q,
   const int16_t ext = (int16_t)(s->gap_extend < INT16_MAX ? s->gap_extend
                                                           : INT16_MAX);
   const sw_vec vopen = v_set1(open), vext = v_set1(ext);
+  const sw_vec vstep = v_set1((int16_t)(open < ext ? open : ext));
   const sw_vec vzero = v_zero(), vneg = v_set1(INT16_MIN);
-  _Alignas(64) int16_t lanes[SW_LANES] = {INT16_MIN};
-  const sw_vec vlane0neg = v_load((const sw_vec *)lanes);
+  /* for the carry scan: vfill[lvl] is INT16_MIN in the 2^lvl lanes that
+   * a shift by 2^lvl empties, vdecay[lvl] what 2^lvl lanes of seg rows
+   * take off a carry (clipped: a carry that low can no longer matter) */
+  const int32_t step = open < ext ? open : ext;
+  sw_vec vfill[SW_LEVELS], vdecay[SW_LEVELS];
+  for (int lvl = 0; lvl < SW_LEVELS; lvl++) {
+    _Alignas(64) int16_t fill[SW_LANES];
+    for (int l = 0; l < SW_LANES; l++) fill[l] = l < (1 << lvl) ? INT16_MIN : 0;
+    vfill[lvl] = v_load((const sw_vec *)fill);
+    int64_t d = (int64_t)step * seg << lvl;
+    vdecay[lvl] = v_set1((int16_t)(d < INT16_MAX ? d : INT16_MAX));
+  }
   const int32_t limit = INT16_MAX - (s->max_score > 0 ? s->max_score : 0);
 
   for (int32_t k = 0; k < seg; k++) {
@@ -77,7 +95,7 @@ bool SW_PASS_NAME(void *mem, const acc_sw_scoring *s, const sw_seq *q,
     hcur = t;
 
     /* main loop: H(i-1, j-1) for segment 0 comes from the previous lane */
-    sw_vec vh = v_shift1(v_load(hprev + seg - 1));
+    sw_vec vh = v_shift_lanes(v_load(hprev + seg - 1), 1);
     sw_vec vf = vneg, vcol = vzero;
     for (int32_t k = 0; k < seg; k++) {
       vh = v_adds(vh, v_load(pc + k));
@@ -93,22 +111,26 @@ bool SW_PASS_NAME(void *mem, const acc_sw_scoring *s, const sw_seq *q,
       vh = v_load(hprev + k);
     }
 
-    /* lazy F: carry F from each lane's last row into the next lane */
-    vf = v_adds(v_shift1(vf), vlane0neg);
-    for (int32_t k = 0;;) {
+    /* F across lanes. The carry into lane l's first row obeys
+     * C[l+1] = max(V[l], C[l] - seg * step), V[l] being the F that the
+     * main loop left below lane l's last row: a max-plus prefix over
+     * lanes, computed for all lanes at once by doubling. One pass down the
+     * segments then applies each carry, decaying by step per row, until no
+     * lane's carry can beat the F the main loop already used. */
+    sw_vec vc = v_adds(v_shift_lanes(vf, 1), vfill[0]);
+    for (int lvl = 0; lvl < SW_LEVELS; lvl++)
+      vc = v_max(vc, v_subs(v_adds(v_shift_lanes(vc, 1 << lvl), vfill[lvl]),
+                            vdecay[lvl]));
+    for (int32_t k = 0; k < seg; k++) {
+      /* branch-free: where the carry does not win these stores change
+       * nothing */
       sw_vec hold = v_load(hcur + k);
-      sw_vec hnew = v_max(hold, vf);
-      if (v_any_gt(vf, hold)) {
-        v_store(hcur + k, hnew);
-        vcol = v_max(vcol, hnew);
-        v_store(ev + k, v_max(v_load(ev + k), v_subs(hnew, vopen)));
-      }
-      vf = v_max(v_subs(vf, vext), v_subs(hnew, vopen));
-      if (!v_any_gt(vf, v_subs(hold, vopen))) break;
-      if (++k == seg) {
-        k = 0;
-        vf = v_adds(v_shift1(vf), vlane0neg);
-      }
+      sw_vec hnew = v_max(hold, vc);
+      v_store(hcur + k, hnew);
+      vcol = v_max(vcol, hnew);
+      v_store(ev + k, v_max(v_load(ev + k), v_subs(hnew, vopen)));
+      vc = v_subs(vc, vstep);
+      if (!v_any_gt(vc, v_subs(hold, vopen))) break;
     }
 
     if (v_any_gt(vcol, vbest)) {

@@ -250,16 +250,26 @@ static void print_summary(const ember_sw_report *rep, size_t pairs,
     if (n < 0 || (size_t)n >= sizeof tasks - used) break;
     used += (size_t)n;
   }
-  double gcells = (double)rep->cells / 1e9;
-  double gcups = rep->wall_ns ? (double)rep->cells / (double)rep->wall_ns : 0.0;
+  char cells[32], gcups[32], wall[32];
+  if (rep->cells < 1000000)
+    snprintf(cells, sizeof cells, "%llu cells", (unsigned long long)rep->cells);
+  else if (rep->cells < 1000000000)
+    snprintf(cells, sizeof cells, "%.2f Mcells", (double)rep->cells / 1e6);
+  else
+    snprintf(cells, sizeof cells, "%.2f Gcells", (double)rep->cells / 1e9);
+  double g = rep->wall_ns ? (double)rep->cells / (double)rep->wall_ns : 0.0;
+  if (g >= 0.01 || g == 0.0) snprintf(gcups, sizeof gcups, "%.2f", g);
+  else snprintf(gcups, sizeof gcups, "<0.01");
   double ms = (double)rep->wall_ns / 1e6;
+  snprintf(wall, sizeof wall, ms < 10 ? "%.1f ms" : ms < 10000 ? "%.0f ms" : "%.1f s",
+           ms < 10000 ? ms : ms / 1000);
   fprintf(stderr,
-          "ember: %s pairs, %.2f Gcells, %.2f GCUPS, %zu task%s%s%s%s, "
-          "%zu fallback%s, via %s, %.0f ms\n",
-          cli_group_digits(pairs, p, sizeof p), gcells, gcups, rep->tasks,
+          "ember: %s pair%s, %s, %s GCUPS, %zu task%s%s%s%s, %zu fallback%s, "
+          "via %s, %s\n",
+          cli_group_digits(pairs, p, sizeof p), pairs == 1 ? "" : "s", cells, gcups, rep->tasks,
           rep->tasks == 1 ? "" : "s", used ? " (" : "", tasks, used ? ")" : "",
           rep->tasks_fallback, rep->tasks_fallback == 1 ? "" : "s", address,
-          ms);
+          wall);
 }
 
 static void print_timings(const ember_sw_report *rep) {
@@ -268,12 +278,14 @@ static void print_timings(const ember_sw_report *rep) {
   const uint64_t sums[] = {rep->queue_ns, rep->exec_ns, rep->server_ns,
                            rep->round_trip_ns};
   double tasks = rep->tasks ? (double)rep->tasks : 1.0;
-  fprintf(stderr, "ember: stage timings over %zu task%s   summed     per task\n",
-          rep->tasks, rep->tasks == 1 ? "" : "s");
+  char title[64];
+  snprintf(title, sizeof title, "ember: stages of %zu task%s", rep->tasks,
+           rep->tasks == 1 ? "" : "s");
+  fprintf(stderr, "%-27s%12s%13s\n", title, "summed", "per task");
   for (size_t i = 0; i < 4; i++)
-    fprintf(stderr, "  %-30s %10.1f ms %9.2f ms\n", names[i],
+    fprintf(stderr, "  %-24s %9.2f ms %9.3f ms\n", names[i],
             (double)sums[i] / 1e6, (double)sums[i] / 1e6 / tasks);
-  fprintf(stderr, "  %-30s %10.1f ms\n", "wall clock", (double)rep->wall_ns / 1e6);
+  fprintf(stderr, "  %-24s %9.2f ms\n", "wall clock", (double)rep->wall_ns / 1e6);
 }
 
 static FILE *open_output(const align_args *a) {

@@ -224,7 +224,7 @@ static int header_expected(parser *p, const char *s, size_t len) {
 
 static int feed_line(parser *p, const char *s, size_t len) {
   p->line++;
-  if (len && s[len - 1] == '\r') len--;
+  while (len && s[len - 1] == '\r') len--; /* CRLF; BGZF drops one '\r' */
   switch (p->st) {
   case ST_HEADER:
     if (is_blank(s, len) || (p->format != SEQIO_FASTQ && s[0] == ';')) return 0;
@@ -284,7 +284,8 @@ static int finish(parser *p, seqio_set *out) {
   }
   if (p->n == 0)
     return fail(p, EMBER_EFORMAT, 0, "no sequences in the file");
-  seqio_record *recs = malloc(p->n * sizeof *recs); /* n * sizeof(rec) fit */
+  seqio_record *recs =
+      p->n <= SIZE_MAX / sizeof *recs ? malloc(p->n * sizeof *recs) : NULL;
   if (!recs) return fail(p, EMBER_ENOMEM, 0, "out of memory");
   for (size_t i = 0; i < p->n; i++) {
     recs[i].name = p->names + p->recs[i].name_off;

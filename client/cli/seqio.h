@@ -6,8 +6,8 @@
  * lines follow, blank lines and ';' comment lines are skipped. FASTQ: '@'
  * header, sequence lines up to a '+' line, then quality lines until they
  * hold as many characters as the sequence ('!' to '~'). The format is taken
- * from the first non-blank line. Whitespace inside sequence lines and a
- * trailing '\r' on any line are dropped.
+ * from the first non-blank line. Whitespace inside sequence lines and
+ * trailing '\r's on any line are dropped.
  *
  * Errors are EMBER_* codes (ember_errors.h) with a "source:line: reason"
  * text in err: a file that cannot be opened or read (EMBER_EIO), one that

@@ -89,7 +89,8 @@ struct ember_task {
 
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  int done;
+  int done;                  /* the result is there */
+  int settled;               /* ...and its callback has returned */
   int refs;                  /* the application's + one while in flight */
   int status;
   char message[512];

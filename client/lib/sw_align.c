@@ -241,6 +241,7 @@ int ember_sw_align(ember_client *c, const ember_sw_params *params,
   for (size_t i = 0; i < submitted; i++) {
     while (ember_task_wait(chunks[i].task, 200) == EMBER_ETIMEDOUT)
       if (progress) progress(atomic_load(&prog.pairs_done), n, progress_user);
+    if (progress) progress(atomic_load(&prog.pairs_done), n, progress_user);
     if (first_err == 0) {
       first_err = collect(&chunks[i], results, report);
       if (first_err) snprintf(first_msg, sizeof first_msg, "%s", ember_last_error());

@@ -47,7 +47,6 @@ void task_complete(ember_task *t, int status, const char *message,
   t->info.platform = t->platform;
   t->info.round_trip_ns = client_now_ns() - t->submit_ns;
   t->done = 1;
-  pthread_cond_broadcast(&t->cv);
   pthread_mutex_unlock(&t->mu);
 
   ember_client *c = t->client;
@@ -59,6 +58,11 @@ void task_complete(ember_task *t, int status, const char *message,
   for (size_t i = 0; i < t->n_inputs; i++) block_unref(t->inputs[i]);
   t->n_inputs = 0;
   if (t->callback) t->callback(t, t->user);
+  /* waiters return only now, so what the callback uses stays alive */
+  pthread_mutex_lock(&t->mu);
+  t->settled = 1;
+  pthread_cond_broadcast(&t->cv);
+  pthread_mutex_unlock(&t->mu);
   task_unref(t);
 }
 
@@ -284,11 +288,11 @@ int ember_task_wait(ember_task *t, int timeout_ms) {
     }
   }
   int rc = 0;
-  while (!t->done && rc == 0) {
+  while (!t->settled && rc == 0) {
     if (timeout_ms < 0)
       pthread_cond_wait(&t->cv, &t->mu);
     else if (pthread_cond_timedwait(&t->cv, &t->mu, &deadline) == ETIMEDOUT)
-      rc = t->done ? 0 : EMBER_ETIMEDOUT;
+      rc = t->settled ? 0 : EMBER_ETIMEDOUT;
   }
   pthread_mutex_unlock(&t->mu);
   return rc;
@@ -328,6 +332,7 @@ int ember_task_cancel(ember_task *t) {
 
 void ember_task_free(ember_task *t) {
   if (!t) return;
+  /* done, not settled: a callback may free its own task */
   if (!ember_task_done(t)) {
     ember_task_cancel(t);
     ember_task_wait(t, -1); /* the library must not complete freed memory */

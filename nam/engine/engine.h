@@ -66,7 +66,8 @@ int nam_engine_submit(nam_engine *engine, const nam_task_spec *spec,
 
 /* nam_task_cancel - a queued task completes now with EMBER_ECANCELED; a
  * running one is asked to stop (its run sees the cancel flag). Returns 0,
- * or EMBER_ENOTFOUND when the task is already done. */
+ * or EMBER_ENOTFOUND when the task is already done. Not after the engine
+ * was destroyed. */
 int nam_task_cancel(nam_task *task);
 
 /* Accessors, valid once the done callback has been called. */

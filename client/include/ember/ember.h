@@ -156,8 +156,9 @@ int ember_submit(ember_client *client, const char *accelerator,
                  ember_block *const *inputs, size_t n_inputs,
                  const ember_submit_options *opts, ember_task **out);
 
-/* ember_task_wait - wait until the task is done or timeout_ms passed
- * (negative: forever). Returns 0 when done, EMBER_ETIMEDOUT otherwise. */
+/* ember_task_wait - wait until the task is done and its callback (if any)
+ * has returned, or timeout_ms passed (negative: forever). Returns 0 when
+ * done, EMBER_ETIMEDOUT otherwise. Never call it from the task's callback. */
 int ember_task_wait(ember_task *task, int timeout_ms);
 
 /* ember_task_done - 1 if the task has finished, else 0. Never blocks. */

@@ -1,0 +1,174 @@
+/*
+ * sw_kernels.c - GCUPS of each sw kernel variant on the test data.
+ *
+ *   sw_kernels [SECONDS] [THREADS]
+ *
+ * For every variant this CPU supports, runs whole batches for about SECONDS
+ * of CPU time (default 2) on each data set and prints giga cell updates per
+ * second, per CPU second (steady on a shared machine) and per wall second,
+ * counting the qlen x rlen cells of each pair once (the reverse pass that
+ * finds the starts is extra work inside that time). THREADS (default 1)
+ * splits each batch into slices run on that many threads, as the engine
+ * does. Prints figures only; asserts nothing.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ember/ember_errors.h"
+#include "sw/sw.h"
+#include "sw_fasta.h"
+
+#define DATA EMBER_SOURCE_DIR "/tests/data/sw/"
+
+typedef struct dataset {
+  const char *label;
+  acc_sw_scoring scoring;
+  uint8_t *qblock, *rblock;
+  acc_seqset q, r;
+  uint64_t cells;
+} dataset;
+
+typedef struct slice {
+  acc_sw_isa isa;
+  const dataset *d;
+  size_t first, count;
+  acc_sw_hit *out;
+  size_t redone;
+  int rc;
+} slice;
+
+static double clock_s(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int build(dataset *d, const swt_fasta *fq, const size_t *qi,
+                 const swt_fasta *fr, const size_t *ri, size_t n) {
+  size_t qs, rs;
+  d->qblock = swt_seqset_list(fq, qi, n, &qs);
+  d->rblock = swt_seqset_list(fr, ri, n, &rs);
+  if (!d->qblock || !d->rblock) return -1;
+  acc_block qb = {d->qblock, qs}, rb = {d->rblock, rs};
+  char err[200];
+  if (acc_seqset_view(&qb, &d->q, err, sizeof err) ||
+      acc_seqset_view(&rb, &d->r, err, sizeof err)) {
+    fprintf(stderr, "%s: %s\n", d->label, err);
+    return -1;
+  }
+  d->cells = 0;
+  for (size_t i = 0; i < n; i++)
+    d->cells += (uint64_t)fq->lens[qi[i]] * fr->lens[ri[i]];
+  return 0;
+}
+
+static void *run_slice(void *arg) {
+  slice *s = arg;
+  s->rc = acc_sw_run_batch_isa(s->isa, &s->d->scoring, &s->d->q, &s->d->r,
+                               s->first, s->count, s->out, NULL, &s->redone);
+  return NULL;
+}
+
+static void bench(const dataset *d, acc_sw_isa isa, double seconds,
+                  int threads) {
+  size_t n = d->q.count;
+  acc_sw_hit *hits = malloc(n * sizeof *hits);
+  slice sl[64];
+  pthread_t tid[64];
+  size_t runs = 0, redone = 0;
+  double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+  double t, cpu;
+  do {
+    for (int k = 0; k < threads; k++) {
+      size_t a = n * (size_t)k / (size_t)threads;
+      size_t b = n * (size_t)(k + 1) / (size_t)threads;
+      sl[k] = (slice){isa, d, a, b - a, hits + a, 0, 0};
+      if (threads == 1)
+        run_slice(&sl[k]);
+      else
+        pthread_create(&tid[k], NULL, run_slice, &sl[k]);
+    }
+    for (int k = 0; k < threads; k++) {
+      if (threads > 1) pthread_join(tid[k], NULL);
+      if (sl[k].rc) {
+        printf("%s %s: error %s\n", d->label, acc_sw_isa_name(isa),
+               ember_strerror(sl[k].rc));
+        free(hits);
+        return;
+      }
+      redone += sl[k].redone;
+    }
+    runs++;
+    t = clock_s(CLOCK_MONOTONIC) - t0;
+    cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+  } while (cpu < seconds);
+  double cells = (double)d->cells * (double)runs;
+  printf("%-28s %-7s %7.2f GCUPS per CPU second, %7.2f wall  (%zu runs of "
+         "%zu pairs, %zu redone in 32-bit per run)\n",
+         d->label, acc_sw_isa_name(isa), cells / cpu / 1e9, cells / t / 1e9,
+         runs, n, redone / runs);
+  free(hits);
+}
+
+int main(int argc, char **argv) {
+  double seconds = argc > 1 ? atof(argv[1]) : 2.0;
+  int threads = argc > 2 ? atoi(argv[2]) : 1;
+  if (threads < 1 || threads > 64) threads = 1;
+  setvbuf(stdout, NULL, _IOLBF, 0);
+
+  swt_fasta dq, dr, lq, lr, glob;
+  if (swt_fasta_read(DATA "dna_queries.fa", &dq) ||
+      swt_fasta_read(DATA "dna_refs.fa", &dr) ||
+      swt_fasta_read(DATA "dna_long_queries.fa", &lq) ||
+      swt_fasta_read(DATA "dna_long_refs.fa", &lr) ||
+      swt_fasta_read(DATA "emboss_test_globins630.fa", &glob))
+    return 1;
+
+  dataset sets[3];
+  memset(sets, 0, sizeof sets);
+  char err[200];
+  size_t *a = malloc(dq.n * sizeof *a), *b = malloc(glob.n * sizeof *b);
+  for (size_t i = 0; i < dq.n; i++) a[i] = i;
+  sets[0].label = "dna 150 x 300-600, 3/-3/6/1";
+  acc_sw_scoring_dna(3, -3, 6, 1, &sets[0].scoring, err, sizeof err);
+  if (build(&sets[0], &dq, a, &dr, a, dq.n)) return 1;
+
+  for (size_t i = 0; i < lq.n; i++) a[i] = i;
+  sets[1].label = "dna long 10-12.5 kbp";
+  sets[1].scoring = sets[0].scoring;
+  if (build(&sets[1], &lq, a, &lr, a, lq.n)) return 1;
+
+  for (size_t i = 0; i + 1 < glob.n; i++) {
+    a[i] = i;
+    b[i] = i + 1;
+  }
+  sets[2].label = "globins, BLOSUM62 11/1";
+  acc_sw_matrix m;
+  acc_sw_matrix_builtin("BLOSUM62", &m);
+  acc_sw_scoring_matrix(&m, 11, 1, &sets[2].scoring, err, sizeof err);
+  if (build(&sets[2], &glob, a, &glob, b, glob.n - 1)) return 1;
+
+  printf("sw kernels, %d thread(s), ~%.1f s per figure; default variant "
+         "here: %s\n", threads, seconds,
+         acc_sw_isa_name(acc_sw_isa_selected()));
+  for (int s = 0; s < 3; s++)
+    for (int isa = 0; isa < ACC_SW_ISA_COUNT; isa++)
+      if (acc_sw_isa_supported((acc_sw_isa)isa))
+        bench(&sets[s], (acc_sw_isa)isa, seconds, threads);
+
+  for (int s = 0; s < 3; s++) {
+    free(sets[s].qblock);
+    free(sets[s].rblock);
+  }
+  free(a);
+  free(b);
+  swt_fasta_free(&dq);
+  swt_fasta_free(&dr);
+  swt_fasta_free(&lq);
+  swt_fasta_free(&lr);
+  swt_fasta_free(&glob);
+  return 0;
+}
