@@ -42,9 +42,11 @@ head -n 6 "$WORK/dna.tsv" | column -t
 echo "... $(($(wc -l < "$WORK/dna.tsv") - 1)) pairs in all"
 
 echo
-echo "== protein: consecutive globins, BLOSUM62, gap open 11, extend 1"
+echo "== protein: 630 globins aligned in pairs (1st with 2nd, ...), BLOSUM62, gaps 11/1"
+awk '/^>/ { n++ } n % 2 == 1' "$DATA/emboss_test_globins630.fa" > "$WORK/globins_a.fa"
+awk '/^>/ { n++ } n % 2 == 0' "$DATA/emboss_test_globins630.fa" > "$WORK/globins_b.fa"
 "$BIN/client/cli/ember" align --nam "unix:$SOCK" --timings --protein \
-  --query "$DATA/globin_queries.fa" --ref "$DATA/globin_refs.fa" --out "$WORK/prot.tsv"
+  --query "$WORK/globins_a.fa" --ref "$WORK/globins_b.fa" --out "$WORK/prot.tsv"
 head -n 6 "$WORK/prot.tsv" | column -t
 
 echo

@@ -32,6 +32,7 @@ typedef struct nam_daemon {
   uv_signal_t sig_term, sig_int, sig_hup;
   uv_timer_t watchdog, drain_timer;
   int draining;
+  int drain_expired;         /* drain_timeout passed with tasks running */
   int exit_code;
 } nam_daemon;
 
@@ -102,6 +103,7 @@ static void on_idle(nam_server *s, void *user) {
 static void on_drain_timeout(uv_timer_t *t) {
   nam_daemon *d = t->data;
   log_warn("drain_timeout passed with tasks still in flight: exiting");
+  d->drain_expired = 1;
   stop_loop(d);
 }
 
@@ -273,6 +275,12 @@ int main(int argc, char **argv) {
 
   uv_run(d.loop, UV_RUN_DEFAULT);
 
+  if (d.drain_expired) {
+    /* a task that outlived drain_timeout may never end (a hung device):
+     * joining its worker could block forever, so leave without it */
+    log_notice("ember-nam stopped (tasks abandoned)");
+    _exit(0);
+  }
   shutdown_all(&d);
   config_free(nam_config_table, &d.cfg);
   uv_loop_close(d.loop);

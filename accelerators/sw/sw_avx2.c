@@ -2,6 +2,7 @@
  * Compiled with EMBER_FLAGS_AVX2 only; used when the CPU has AVX2. */
 #include <immintrin.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "sw_kernel.h"
 
@@ -36,6 +37,15 @@ static inline sw_vec v_shift_lanes(sw_vec v, int d) {
   case 4: return _mm256_alignr_epi8(v, t, 8);
   default: return t;
   }
+}
+
+/* largest lane of lanes >= 0: fold the halves, then PHMINPOSUW on
+ * 0x7fff - v */
+static inline int32_t v_hmax(sw_vec v) {
+  __m128i h = _mm_max_epi16(_mm256_castsi256_si128(v),
+                            _mm256_extracti128_si256(v, 1));
+  __m128i x = _mm_sub_epi16(_mm_set1_epi16(0x7fff), h);
+  return 0x7fff - (_mm_cvtsi128_si32(_mm_minpos_epu16(x)) & 0xffff);
 }
 
 #include "sw_striped.h"

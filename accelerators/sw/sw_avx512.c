@@ -3,6 +3,7 @@
  * AVX-512BW. */
 #include <immintrin.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "sw_kernel.h"
 
@@ -35,6 +36,17 @@ static inline sw_vec v_shift_lanes(sw_vec v, int d) {
   sw_vec idx = _mm512_sub_epi16(_mm512_load_si512(iota),
                                 _mm512_set1_epi16((int16_t)d));
   return _mm512_maskz_permutexvar_epi16(0xffffffffu << d, idx, v);
+}
+
+/* largest lane of lanes >= 0: fold to 128 bits, then PHMINPOSUW on
+ * 0x7fff - v */
+static inline int32_t v_hmax(sw_vec v) {
+  __m256i q = _mm256_max_epi16(_mm512_castsi512_si256(v),
+                               _mm512_extracti64x4_epi64(v, 1));
+  __m128i h = _mm_max_epi16(_mm256_castsi256_si128(q),
+                            _mm256_extracti128_si256(q, 1));
+  __m128i x = _mm_sub_epi16(_mm_set1_epi16(0x7fff), h);
+  return 0x7fff - (_mm_cvtsi128_si32(_mm_minpos_epu16(x)) & 0xffff);
 }
 
 #include "sw_striped.h"

@@ -2,6 +2,7 @@
  * Compiled with EMBER_FLAGS_SSE41 only; used when the CPU has SSE4.1. */
 #include <immintrin.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "sw_kernel.h"
 
@@ -26,6 +27,12 @@ static inline sw_vec v_shift_lanes(sw_vec v, int d) {
   case 2: return _mm_slli_si128(v, 4);
   default: return _mm_slli_si128(v, 8);
   }
+}
+
+/* largest lane of lanes >= 0: the smallest of 0x7fff - v, by PHMINPOSUW */
+static inline int32_t v_hmax(sw_vec v) {
+  __m128i x = _mm_sub_epi16(_mm_set1_epi16(0x7fff), v);
+  return 0x7fff - (_mm_cvtsi128_si32(_mm_minpos_epu16(x)) & 0xffff);
 }
 
 #include "sw_striped.h"

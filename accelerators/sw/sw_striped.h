@@ -9,6 +9,7 @@
  *   v_any_gt(a, b)       true if a > b in some lane
  *   v_shift_lanes(v, d)  lane l takes lane l-d, lanes below d become 0
  *                        (d a power of two below SW_LANES)
+ *   v_hmax(v)            the largest lane of a vector of lanes >= 0
  * and SW_LEVELS = log2(SW_LANES).
  *
  * Layout: with seg = ceil(m / SW_LANES) segments, query row i lives in lane
@@ -34,6 +35,22 @@
  * been clipped; the pass then gives up and returns false.
  */
 
+/* carry_scan: x[l] is the carry lane l gets from lane l-1 alone; returns
+ * max over t <= l of x[t] - (l - t) * decay, in SW_LEVELS doublings. */
+static inline sw_vec carry_scan(sw_vec x, const sw_vec *vfill,
+                                const sw_vec *vdecay) {
+  x = v_max(x, v_subs(v_adds(v_shift_lanes(x, 1), vfill[0]), vdecay[0]));
+  x = v_max(x, v_subs(v_adds(v_shift_lanes(x, 2), vfill[1]), vdecay[1]));
+  x = v_max(x, v_subs(v_adds(v_shift_lanes(x, 4), vfill[2]), vdecay[2]));
+#if SW_LEVELS > 3
+  x = v_max(x, v_subs(v_adds(v_shift_lanes(x, 8), vfill[3]), vdecay[3]));
+#endif
+#if SW_LEVELS > 4
+  x = v_max(x, v_subs(v_adds(v_shift_lanes(x, 16), vfill[4]), vdecay[4]));
+#endif
+  return x;
+}
+
 bool SW_PASS_NAME(void *mem, const acc_sw_scoring *s, const sw_seq *q,
                   const sw_seq *r, int32_t stop_at, sw_cell *out) {
   const int32_t m = q->len, n = r->len;
@@ -45,18 +62,23 @@ bool SW_PASS_NAME(void *mem, const acc_sw_scoring *s, const sw_seq *q,
   sw_vec *ev = hprev + seg;
   sw_vec *hmax = ev + seg;
 
-  /* query profile; hmax (>= 2m bytes) holds the encoded query meanwhile */
-  uint8_t *qc = (uint8_t *)hmax;
-  for (int32_t i = 0; i < m; i++)
-    qc[i] = (uint8_t)s->encode[q->res[(ptrdiff_t)i * q->dir]];
+  /* query profile. hmax (seg * SW_LANES * 2 bytes) holds the query codes
+   * meanwhile, in striped order, with code size for the padding rows */
+  uint8_t *qs = (uint8_t *)hmax;
+  memset(qs, size, (size_t)seg * SW_LANES);
+  for (int32_t i = 0, k = 0, l = 0; i < m; i++) {
+    qs[k * SW_LANES + l] = (uint8_t)s->encode[q->res[(ptrdiff_t)i * q->dir]];
+    if (++k == seg) {
+      k = 0;
+      l++;
+    }
+  }
   for (int c = 0; c < size; c++) {
+    int16_t col[ACC_SW_MAX_ALPHABET + 1];
+    for (int a = 0; a < size; a++) col[a] = (int16_t)s->matrix[a * size + c];
+    col[size] = INT16_MIN;
     int16_t *p = (int16_t *)(prof + (size_t)c * seg);
-    for (int32_t k = 0; k < seg; k++)
-      for (int32_t l = 0; l < SW_LANES; l++) {
-        int32_t i = l * seg + k;
-        p[k * SW_LANES + l] =
-            i < m ? (int16_t)s->matrix[qc[i] * size + c] : INT16_MIN;
-      }
+    for (int32_t t = 0; t < seg * SW_LANES; t++) p[t] = col[qs[t]];
   }
 
   const int16_t open = (int16_t)(s->gap_open < INT16_MAX ? s->gap_open
@@ -117,10 +139,8 @@ bool SW_PASS_NAME(void *mem, const acc_sw_scoring *s, const sw_seq *q,
      * lanes, computed for all lanes at once by doubling. One pass down the
      * segments then applies each carry, decaying by step per row, until no
      * lane's carry can beat the F the main loop already used. */
-    sw_vec vc = v_adds(v_shift_lanes(vf, 1), vfill[0]);
-    for (int lvl = 0; lvl < SW_LEVELS; lvl++)
-      vc = v_max(vc, v_subs(v_adds(v_shift_lanes(vc, 1 << lvl), vfill[lvl]),
-                            vdecay[lvl]));
+    sw_vec vc = carry_scan(v_adds(v_shift_lanes(vf, 1), vfill[0]), vfill,
+                           vdecay);
     for (int32_t k = 0; k < seg; k++) {
       /* branch-free: where the carry does not win these stores change
        * nothing */
@@ -134,11 +154,7 @@ bool SW_PASS_NAME(void *mem, const acc_sw_scoring *s, const sw_seq *q,
     }
 
     if (v_any_gt(vcol, vbest)) {
-      _Alignas(64) int16_t cm[SW_LANES];
-      v_store((sw_vec *)cm, vcol);
-      int32_t top = cm[0];
-      for (int l = 1; l < SW_LANES; l++)
-        if (cm[l] > top) top = cm[l];
+      int32_t top = v_hmax(vcol);
       best = top;
       best_j = j;
       vbest = v_set1((int16_t)top);

@@ -1,7 +1,7 @@
 /*
  * sw_kernels.c - GCUPS of each sw kernel variant on the test data.
  *
- *   sw_kernels [SECONDS] [THREADS]
+ *   sw_kernels [SECONDS] [THREADS] [VARIANT]
  *
  * For every variant this CPU supports, runs whole batches for about SECONDS
  * of CPU time (default 2) on each data set and prints giga cell updates per
@@ -9,7 +9,8 @@
  * counting the qlen x rlen cells of each pair once (the reverse pass that
  * finds the starts is extra work inside that time). THREADS (default 1)
  * splits each batch into slices run on that many threads, as the engine
- * does. Prints figures only; asserts nothing.
+ * does. VARIANT (scalar, sse41, avx2, avx512) limits the run to one.
+ * Prints figures only; asserts nothing.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -117,6 +118,11 @@ int main(int argc, char **argv) {
   double seconds = argc > 1 ? atof(argv[1]) : 2.0;
   int threads = argc > 2 ? atoi(argv[2]) : 1;
   if (threads < 1 || threads > 64) threads = 1;
+  acc_sw_isa only = ACC_SW_ISA_COUNT;
+  if (argc > 3 && acc_sw_isa_parse(argv[3], &only) != 0) {
+    fprintf(stderr, "unknown variant %s\n", argv[3]);
+    return 2;
+  }
   setvbuf(stdout, NULL, _IOLBF, 0);
 
   swt_fasta dq, dr, lq, lr, glob;
@@ -156,7 +162,8 @@ int main(int argc, char **argv) {
          acc_sw_isa_name(acc_sw_isa_selected()));
   for (int s = 0; s < 3; s++)
     for (int isa = 0; isa < ACC_SW_ISA_COUNT; isa++)
-      if (acc_sw_isa_supported((acc_sw_isa)isa))
+      if (acc_sw_isa_supported((acc_sw_isa)isa) &&
+          (only == ACC_SW_ISA_COUNT || only == (acc_sw_isa)isa))
         bench(&sets[s], (acc_sw_isa)isa, seconds, threads);
 
   for (int s = 0; s < 3; s++) {

@@ -296,7 +296,7 @@ static void test_params(void) {
   CHECK_EQ(res->status, 0);
   Ember__Sw__Result *sr = ember__sw__result__unpack(NULL, res->output.len,
                                                    res->output.data);
-  CHECK(sr && sr->n_score == 1 && sr->score[0] == 30);
+  CHECK(sr && sr->n_score == 1 && sr->score[0] == 27);
   printf("  Result: score %d, query %d-%d, ref %d-%d on %s\n", sr->score[0],
          sr->query_start[0], sr->query_end[0], sr->ref_start[0], sr->ref_end[0],
          res->platform);
