@@ -140,7 +140,7 @@ int acc_sw_scoring_matrix(const acc_sw_matrix *m, int32_t gap_open,
 int acc_sw_scoring_from_params(const Ember__Sw__Params *p,
                                acc_sw_scoring *out, char *err, size_t err_len);
 
-/* ---- kernels -------------------------------------------------------------- */
+/* ---- kernels ----------------------------------------------------------- */
 
 /* Kernel variants. Each SIMD one is compiled with its own flags and used only
  * when the CPU has the instructions. */

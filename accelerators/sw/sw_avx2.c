@@ -48,4 +48,15 @@ static inline int32_t v_hmax(sw_vec v) {
   return 0x7fff - (_mm_cvtsi128_si32(_mm_minpos_epu16(x)) & 0xffff);
 }
 
+/* 16 profile scores from two 16-entry byte tables (PSHUFB), widened */
+static inline sw_vec v_lookup(const uint8_t *lo, const uint8_t *hi,
+                              const int8_t *tab) {
+  __m128i tlo = _mm_loadu_si128((const __m128i *)tab);
+  __m128i thi = _mm_loadu_si128((const __m128i *)(tab + 16));
+  __m128i r = _mm_or_si128(
+      _mm_shuffle_epi8(tlo, _mm_loadu_si128((const __m128i *)lo)),
+      _mm_shuffle_epi8(thi, _mm_loadu_si128((const __m128i *)hi)));
+  return _mm256_cvtepi8_epi16(r);
+}
+
 #include "sw_striped.h"

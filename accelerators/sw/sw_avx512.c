@@ -49,4 +49,18 @@ static inline int32_t v_hmax(sw_vec v) {
   return 0x7fff - (_mm_cvtsi128_si32(_mm_minpos_epu16(x)) & 0xffff);
 }
 
+/* 32 profile scores from two 16-entry byte tables (VPSHUFB in each
+ * 128-bit half), widened */
+static inline sw_vec v_lookup(const uint8_t *lo, const uint8_t *hi,
+                              const int8_t *tab) {
+  __m256i tlo = _mm256_broadcastsi128_si256(
+      _mm_loadu_si128((const __m128i *)tab));
+  __m256i thi = _mm256_broadcastsi128_si256(
+      _mm_loadu_si128((const __m128i *)(tab + 16)));
+  __m256i r = _mm256_or_si256(
+      _mm256_shuffle_epi8(tlo, _mm256_loadu_si256((const __m256i *)lo)),
+      _mm256_shuffle_epi8(thi, _mm256_loadu_si256((const __m256i *)hi)));
+  return _mm512_cvtepi8_epi16(r);
+}
+
 #include "sw_striped.h"

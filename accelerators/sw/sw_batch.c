@@ -57,9 +57,10 @@ static int align_pair(workspace *ws, const acc_sw_scoring *s,
   sw_seq q = {qa, m, 1}, r = {ra, n, 1};
   sw_cell fwd;
   if (!k->pass(mem, s, &q, &r, INT32_MAX, &fwd)) {
-    k = sw_kernel_get(ACC_SW_ISA_SCALAR);
+    k = acc_sw_kernel_get(ACC_SW_ISA_SCALAR);
     if (!ws->scalar_mem) {
-      ws->scalar_mem = alloc64(sw_kernel_mem_bytes(k, ws->max_qlen, s->size));
+      ws->scalar_mem =
+          alloc64(acc_sw_kernel_mem_bytes(k, ws->max_qlen, s->size));
       if (!ws->scalar_mem) return EMBER_ENOMEM;
     }
     mem = ws->scalar_mem;
@@ -89,7 +90,7 @@ int acc_sw_run_batch_isa(acc_sw_isa isa, const acc_sw_scoring *scoring,
                          const atomic_int *cancel, size_t *n_redone) {
   size_t redone = 0;
   if (n_redone) *n_redone = 0;
-  const sw_kernel *kernel = sw_kernel_get(isa);
+  const sw_kernel *kernel = acc_sw_kernel_get(isa);
   acc_sw_scoring s;
   if (!kernel || !scoring || !q || !r || (!out && count)) return EMBER_EINVAL;
   if (first > q->count || count > q->count - first || first > r->count ||
@@ -112,7 +113,7 @@ int acc_sw_run_batch_isa(acc_sw_isa isa, const acc_sw_scoring *scoring,
   }
 
   workspace ws = {kernel, NULL, NULL, max_qlen};
-  ws.mem = alloc64(sw_kernel_mem_bytes(kernel, max_qlen, s.size));
+  ws.mem = alloc64(acc_sw_kernel_mem_bytes(kernel, max_qlen, s.size));
   if (!ws.mem) return EMBER_ENOMEM;
   int rc = 0;
   for (size_t k = 0; k < count && rc == 0; k++) {

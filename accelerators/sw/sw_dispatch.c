@@ -10,15 +10,19 @@
 #include "ember/ember_errors.h"
 #include "sw_kernel.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#ifdef EMBER_SW_HAVE_SSE41
 static bool cpu_sse41(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("sse4.1");
 }
+#endif
+#ifdef EMBER_SW_HAVE_AVX2
 static bool cpu_avx2(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2");
 }
+#endif
+#ifdef EMBER_SW_HAVE_AVX512
 static bool cpu_avx512(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") &&
@@ -59,7 +63,7 @@ int acc_sw_isa_parse(const char *name, acc_sw_isa *out) {
   return EMBER_EINVAL;
 }
 
-const sw_kernel *sw_kernel_get(acc_sw_isa isa) {
+const sw_kernel *acc_sw_kernel_get(acc_sw_isa isa) {
   for (size_t i = 0; i < N_KERNELS; i++)
     if (kernels[i].isa == isa)
       return (!kernels[i].cpu_ok || kernels[i].cpu_ok()) ? &kernels[i] : NULL;
@@ -67,10 +71,11 @@ const sw_kernel *sw_kernel_get(acc_sw_isa isa) {
 }
 
 bool acc_sw_isa_supported(acc_sw_isa isa) {
-  return sw_kernel_get(isa) != NULL;
+  return acc_sw_kernel_get(isa) != NULL;
 }
 
-size_t sw_kernel_mem_bytes(const sw_kernel *k, int32_t qlen, int alphabet) {
+size_t acc_sw_kernel_mem_bytes(const sw_kernel *k, int32_t qlen,
+                               int alphabet) {
   size_t m = qlen > 0 ? (size_t)qlen : 1;
   if (k->lanes == 0) return m * (2 * sizeof(int32_t) + 1) + 64;
   size_t seg = (m + (size_t)k->lanes - 1) / (size_t)k->lanes;
@@ -83,8 +88,8 @@ static pthread_once_t selected_once = PTHREAD_ONCE_INIT;
 static void select_kernel(void) {
   acc_sw_isa want;
   const char *env = getenv("EMBER_SW_ISA");
-  if (env && acc_sw_isa_parse(env, &want) == 0 && sw_kernel_get(want)) {
-    selected = sw_kernel_get(want);
+  if (env && acc_sw_isa_parse(env, &want) == 0 && acc_sw_kernel_get(want)) {
+    selected = acc_sw_kernel_get(want);
     return;
   }
   for (size_t i = N_KERNELS; i-- > 0;)

@@ -32,11 +32,14 @@ typedef struct sw_cell {
   int32_t score, i, j;
 } sw_cell;
 
-/* sw_pass_fn: align q against r with s, using mem (sw_kernel_mem_bytes()
- * bytes for q->len, 64-byte aligned). The pass stops after the first column
- * where the best score reaches stop_at (INT32_MAX: never). Returns false if
- * the kernel's lanes may have saturated (the answer is then meaningless and
- * the pair must be redone with the 32-bit kernel). Residues must encode. */
+/* sw_pass_fn: align q against r with s, using mem
+ * (acc_sw_kernel_mem_bytes() bytes for q->len, 64-byte aligned). The pass
+ * stops at the first column where the best score reaches stop_at
+ * (INT32_MAX: never) and reports the first cell of that column holding it;
+ * if stop_at is never reached a SIMD pass may report score 0 instead of
+ * the best. Returns false if the kernel's lanes may have saturated (the
+ * answer is then meaningless and the pair must be redone with the 32-bit
+ * kernel). Residues must encode. */
 typedef bool (*sw_pass_fn)(void *mem, const acc_sw_scoring *s,
                            const sw_seq *q, const sw_seq *r, int32_t stop_at,
                            sw_cell *out);
@@ -50,12 +53,13 @@ typedef struct sw_kernel {
   sw_pass_fn pass;
 } sw_kernel;
 
-/* sw_kernel_get: the variant for isa if it is built and this CPU runs it,
- * else NULL. */
-const sw_kernel *sw_kernel_get(acc_sw_isa isa);
+/* acc_sw_kernel_get: the variant for isa if it is built and this CPU runs
+ * it, else NULL. */
+const sw_kernel *acc_sw_kernel_get(acc_sw_isa isa);
 
-/* sw_kernel_mem_bytes: workspace a pass needs for queries up to qlen. */
-size_t sw_kernel_mem_bytes(const sw_kernel *k, int32_t qlen, int alphabet);
+/* acc_sw_kernel_mem_bytes: workspace a pass needs for queries up to
+ * qlen. */
+size_t acc_sw_kernel_mem_bytes(const sw_kernel *k, int32_t qlen, int alphabet);
 
 /* The variants (those not built are not declared). */
 bool acc_sw_pass_scalar(void *mem, const acc_sw_scoring *s, const sw_seq *q,

@@ -90,7 +90,8 @@ static int letter_index(const acc_sw_matrix *m, char c) {
   return -1;
 }
 
-/* parse_score: a decimal integer with an optional sign, within bounds. */
+/* parse_score: a decimal integer with an optional sign; magnitudes past
+ * 100000 stop growing (they are out of range anyway). */
 static int parse_score(const char *tok, size_t len, int32_t *out) {
   size_t i = 0;
   bool neg = false;
@@ -158,8 +159,9 @@ static int parse_row(parser *ps, const char *p, const char *end,
       return fail(ps, "row '%c', column '%c': '%s' is not an integer", c,
                   m->alphabet[col], show(tok, len, buf, sizeof buf));
     if (v < SCORE_MIN || v > SCORE_MAX)
-      return fail(ps, "row '%c', column '%c': score %d is out of range "
-                  "[%d, %d]", c, m->alphabet[col], v, SCORE_MIN, SCORE_MAX);
+      return fail(ps, "row '%c', column '%c': score %s is out of range "
+                  "[%d, %d]", c, m->alphabet[col],
+                  show(tok, len, buf, sizeof buf), SCORE_MIN, SCORE_MAX);
     m->scores[row * m->size + col] = v;
   }
   return 0;

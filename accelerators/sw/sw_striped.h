@@ -10,11 +10,13 @@
  *   v_shift_lanes(v, d)  lane l takes lane l-d, lanes below d become 0
  *                        (d a power of two below SW_LANES)
  *   v_hmax(v)            the largest lane of a vector of lanes >= 0
+ *   v_lookup(lo, hi, t)  lane l = t[lo[l]] or t[16 + hi[l]] (t: 32 int8;
+ *                        a selector byte 0x80 contributes 0)
  * and SW_LEVELS = log2(SW_LANES).
  *
  * Layout: with seg = ceil(m / SW_LANES) segments, query row i lives in lane
  * i / seg of segment i % seg, so one vector holds rows that are seg apart
- * and a column is seg vectors. Rows past the query end score INT16_MIN.
+ * and a column is seg vectors.
  *
  * Per reference column the main loop computes H and E exactly and F within
  * each lane's run of rows. F must then cross from each lane into the next.
@@ -62,23 +64,32 @@ bool SW_PASS_NAME(void *mem, const acc_sw_scoring *s, const sw_seq *q,
   sw_vec *ev = hprev + seg;
   sw_vec *hmax = ev + seg;
 
-  /* query profile. hmax (seg * SW_LANES * 2 bytes) holds the query codes
-   * meanwhile, in striped order, with code size for the padding rows */
-  uint8_t *qs = (uint8_t *)hmax;
-  memset(qs, size, (size_t)seg * SW_LANES);
+  /* Query profile, built with table lookups: the query codes go in
+   * striped order into two selector arrays (in hmax meanwhile, which holds
+   * seg * SW_LANES * 2 bytes): sel_lo has codes 0-15, sel_hi codes 16-31
+   * less 16, 0x80 (lookup gives 0) elsewhere. Padding rows score 0: they
+   * come after every query row, so they cannot change a query row, and
+   * they never exceed the best query cell so far, so never win a column. */
+  uint8_t *sel_lo = (uint8_t *)hmax, *sel_hi = sel_lo + (size_t)seg * SW_LANES;
+  memset(sel_lo, 0x80, (size_t)seg * SW_LANES * 2);
   for (int32_t i = 0, k = 0, l = 0; i < m; i++) {
-    qs[k * SW_LANES + l] = (uint8_t)s->encode[q->res[(ptrdiff_t)i * q->dir]];
+    uint8_t code = (uint8_t)s->encode[q->res[(ptrdiff_t)i * q->dir]];
+    if (code < 16)
+      sel_lo[k * SW_LANES + l] = code;
+    else
+      sel_hi[k * SW_LANES + l] = (uint8_t)(code - 16);
     if (++k == seg) {
       k = 0;
       l++;
     }
   }
   for (int c = 0; c < size; c++) {
-    int16_t col[ACC_SW_MAX_ALPHABET + 1];
-    for (int a = 0; a < size; a++) col[a] = (int16_t)s->matrix[a * size + c];
-    col[size] = INT16_MIN;
-    int16_t *p = (int16_t *)(prof + (size_t)c * seg);
-    for (int32_t t = 0; t < seg * SW_LANES; t++) p[t] = col[qs[t]];
+    int8_t tab[32] = {0};
+    for (int a = 0; a < size; a++) tab[a] = (int8_t)s->matrix[a * size + c];
+    sw_vec *p = prof + (size_t)c * seg;
+    for (int32_t k = 0; k < seg; k++)
+      v_store(p + k, v_lookup(sel_lo + (size_t)k * SW_LANES,
+                              sel_hi + (size_t)k * SW_LANES, tab));
   }
 
   const int16_t open = (int16_t)(s->gap_open < INT16_MAX ? s->gap_open
@@ -107,6 +118,14 @@ bool SW_PASS_NAME(void *mem, const acc_sw_scoring *s, const sw_seq *q,
     v_store(ev + k, vneg);
   }
 
+  /* Without a target (the forward pass) every column that beats the best
+   * is copied to hmax. With one (the reverse pass, whose target is the
+   * forward score, so below limit) only the first column reaching it
+   * matters: no copies, one compare per column; if no column reaches the
+   * target the pass reports score 0. */
+  const bool target = stop_at < limit;
+  const sw_vec vtarget = v_set1((int16_t)(target ? stop_at - 1 : 0));
+  const sw_vec *hfound = hmax;
   int32_t best = 0, best_j = -1;
   sw_vec vbest = vzero;
   for (int32_t j = 0; j < n; j++) {
@@ -139,8 +158,15 @@ bool SW_PASS_NAME(void *mem, const acc_sw_scoring *s, const sw_seq *q,
      * lanes, computed for all lanes at once by doubling. One pass down the
      * segments then applies each carry, decaying by step per row, until no
      * lane's carry can beat the F the main loop already used. */
-    sw_vec vc = carry_scan(v_adds(v_shift_lanes(vf, 1), vfill[0]), vfill,
-                           vdecay);
+    sw_vec vc = v_adds(v_shift_lanes(vf, 1), vfill[0]);
+    /* With open >= extend a carry that loses at its first row loses at
+     * every row below, since F falls at least as fast from there; if all
+     * lanes' direct carries lose, so do the scanned ones: skip (the usual
+     * case away from the alignment). */
+    if (open >= ext &&
+        !v_any_gt(v_subs(vc, vstep), v_subs(v_load(hcur), vopen)))
+      goto carried;
+    vc = carry_scan(vc, vfill, vdecay);
     for (int32_t k = 0; k < seg; k++) {
       /* branch-free: where the carry does not win these stores change
        * nothing */
@@ -152,15 +178,25 @@ bool SW_PASS_NAME(void *mem, const acc_sw_scoring *s, const sw_seq *q,
       vc = v_subs(vc, vstep);
       if (!v_any_gt(vc, v_subs(hold, vopen))) break;
     }
+  carried:
 
-    if (v_any_gt(vcol, vbest)) {
-      int32_t top = v_hmax(vcol);
-      best = top;
+    if (target) {
+      if (v_any_gt(vcol, vtarget)) {
+        best = v_hmax(vcol);
+        best_j = j;
+        hfound = hcur;
+        break;
+      }
+    } else if (v_any_gt(vcol, vbest)) {
+      best = v_hmax(vcol);
       best_j = j;
-      vbest = v_set1((int16_t)top);
-      for (int32_t k = 0; k < seg; k++) v_store(hmax + k, v_load(hcur + k));
+      vbest = v_set1((int16_t)best);
       if (best >= limit) return false;
-      if (best >= stop_at) break;
+      if (best >= stop_at) {
+        hfound = hcur;
+        break;
+      }
+      for (int32_t k = 0; k < seg; k++) v_store(hmax + k, v_load(hcur + k));
     }
   }
 
@@ -168,7 +204,7 @@ bool SW_PASS_NAME(void *mem, const acc_sw_scoring *s, const sw_seq *q,
   out->i = -1;
   out->j = -1;
   if (best == 0) return true;
-  const int16_t *hm = (const int16_t *)hmax;
+  const int16_t *hm = (const int16_t *)hfound;
   for (int32_t l = 0; l < SW_LANES; l++)
     for (int32_t k = 0; k < seg; k++) {
       int32_t i = l * seg + k;

@@ -214,6 +214,8 @@ static void latency(const char *address, const batch *b, size_t samples) {
   ember_options opts = {.client_name = "faas_latency", .no_fallback = 1};
   if (ember_connect(address, &opts, &c) != 0) exit(1);
   uint64_t *full = malloc(samples * sizeof *full), *rt = malloc(samples * sizeof *rt);
+  uint64_t *inside = malloc(samples * sizeof *inside), *queued = malloc(samples * sizeof *queued);
+  uint64_t *exec = malloc(samples * sizeof *exec);
   ember_sw_params p;
   ember_sw_params_default(&p);
   /* prepared blocks: the submit -> result path alone */
@@ -233,17 +235,29 @@ static void latency(const char *address, const batch *b, size_t samples) {
     if (ember_run(c, "sw", NULL, 0, in, 2, NULL, &t) != 0 || ember_task_status(t) != 0)
       exit(1);
     uint64_t t2 = now_ns();
-    ember_task_free(t);
     if (i >= 100) {
       full[i - 100] = t1 - t0;
       rt[i - 100] = t2 - t1;
+      inside[i - 100] = ember_task_get_info(t)->server_ns;
+      queued[i - 100] = ember_task_get_info(t)->queue_ns;
+      exec[i - 100] = ember_task_get_info(t)->exec_ns;
     }
+    ember_task_free(t);
   }
   qsort(full, samples, sizeof *full, cmp_u64);
   qsort(rt, samples, sizeof *rt, cmp_u64);
+  qsort(inside, samples, sizeof *inside, cmp_u64);
+  qsort(queued, samples, sizeof *queued, cmp_u64);
+  qsort(exec, samples, sizeof *exec, cmp_u64);
   printf("one-pair round trip over %s, %zu samples:\n", address, samples);
   printf("  task on ready blocks (ember_run):        p50 %6.1f us  p99 %6.1f us\n",
          rt[samples / 2] / 1e3, rt[samples * 99 / 100] / 1e3);
+  printf("    of which inside the NAM:               p50 %6.1f us  p99 %6.1f us\n",
+         inside[samples / 2] / 1e3, inside[samples * 99 / 100] / 1e3);
+  printf("    of which queued (until a worker took it): p50 %6.1f us  p99 %6.1f us\n",
+         queued[samples / 2] / 1e3, queued[samples * 99 / 100] / 1e3);
+  printf("    of which executing the kernel:         p50 %6.1f us  p99 %6.1f us\n",
+         exec[samples / 2] / 1e3, exec[samples * 99 / 100] / 1e3);
   printf("  whole call (ember_sw_align, 1 pair):      p50 %6.1f us  p99 %6.1f us\n",
          full[samples / 2] / 1e3, full[samples * 99 / 100] / 1e3);
   ember_block_release(in[0]);
@@ -252,6 +266,9 @@ static void latency(const char *address, const batch *b, size_t samples) {
   free(rs);
   free(full);
   free(rt);
+  free(inside);
+  free(queued);
+  free(exec);
   ember_close(c);
 }
 
