@@ -354,7 +354,8 @@ static int map_memfd(nam_conn *c, const Ember__PutBlock *m, int fd,
                (unsigned long long)m->size);
     return -1;
   }
-  void *p = mmap(NULL, m->size, PROT_READ, MAP_SHARED, fd, 0);
+  /* populate now: one walk over the pages instead of a fault per page */
+  void *p = mmap(NULL, m->size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (p == MAP_FAILED) {
     send_error(c, EMBER_EBLOCK, 0, m->block_id, "block %llu: mmap: %s",
                (unsigned long long)m->block_id, strerror(errno));

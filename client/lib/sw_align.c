@@ -16,8 +16,12 @@
 #include "sw/sw.h"
 #include "accelerators/sw/sw.pb-c.h"
 
-#define TARGET_CELLS_PER_TASK ((uint64_t)1 << 23)
+/* Tasks of about 32 M cells (~10 ms on one core) keep the per-task costs
+ * (blocks, frames, wake-ups) near 1%; a batch is still cut into at least
+ * MIN_TASKS so that every worker of a NAM gets a share. */
+#define TARGET_CELLS_PER_TASK ((uint64_t)1 << 25)
 #define MAX_PAIRS_PER_TASK 8192
+#define MIN_TASKS 16
 
 const char *const ember_platform_names[4] = {"cpu", "opencl", "fpga-emu",
                                              "fallback"};
@@ -131,8 +135,9 @@ static size_t pairs_per_task(const ember_sw_params *p, const ember_seq *q,
   for (size_t i = 0; i < sample; i++) cells += (uint64_t)q[i].length * r[i].length;
   uint64_t avg = sample ? cells / sample : 1;
   uint64_t per = avg ? TARGET_CELLS_PER_TASK / avg : MAX_PAIRS_PER_TASK;
-  if (per < 1) per = 1;
+  if (per > (n + MIN_TASKS - 1) / MIN_TASKS) per = (n + MIN_TASKS - 1) / MIN_TASKS;
   if (per > MAX_PAIRS_PER_TASK) per = MAX_PAIRS_PER_TASK;
+  if (per < 1) per = 1;
   return (size_t)per;
 }
 

@@ -281,8 +281,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: faas_overhead [PAIRS] [LATENCY_SAMPLES]\n");
     return 2;
   }
-  /* the same task size libember picks for this batch */
-  size_t per = (size_t)(((uint64_t)1 << 23) / (QLEN * RLEN));
+  /* the task size libember picks for a batch this large */
+  size_t per = (size_t)(((uint64_t)1 << 25) / (QLEN * RLEN));
   printf("faas_overhead: %zu DNA pairs (%d x %d), %u cores, sw kernel %s, "
          "%zu pairs per task\n", n, QLEN, RLEN, cores,
          acc_sw_isa_name(acc_sw_isa_selected()), per);
