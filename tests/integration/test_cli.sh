@@ -196,7 +196,7 @@ fi
 expect 0 "cannot be reached" align --nam "unix:$WORK/none.sock" --query "$Q" --ref "$R"
 same_file "$WORK/out" "$DATA/expected.tsv" "fallback"
 checks=$((checks + 1))
-grep -q "1 fallback, via unix:$WORK/none.sock" "$WORK/err" || fail "fallback summary: $(cat "$WORK/err")"
+grep -q "3 fallbacks, via unix:$WORK/none.sock" "$WORK/err" || fail "fallback summary: $(cat "$WORK/err")"
 # ... while accelerators, which was told to ask that NAM, fails
 expect 1 "ember: accelerators: cannot reach the NAM at unix:$WORK/none.sock" \
   accelerators --nam "unix:$WORK/none.sock"
