@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sw/seqset.h"
@@ -304,4 +307,72 @@ size_t results_compare(const ember_sw_result *got, const ember_sw_result *want,
     }
   }
   return equal;
+}
+
+ember_sw_result *pairs_reference_default(const pair_set *ps) {
+  ember_sw_params p;
+  ember_sw_params_default(&p);
+  ember_sw_result *want = calloc(ps->n, sizeof *want);
+  if (!want || pairs_reference(ps, &p, want) != 0) {
+    fprintf(stderr, "harness: no reference answers\n");
+    exit(1);
+  }
+  return want;
+}
+
+static void on_job_progress(size_t done, size_t total, void *user) {
+  atomic_store(&((align_job *)user)->done, done);
+}
+
+static void *job_main(void *arg) {
+  align_job *j = arg;
+  ember_sw_params p;
+  ember_sw_params_default(&p);
+  p.pairs_per_task = j->pairs_per_task;
+  j->rc = ember_sw_align(j->c, &p, j->q, j->r, j->n, j->got, &j->rep,
+                         on_job_progress, j);
+  return NULL;
+}
+
+void align_job_start(align_job *j, ember_client *c, const pair_set *ps,
+                     size_t copies, size_t pairs_per_task) {
+  memset(j, 0, sizeof *j);
+  j->c = c;
+  j->base_n = ps->n;
+  j->n = ps->n * copies;
+  j->pairs_per_task = pairs_per_task;
+  j->q = malloc(j->n * sizeof *j->q);
+  j->r = malloc(j->n * sizeof *j->r);
+  j->got = calloc(j->n, sizeof *j->got);
+  if (!j->q || !j->r || !j->got) exit(1);
+  for (size_t i = 0; i < j->n; i++) {
+    j->q[i] = ps->queries[i % ps->n];
+    j->r[i] = ps->refs[i % ps->n];
+  }
+  atomic_init(&j->done, 0);
+  pthread_t th;
+  if (pthread_create(&th, NULL, job_main, j) != 0) exit(1);
+  j->thread = (unsigned long)th;
+}
+
+size_t align_job_wait_tenth(align_job *j) {
+  struct timespec tick = {0, 1000000};
+  for (int i = 0; i < 60000 && atomic_load(&j->done) < j->n / 10; i++)
+    nanosleep(&tick, NULL);
+  return atomic_load(&j->done);
+}
+
+void align_job_join(align_job *j) { pthread_join((pthread_t)j->thread, NULL); }
+
+size_t align_job_equal(const align_job *j, const ember_sw_result *want) {
+  size_t equal = 0;
+  for (size_t i = 0; i < j->n; i++)
+    equal += memcmp(&j->got[i], &want[i % j->base_n], sizeof want[0]) == 0;
+  return equal;
+}
+
+void align_job_free(align_job *j) {
+  free(j->q);
+  free(j->r);
+  free(j->got);
 }

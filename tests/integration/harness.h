@@ -76,6 +76,32 @@ int pairs_reference(const pair_set *ps, const ember_sw_params *params,
     }                                                                        \
   } while (0)
 
+/* pairs_reference_default - reference answers for the default DNA scoring,
+ * malloc'd (exits on failure). */
+ember_sw_result *pairs_reference_default(const pair_set *ps);
+
+/* A long batch (the test pairs repeated) aligned on a thread of its own,
+ * so that a test can act on the NAM in the middle of it. */
+typedef struct align_job {
+  ember_client *c;
+  size_t n, base_n, pairs_per_task;
+  ember_seq *q, *r;
+  ember_sw_result *got;
+  ember_sw_report rep;
+  _Atomic size_t done;
+  int rc;
+  unsigned long thread;
+} align_job;
+
+void align_job_start(align_job *j, ember_client *c, const pair_set *ps,
+                     size_t copies, size_t pairs_per_task);
+/* Wait until at least a tenth of the batch is done; returns how much is. */
+size_t align_job_wait_tenth(align_job *j);
+void align_job_join(align_job *j);
+/* Results equal to want (the answers for one copy of the pairs). */
+size_t align_job_equal(const align_job *j, const ember_sw_result *want);
+void align_job_free(align_job *j);
+
 /* Compare results; prints the first difference. Returns the count equal. */
 size_t results_compare(const ember_sw_result *got, const ember_sw_result *want,
                        size_t n, const char *what);

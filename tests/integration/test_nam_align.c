@@ -50,10 +50,7 @@ static void align_via(const char *address, const pair_set *ps,
 int main(void) {
   pair_set ps;
   CHECK_EQ(pairs_load_dna(&ps, 0), 0);
-  ember_sw_params p;
-  ember_sw_params_default(&p);
-  ember_sw_result *want = calloc(ps.n, sizeof *want);
-  CHECK_EQ(pairs_reference(&ps, &p, want), 0);
+  ember_sw_result *want = pairs_reference_default(&ps);
 
   nam_proc nam;
   const char *sets[] = {"cpu_workers=2", NULL};

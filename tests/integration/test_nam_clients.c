@@ -52,10 +52,7 @@ static void run_all(worker *ws) {
 int main(void) {
   pair_set ps;
   CHECK_EQ(pairs_load_dna(&ps, 1000), 0);
-  ember_sw_params p;
-  ember_sw_params_default(&p);
-  ember_sw_result *want = calloc(ps.n, sizeof *want);
-  CHECK_EQ(pairs_reference(&ps, &p, want), 0);
+  ember_sw_result *want = pairs_reference_default(&ps);
   nam_proc nam;
   const char *sets[] = {"max_inflight=8", NULL}; /* exercise backpressure */
   CHECK_EQ(nam_start(&nam, sets), 0);

@@ -16,30 +16,6 @@
 
 #include "harness.h"
 
-typedef struct job {
-  ember_client *c;
-  const pair_set *ps;
-  size_t n;
-  ember_seq *q, *r;
-  ember_sw_result *got;
-  ember_sw_report rep;
-  atomic_size_t done;
-  int rc;
-} job;
-
-static void on_progress(size_t done, size_t total, void *user) {
-  atomic_store(&((job *)user)->done, done);
-}
-
-static void *run(void *arg) {
-  job *j = arg;
-  ember_sw_params p;
-  ember_sw_params_default(&p);
-  p.pairs_per_task = 100;
-  j->rc = ember_sw_align(j->c, &p, j->q, j->r, j->n, j->got, &j->rep, on_progress, j);
-  return NULL;
-}
-
 static int wait_notify(nam_proc *nam, const char *what) {
   struct pollfd pf = {.fd = nam->notify_fd, .events = POLLIN};
   for (int i = 0; i < 100; i++) {
@@ -65,10 +41,7 @@ static int log_contains(nam_proc *nam, const char *text) {
 int main(void) {
   pair_set ps;
   CHECK_EQ(pairs_load_dna(&ps, 0), 0);
-  ember_sw_params p;
-  ember_sw_params_default(&p);
-  ember_sw_result *want = calloc(ps.n, sizeof *want);
-  CHECK_EQ(pairs_reference(&ps, &p, want), 0);
+  ember_sw_result *want = pairs_reference_default(&ps);
 
   /* a config file, so that SIGHUP has something to reread */
   char dir[] = "/tmp/ember-drain.XXXXXX", conf[400];
@@ -89,46 +62,31 @@ int main(void) {
   CHECK(log_contains(&nam, "cpu_workers changed but is not reloadable"));
   printf("SIGHUP: max_inflight reloaded, cpu_workers kept; READY=1 again\n");
 
-  job j = {.ps = &ps, .n = ps.n * 20};
-  j.q = malloc(j.n * sizeof *j.q);
-  j.r = malloc(j.n * sizeof *j.r);
-  j.got = calloc(j.n, sizeof *j.got);
-  for (size_t i = 0; i < j.n; i++) {
-    j.q[i] = ps.queries[i % ps.n];
-    j.r[i] = ps.refs[i % ps.n];
-  }
+  ember_client *c;
   ember_options opts = {.client_name = "test_nam_drain"};
-  CHECK_EQ(ember_connect(nam.unix_addr, &opts, &j.c), 0);
-  atomic_init(&j.done, 0);
-  pthread_t th;
-  pthread_create(&th, NULL, run, &j);
-  struct timespec tick = {0, 1000000};
-  for (int i = 0; i < 20000 && atomic_load(&j.done) < j.n / 10; i++)
-    nanosleep(&tick, NULL);
+  CHECK_EQ(ember_connect(nam.unix_addr, &opts, &c), 0);
+  align_job j;
+  align_job_start(&j, c, &ps, 20, 100);
+  align_job_wait_tenth(&j);
   pid_t pid = nam.pid;
   kill(pid, SIGTERM);
   CHECK_EQ(wait_notify(&nam, "STOPPING=1"), 0);
   int status;
   CHECK_EQ(waitpid(pid, &status, 0), pid);
   nam.pid = 0;
-  pthread_join(th, NULL);
+  align_job_join(&j);
   CHECK(WIFEXITED(status));
   CHECK_EQ(WEXITSTATUS(status), 0);
   CHECK_EQ(j.rc, 0);
-  size_t equal = 0;
-  for (size_t i = 0; i < j.n; i++)
-    equal += memcmp(&j.got[i], &want[i % ps.n], sizeof want[0]) == 0;
-  CHECK_EQ(equal, j.n);
+  CHECK_EQ(align_job_equal(&j, want), j.n);
   CHECK(log_contains(&nam, "draining"));
   printf("SIGTERM mid-batch: exit 0; %zu tasks on the NAM, %zu fell back; all "
          "%zu results equal\n", j.rep.tasks_by_platform[0], j.rep.tasks_fallback, j.n);
-  ember_close(j.c);
+  ember_close(c);
   nam_cleanup(&nam);
   unlink(conf);
   rmdir(dir);
-  free(j.q);
-  free(j.r);
-  free(j.got);
+  align_job_free(&j);
   free(want);
   pairs_free(&ps);
   printf("1 passed, 0 failed\n");
