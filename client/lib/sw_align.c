@@ -152,8 +152,9 @@ static int collect(const chunk *ch, ember_sw_result *results,
                    ember_sw_report *report) {
   ember_task *t = ch->task;
   if (ember_task_status(t) != 0) {
-    client_set_error("pairs %zu-%zu: %s", ch->first, ch->first + ch->count - 1,
-                     ember_task_message(t));
+    client_set_error("task of pairs %zu-%zu (sequence numbers below count "
+                     "from %zu): %s", ch->first, ch->first + ch->count - 1,
+                     ch->first, ember_task_message(t));
     return ember_task_status(t);
   }
   size_t len;

@@ -202,12 +202,49 @@ static double run_client(const char *address, const batch *b, unsigned client_th
   return (double)b->n / secs;
 }
 
-/* ---- one-pair round trips ---------------------------------------------- */
+/* ---- the machine's own floor ------------------------------------------- */
 
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
 }
+
+
+/* A byte bounced between two threads through pipes: two wake-ups per round
+ * trip, nothing else. A NAM round trip needs at least four (client -> NAM
+ * loop -> worker -> NAM loop -> client) plus the kernel, so this says what
+ * the latency figures below can be on this machine. */
+static int ping_fd[2], pong_fd[2];
+
+static void *pong(void *arg) {
+  char c;
+  while (read(ping_fd[0], &c, 1) == 1 && write(pong_fd[1], &c, 1) == 1) {}
+  return NULL;
+}
+
+static void wake_floor(size_t samples) {
+  if (pipe(ping_fd) != 0 || pipe(pong_fd) != 0) return;
+  pthread_t th;
+  pthread_create(&th, NULL, pong, NULL);
+  uint64_t *rt = malloc(samples * sizeof *rt);
+  char c = 'x';
+  for (size_t i = 0; i < samples; i++) {
+    uint64_t t0 = now_ns();
+    if (write(ping_fd[1], &c, 1) != 1 || read(pong_fd[0], &c, 1) != 1) break;
+    rt[i] = now_ns() - t0;
+  }
+  close(ping_fd[1]);
+  pthread_join(th, NULL);
+  close(ping_fd[0]);
+  close(pong_fd[0]);
+  close(pong_fd[1]);
+  qsort(rt, samples, sizeof *rt, cmp_u64);
+  printf("floor: thread ping-pong through pipes (2 wake-ups):  p50 %6.1f us  p99 %6.1f us\n",
+         rt[samples / 2] / 1e3, rt[samples * 99 / 100] / 1e3);
+  free(rt);
+}
+
+/* ---- one-pair round trips ---------------------------------------------- */
 
 static void latency(const char *address, const batch *b, size_t samples) {
   ember_client *c;
@@ -312,6 +349,7 @@ int main(int argc, char **argv) {
     printf("%-34s %12.0f %8.3f\n", label, v, v / a);
   }
   printf("\n");
+  wake_floor(samples);
   latency(nam.unix_addr, &b, samples);
   nam_stop(&nam);
   nam_cleanup(&nam);
