@@ -10,7 +10,8 @@
  *   (d) through ember-nam over TCP loopback,
  * with 1 and 4 client threads sharing one client; T is the NAM's number of
  * cpu workers (one per core). It prints pairs/s and the ratios b/a, c/a,
- * d/a, then the round-trip latency of one-pair tasks over the unix socket.
+ * d/a (each the best of three runs), then the round-trip latency of
+ * one-pair tasks over the unix socket.
  *
  * Usage: faas_overhead [PAIRS (default 100000)] [LATENCY_SAMPLES (10000)]
  */
@@ -30,6 +31,7 @@
 #define HUM1 EMBER_SOURCE_DIR "/tests/data/sw/emboss_test_hum1.fa"
 #define QLEN 150
 #define RLEN 300
+#define REPEATS 3
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -202,6 +204,16 @@ static double run_client(const char *address, const batch *b, unsigned client_th
   return (double)b->n / secs;
 }
 
+static double best_client(const char *address, const batch *b, unsigned ct,
+                          unsigned cores, size_t *fallbacks) {
+  double best = 0;
+  for (int r = 0; r < REPEATS; r++) {
+    double v = run_client(address, b, ct, cores, fallbacks);
+    if (v > best) best = v;
+  }
+  return best;
+}
+
 /* ---- the machine's own floor ------------------------------------------- */
 
 static int cmp_u64(const void *a, const void *b) {
@@ -330,7 +342,12 @@ int main(int argc, char **argv) {
   const char *sets[] = {workers, "log_level=warning", NULL};
   if (nam_start(&nam, sets) != 0) return 1;
 
-  double a = run_direct(&b, cores, per);
+  /* each figure is the best of REPEATS runs: the machine is shared */
+  double a = 0;
+  for (int r = 0; r < REPEATS; r++) {
+    double v = run_direct(&b, cores, per);
+    if (v > a) a = v;
+  }
   printf("\n%-34s %12s %8s\n", "mode", "pairs/s", "ratio");
   printf("%-34s %12.0f %8s\n", "(a) kernel in-process", a, "1.00");
   const unsigned client_threads[2] = {1, 4};
@@ -338,13 +355,13 @@ int main(int argc, char **argv) {
     unsigned ct = client_threads[k];
     size_t fb;
     char label[64];
-    double v = run_client("embedded", &b, ct, cores, &fb);
+    double v = best_client("embedded", &b, ct, cores, &fb);
     snprintf(label, sizeof label, "(b) embedded, %u client thread%s", ct, ct > 1 ? "s" : "");
     printf("%-34s %12.0f %8.3f\n", label, v, v / a);
-    v = run_client(nam.unix_addr, &b, ct, cores, &fb);
+    v = best_client(nam.unix_addr, &b, ct, cores, &fb);
     snprintf(label, sizeof label, "(c) unix socket, %u client thread%s", ct, ct > 1 ? "s" : "");
     printf("%-34s %12.0f %8.3f\n", label, v, v / a);
-    v = run_client(nam.tcp_addr, &b, ct, cores, &fb);
+    v = best_client(nam.tcp_addr, &b, ct, cores, &fb);
     snprintf(label, sizeof label, "(d) tcp loopback, %u client thread%s", ct, ct > 1 ? "s" : "");
     printf("%-34s %12.0f %8.3f\n", label, v, v / a);
   }
