@@ -103,6 +103,7 @@ static int spawn(nam_proc *p) {
       dup2(fileno(log), 1);
     }
     setenv("NOTIFY_SOCKET", p->notify_path, 1);
+    setenv("WATCHDOG_USEC", "200000", 1); /* as systemd's WatchdogSec= would */
     execv(NAM_BIN, (char *const *)argv);
     _exit(127);
   }

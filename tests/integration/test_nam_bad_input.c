@@ -211,6 +211,8 @@ static void test_framing(void) {
   raw_close(&r);
 }
 
+static void put_block(raw *r, uint64_t id, const void *data, size_t len);
+
 static void test_blocks(void) {
   raw r;
   printf("blocks:\n");
@@ -244,6 +246,14 @@ static void test_blocks(void) {
   expect_error(&r, EMBER_ENOTFOUND, "block 42 not found");
   submit(&r, 7, "sw", NULL, 42, 43);
   expect_error(&r, EMBER_ENOTFOUND, "block 42 not found");
+  /* per-client block bytes: the second 600 KB block passes 1 MiB */
+  char *big = calloc(600 << 10, 1);
+  put_block(&r, 50, big, 600 << 10);
+  put_block(&r, 51, big, 600 << 10);
+  free(big);
+  expect_error(&r, EMBER_EBUSY, "max_block_bytes");
+  rb.block_id = 50;
+  raw_send(&r, EMBER__MSG_TYPE__MSG_RELEASE_BLOCK, &rb.base, -1);
   pb.has_transport = 1;
   pb.transport = EMBER__PUT_BLOCK__TRANSPORT__FD;
   pb.has_data = 0;
@@ -307,7 +317,8 @@ static void test_params(void) {
 
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
-  CHECK_EQ(nam_start(&nam, NULL), 0);
+  const char *sets[] = {"max_block_bytes=1MiB", NULL};
+  CHECK_EQ(nam_start(&nam, sets), 0);
   test_framing();
   test_blocks();
   test_params();

@@ -61,6 +61,8 @@ int main(void) {
   CHECK(log_contains(&nam, "reload: max_inflight changed"));
   CHECK(log_contains(&nam, "cpu_workers changed but is not reloadable"));
   printf("SIGHUP: max_inflight reloaded, cpu_workers kept; READY=1 again\n");
+  CHECK_EQ(wait_notify(&nam, "WATCHDOG=1"), 0);
+  printf("WATCHDOG=1 keeps coming\n");
 
   ember_client *c;
   ember_options opts = {.client_name = "test_nam_drain"};
