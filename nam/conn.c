@@ -75,12 +75,13 @@ static void send_msg(nam_conn *c, Ember__MsgType type, const ProtobufCMessage *m
   if (rc) nam_conn_close(c, "out of memory");
 }
 
-static void send_error(nam_conn *c, int code, uint64_t task_id,
-                       uint64_t block_id, const char *fmt, ...)
+/* Returns code, so that a handler can say `return send_error(...)`. */
+static int send_error(nam_conn *c, int code, uint64_t task_id,
+                      uint64_t block_id, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-static void send_error(nam_conn *c, int code, uint64_t task_id,
-                       uint64_t block_id, const char *fmt, ...) {
+static int send_error(nam_conn *c, int code, uint64_t task_id,
+                      uint64_t block_id, const char *fmt, ...) {
   char text[512];
   va_list ap;
   va_start(ap, fmt);
@@ -93,6 +94,7 @@ static void send_error(nam_conn *c, int code, uint64_t task_id,
   if (task_id) { e.has_task_id = 1; e.task_id = task_id; }
   if (block_id) { e.has_block_id = 1; e.block_id = block_id; }
   send_msg(c, EMBER__MSG_TYPE__MSG_ERROR, &e.base);
+  return code;
 }
 
 static int close_after_flush_pending(nam_conn *c) {
@@ -104,7 +106,7 @@ static int close_after_flush_pending(nam_conn *c) {
 }
 
 static void fatal(nam_conn *c, int code, const char *fmt, const char *detail) {
-  c->srv->stats.protocol_errors++;
+  nam_stats_protocol_error(&c->srv->metrics);
   log_notice("client %s: %s", c->peer, detail);
   send_error(c, code, 0, 0, fmt, detail);
   c->close_after_flush = 1; /* say why, then close */
@@ -129,7 +131,7 @@ void nam_conn_open(nam_server *s, int fd, int is_unix, const char *peer) {
   if (s->conns) s->conns->prev = c;
   s->conns = c;
   s->stats.clients++;
-  s->stats.connections++;
+  nam_stats_connection(&s->metrics, is_unix);
   log_info("client %s connected (%s)", peer, is_unix ? "unix" : "tcp");
   update_poll(c);
 }
@@ -203,7 +205,7 @@ static void send_result(nam_conn *c, conn_task *ct) {
   times.total_ns = clock_now_ns() - ct->received_ns;
   r.times = &times;
   send_msg(c, EMBER__MSG_TYPE__MSG_RESULT, &r.base);
-  c->srv->stats.results_sent++;
+  nam_stats_result_sent(&c->srv->metrics);
   free(out.data);
 }
 
@@ -214,6 +216,7 @@ void nam_conn_task_done(conn_task *ct) {
   if (ct->next) ct->next->prev = ct->prev;
   c->inflight--;
   s->stats.inflight--;
+  nam_stats_task_done(&s->metrics, ct->acc, ct->task, ct->received_ns);
   if (!c->closing) send_result(c, ct);
   for (size_t i = 0; i < ct->n_pins; i++) nam_block_unpin(ct->pins[i]);
   nam_task_free(ct->task);
@@ -227,22 +230,19 @@ void nam_conn_task_done(conn_task *ct) {
   if (!c->closing) flush(c);
 }
 
-static void handle_submit(nam_conn *c, const Ember__Submit *m) {
+/* Returns 0 when the task is queued, else the error sent back. */
+static int handle_submit(nam_conn *c, const Ember__Submit *m) {
   nam_server *s = c->srv;
-  s->stats.tasks_received++;
   if (m->task_id == 0) {
-    send_error(c, EMBER_EINVAL, 0, 0, "task_id 0 is reserved");
-    return;
+    return send_error(c, EMBER_EINVAL, 0, 0, "task_id 0 is reserved");
   }
   for (conn_task *o = c->tasks; o; o = o->next)
     if (o->id == m->task_id) {
-      send_error(c, EMBER_EINVAL, m->task_id, 0, "task %llu is already in flight",
+      return send_error(c, EMBER_EINVAL, m->task_id, 0, "task %llu is already in flight",
                  (unsigned long long)m->task_id);
-      return;
     }
   if (s->draining) {
-    send_error(c, EMBER_ESHUTDOWN, m->task_id, 0, "the NAM is shutting down");
-    return;
+    return send_error(c, EMBER_ESHUTDOWN, m->task_id, 0, "the NAM is shutting down");
   }
   const acc_descriptor *acc = acc_registry_find(m->accelerator);
   if (!acc) {
@@ -252,19 +252,16 @@ static void handle_submit(nam_conn *c, const Ember__Submit *m) {
                        acc_registry_get(i)->name);
       if (n > 0) used += (size_t)n;
     }
-    send_error(c, EMBER_ENOACCEL, m->task_id, 0,
+    return send_error(c, EMBER_ENOACCEL, m->task_id, 0,
                "unknown accelerator '%s' (this NAM has: %s)", m->accelerator, known);
-    return;
   }
   if (m->n_input_blocks > NAM_MAX_INPUTS) {
-    send_error(c, EMBER_EPARAM, m->task_id, 0, "%zu input blocks, at most %d",
+    return send_error(c, EMBER_EPARAM, m->task_id, 0, "%zu input blocks, at most %d",
                m->n_input_blocks, NAM_MAX_INPUTS);
-    return;
   }
   conn_task *ct = calloc(1, sizeof *ct);
   if (!ct) {
-    send_error(c, EMBER_ENOMEM, m->task_id, 0, "out of memory");
-    return;
+    return send_error(c, EMBER_ENOMEM, m->task_id, 0, "out of memory");
   }
   acc_block inputs[NAM_MAX_INPUTS];
   for (size_t i = 0; i < m->n_input_blocks; i++) {
@@ -289,7 +286,7 @@ static void handle_submit(nam_conn *c, const Ember__Submit *m) {
     send_error(c, rc, m->task_id, 0, "%s: %s", acc->name,
                err[0] ? err : ember_strerror(rc));
     free(ct);
-    return;
+    return rc;
   }
   ct->conn = c;
   ct->id = m->task_id;
@@ -310,7 +307,7 @@ static void handle_submit(nam_conn *c, const Ember__Submit *m) {
     else
       send_error(c, rc, m->task_id, 0, "%s", ember_strerror(rc));
     free(ct);
-    return;
+    return rc;
   }
   for (size_t i = 0; i < ct->n_pins; i++) nam_block_pin(ct->pins[i]);
   ct->next = c->tasks;

@@ -60,6 +60,10 @@ void nam_server_get_stats(nam_server *s, nam_server_stats *out) {
   for (nam_conn *c = s->conns; c; c = c->next) out->block_bytes += c->blocks.bytes;
 }
 
+const nam_stats *nam_server_metrics(const nam_server *s) { return &s->metrics; }
+
+const char *nam_server_name(const nam_server *s) { return s->name; }
+
 static void on_accept(uv_poll_t *poll, int status, int events) {
   listener *l = poll->data;
   nam_server *s = l->srv;

@@ -25,11 +25,11 @@ typedef struct nam_server_limits {
   uint64_t max_block_bytes;  /* block bytes one client may hold */
 } nam_server_limits;
 
-/* Counters for logs and Stats replies. */
+/* What the server holds now, for limits, Stats replies and gauges (the
+ * counters live in the daemon's stats struct, stats.h). */
 typedef struct nam_server_stats {
   unsigned clients;
   unsigned inflight;
-  uint64_t connections, protocol_errors, tasks_received, results_sent;
   uint64_t block_bytes;
 } nam_server_stats;
 
@@ -51,6 +51,11 @@ void nam_server_drain(nam_server *s, void (*on_idle)(nam_server *s, void *user),
                       void *user);
 
 void nam_server_get_stats(nam_server *s, nam_server_stats *out);
+
+/* The daemon's counters (stats.h), owned by the server; loop thread only. */
+const struct nam_stats *nam_server_metrics(const nam_server *s);
+/* The name the server gives itself in Welcome and metrics. */
+const char *nam_server_name(const nam_server *s);
 
 /* nam_server_flush - deliver the results of tasks that finished (also run
  * from the loop whenever a worker signals). Used at shutdown after the

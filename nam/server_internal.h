@@ -8,6 +8,7 @@
 #include "blocks.h"
 #include "frame.h"
 #include "server.h"
+#include "stats.h"
 
 #define NAM_MAX_INPUTS 16
 #define NAM_MAX_LISTENERS 8
@@ -18,6 +19,7 @@ typedef struct nam_conn nam_conn;
 typedef struct conn_task {
   nam_conn *conn;
   uint64_t id;
+  const acc_descriptor *acc;
   nam_task *task;
   nam_block *pins[NAM_MAX_INPUTS];
   size_t n_pins;
@@ -61,7 +63,8 @@ struct nam_server {
   listener listeners[NAM_MAX_LISTENERS];
   size_t n_listeners;
   nam_conn *conns;
-  nam_server_stats stats;
+  nam_server_stats stats;   /* clients, tasks in flight */
+  nam_stats metrics;        /* counters for /metrics */
   uv_async_t done_async;
   pthread_mutex_t done_lock;
   conn_task *done_head, *done_tail;

@@ -1,0 +1,189 @@
+/*
+ * sw.cl - batched Smith-Waterman on OpenCL (OpenCL C 1.2): the same
+ * recurrences, 32-bit scores and tie rules as the scalar reference
+ * (sw_scalar.c, sw.h), laid out after ADEPT's design.
+ *
+ * One work-group aligns one pair. Work-item t owns query row i0 + t of a
+ * tile of WG rows (WG = the local size) and walks along the reference; the
+ * tile advances as an anti-diagonal wavefront: at step s, item t computes
+ * cell (i0 + t, s - t). Only the previous row's H and F cross items, through
+ * two local buffers used alternately (the last two diagonals); each item
+ * keeps H(i, j-1), E(i, j) and the diagonal value in registers. A query
+ * longer than WG is done tile after tile: the last row of a tile is kept in
+ * global scratch (one H and one F per reference position) for the first
+ * item of the next tile.
+ *
+ * Each item keeps its best cell; a work-group reduction then picks the best
+ * score, then the smallest reference position j, then the smallest query
+ * position i (sw.h's end rule: the first cell, scanning column by column,
+ * that strictly beats the best so far).
+ *
+ * sw_forward aligns query p with reference p. sw_reverse scores the
+ * reversed prefixes q[0..qend], r[0..rend] of the forward end with the same
+ * pass: its best cell under the same rule gives the start.
+ *
+ *   E(i,j) = max(E(i,j-1) - extend, H(i,j-1) - open)
+ *   F(i,j) = max(F(i-1,j) - extend, H(i-1,j) - open)
+ *   H(i,j) = max(0, H(i-1,j-1) + score(q_i, r_j), E(i,j), F(i,j))
+ */
+#define NEG (INT_MIN / 2)
+#define MAX_ALPHABET 32
+
+typedef struct cell {
+  int score, i, j;
+} cell;
+
+/* better: does (v, i, j) come before the best (b) under the end rule? */
+static bool better(int v, int i, int j, cell b) {
+  if (v != b.score) return v > b.score;
+  if (v <= 0) return false;
+  return j < b.j || (j == b.j && i < b.i);
+}
+
+/* pass: one local-alignment pass of q (m residues, read at q[k * dir])
+ * against r (n residues, read at r[k * dir]); residues already encoded.
+ * lmat holds the scoring matrix, xh and xf 2 * WG ints each (reused for
+ * the reduction). Every item of the group returns the best cell. */
+static cell pass(__global const uchar *q, int m, __global const uchar *r,
+                 int n, int dir, int size, int open, int ext,
+                 __local const int *lmat, __local int *xh, __local int *xf,
+                 __global int *bh, __global int *bf) {
+  const int t = (int)get_local_id(0);
+  const int wg = (int)get_local_size(0);
+  cell best = {0, -1, -1};
+
+  for (int i0 = 0; i0 < m; i0 += wg) {
+    const int rows = min(wg, m - i0);
+    const int i = i0 + t;
+    const bool row_on = t < rows;
+    const bool first_tile = i0 == 0;
+    const bool keep_row = t == rows - 1 && i0 + wg < m;  /* feeds next tile */
+    const int qrow = row_on ? (int)q[(long)i * dir] * size : 0;
+    int hleft = 0, e = NEG, diag = 0;
+    const int steps = n + rows - 1;
+    for (int s = 0; s < steps; s++) {
+      const int j = s - t;
+      if (row_on && j >= 0 && j < n) {
+        int up, fup;
+        if (t == 0) {
+          up = first_tile ? 0 : bh[j];
+          fup = first_tile ? NEG : bf[j];
+        } else {
+          up = xh[((s - 1) & 1) * wg + t - 1];
+          fup = xf[((s - 1) & 1) * wg + t - 1];
+        }
+        const int sc = lmat[qrow + (int)r[(long)j * dir]];
+        const int ev = max(e - ext, hleft - open);
+        const int fv = max(fup - ext, up - open);
+        const int hv = max(max(diag + sc, 0), max(ev, fv));
+        xh[(s & 1) * wg + t] = hv;
+        xf[(s & 1) * wg + t] = fv;
+        if (keep_row) {
+          bh[j] = hv;
+          bf[j] = fv;
+        }
+        diag = up;
+        hleft = hv;
+        e = ev;
+        if (better(hv, i, j, best)) {
+          best.score = hv;
+          best.i = i;
+          best.j = j;
+        }
+      }
+      barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    }
+  }
+
+  /* reduction over the group: xh = score, xf = i, xf + wg = j */
+  xh[t] = best.score;
+  xf[t] = best.i;
+  xf[wg + t] = best.j;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int half = wg / 2; half > 0; half /= 2) {
+    if (t < half) {
+      cell mine = {xh[t], xf[t], xf[wg + t]};
+      const int v = xh[t + half], oi = xf[t + half], oj = xf[wg + t + half];
+      if (better(v, oi, oj, mine)) {
+        xh[t] = v;
+        xf[t] = oi;
+        xf[wg + t] = oj;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  cell out = {xh[0], xf[0], xf[wg]};
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return out;
+}
+
+static void load_matrix(__constant const int *matrix, int size,
+                        __local int *lmat) {
+  const int t = (int)get_local_id(0);
+  const int wg = (int)get_local_size(0);
+  for (int k = t; k < size * size; k += wg) lmat[k] = matrix[k];
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* sw_forward: best cell of pair p (score, i, j) into fwd[3p .. 3p+2].
+ * qoff/roff: npairs + 1 offsets into the encoded residues; scratch: two
+ * ints per reference residue (at 2 * roff[p]). */
+__kernel void sw_forward(__global const uchar *qres,
+                         __global const uint *qoff,
+                         __global const uchar *rres,
+                         __global const uint *roff,
+                         __constant const int *matrix, int size, int open,
+                         int ext, __global int *scratch, __global int *fwd,
+                         __local int *xh, __local int *xf) {
+  __local int lmat[MAX_ALPHABET * MAX_ALPHABET];
+  const uint p = get_group_id(0);
+  load_matrix(matrix, size, lmat);
+  const uint qa = qoff[p], ra = roff[p];
+  const int m = (int)(qoff[p + 1] - qa), n = (int)(roff[p + 1] - ra);
+  __global int *bh = scratch + 2 * (ulong)ra;
+  cell c = pass(qres + qa, m, rres + ra, n, 1, size, open, ext, lmat, xh,
+                xf, bh, bh + n);
+  if (get_local_id(0) == 0) {
+    fwd[3 * (ulong)p] = c.score;
+    fwd[3 * (ulong)p + 1] = c.i;
+    fwd[3 * (ulong)p + 2] = c.j;
+  }
+}
+
+/* sw_reverse: the start of pair p from its forward end; hit[5p .. 5p+4] =
+ * score, query start, query end, reference start, reference end (score 0:
+ * coordinates -1). A reverse best that differs from the forward score
+ * (which cannot happen) is reported as score -1. */
+__kernel void sw_reverse(__global const uchar *qres,
+                         __global const uint *qoff,
+                         __global const uchar *rres,
+                         __global const uint *roff,
+                         __constant const int *matrix, int size, int open,
+                         int ext, __global int *scratch,
+                         __global const int *fwd, __global int *hit,
+                         __local int *xh, __local int *xf) {
+  __local int lmat[MAX_ALPHABET * MAX_ALPHABET];
+  const uint p = get_group_id(0);
+  __global int *h = hit + 5 * (ulong)p;
+  const int score = fwd[3 * (ulong)p];
+  const int fi = fwd[3 * (ulong)p + 1], fj = fwd[3 * (ulong)p + 2];
+  if (score <= 0) {  /* uniform over the group: nobody reaches a barrier */
+    if (get_local_id(0) == 0) {
+      h[0] = 0;
+      h[1] = h[2] = h[3] = h[4] = -1;
+    }
+    return;
+  }
+  load_matrix(matrix, size, lmat);
+  const uint qa = qoff[p], ra = roff[p];
+  __global int *bh = scratch + 2 * (ulong)ra;
+  cell c = pass(qres + qa + fi, fi + 1, rres + ra + fj, fj + 1, -1, size,
+                open, ext, lmat, xh, xf, bh, bh + fj + 1);
+  if (get_local_id(0) == 0) {
+    h[0] = c.score == score ? score : -1;
+    h[1] = fi - c.i;
+    h[2] = fi;
+    h[3] = fj - c.j;
+    h[4] = fj;
+  }
+}

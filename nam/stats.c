@@ -1,0 +1,308 @@
+/* stats.c - ember-nam's counters and their Prometheus rendering (stats.h). */
+#include "stats.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "ember/ember_errors.h"
+#include "frame.h"
+#include "server.h"
+
+#define NS_PER_S 1000000000.0
+
+const uint64_t nam_stats_bucket_ns[NAM_STATS_BUCKETS] = {
+  10000,       25000,       50000,                    /* 10 us .. */
+  100000,      250000,      500000,
+  1000000,     2500000,     5000000,                  /* 1 ms .. */
+  10000000,    25000000,    50000000,
+  100000000,   250000000,   500000000,
+  1000000000,  2500000000,  5000000000, 10000000000,  /* 1 s .. 10 s */
+};
+
+static const char *const outcome_names[NAM_OUTCOME_N] = {"ok", "failed",
+                                                         "canceled"};
+static const char *const stage_names[NAM_STAGE_N] = {"queue", "exec", "total"};
+static const char *const transport_names[2] = {"fd", "inline"};
+
+/* ---- recording --------------------------------------------------------- */
+
+void nam_stats_connection(nam_stats *st, int is_unix) {
+  if (is_unix)
+    st->connections_unix++;
+  else
+    st->connections_tcp++;
+}
+
+void nam_stats_frame(nam_stats *st, uint8_t type) { st->frames[type]++; }
+
+void nam_stats_protocol_error(nam_stats *st) { st->protocol_errors++; }
+
+void nam_stats_block_received(nam_stats *st, enum nam_stats_transport tr,
+                              uint64_t bytes) {
+  st->blocks[tr]++;
+  st->block_bytes[tr] += bytes;
+}
+
+void nam_stats_result_sent(nam_stats *st) { st->results_sent++; }
+
+static void observe(nam_stats_histogram *h, uint64_t ns) {
+  for (size_t i = 0; i < NAM_STATS_BUCKETS; i++)
+    if (ns <= nam_stats_bucket_ns[i]) {
+      h->bucket[i]++;
+      break;
+    }
+  h->count++;
+  h->sum_ns += ns;
+}
+
+static nam_stats_task_series *task_series(nam_stats *st, const char *acc,
+                                          const char *platform) {
+  for (size_t i = 0; i < st->n_tasks; i++)
+    if (strcmp(st->tasks[i].accelerator, acc) == 0 &&
+        strcmp(st->tasks[i].platform, platform) == 0)
+      return &st->tasks[i];
+  if (st->n_tasks == NAM_STATS_MAX_SERIES) return &st->tasks_other;
+  nam_stats_task_series *s = &st->tasks[st->n_tasks++];
+  snprintf(s->accelerator, sizeof s->accelerator, "%s", acc);
+  snprintf(s->platform, sizeof s->platform, "%s", platform);
+  return s;
+}
+
+void nam_stats_task_done(nam_stats *st, const acc_descriptor *acc,
+                         const nam_task *task, uint64_t received_ns) {
+  int status = nam_task_status(task);
+  const char *platform = nam_task_platform(task);
+  enum nam_stats_outcome o = status == 0                  ? NAM_OUTCOME_OK
+                             : status == EMBER_ECANCELED ? NAM_OUTCOME_CANCELED
+                                                          : NAM_OUTCOME_FAILED;
+  task_series(st, acc->name, platform && platform[0] ? platform : "none")
+      ->outcome[o]++;
+  const nam_task_times *tm = nam_task_get_times(task);
+  if (tm->started) {
+    observe(&st->latency[NAM_STAGE_QUEUE], tm->started - tm->queued);
+    observe(&st->latency[NAM_STAGE_EXEC], tm->finished - tm->started);
+  }
+  uint64_t now = clock_now_ns();
+  observe(&st->latency[NAM_STAGE_TOTAL], now > received_ns ? now - received_ns : 0);
+}
+
+void nam_stats_task_rejected(nam_stats *st, const acc_descriptor *acc,
+                             int error) {
+  const char *name = acc ? acc->name : "unknown";
+  for (size_t i = 0; i < st->n_rejected; i++)
+    if (st->rejected[i].error == error &&
+        strcmp(st->rejected[i].accelerator, name) == 0) {
+      st->rejected[i].count++;
+      return;
+    }
+  if (st->n_rejected == NAM_STATS_MAX_SERIES) {
+    st->rejected_other++;
+    return;
+  }
+  nam_stats_reject_series *s = &st->rejected[st->n_rejected++];
+  snprintf(s->accelerator, sizeof s->accelerator, "%s", name);
+  s->error = error;
+  s->count = 1;
+}
+
+/* ---- rendering --------------------------------------------------------- */
+
+/* A label value with \, " and newline escaped, as the format requires. */
+static void put_label(FILE *f, const char *name, const char *value) {
+  fprintf(f, "%s=\"", name);
+  for (const char *p = value; *p; p++) {
+    if (*p == '\\')
+      fputs("\\\\", f);
+    else if (*p == '"')
+      fputs("\\\"", f);
+    else if (*p == '\n')
+      fputs("\\n", f);
+    else
+      fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+static void family(FILE *f, const char *name, const char *type,
+                   const char *help) {
+  fprintf(f, "# HELP ember_nam_%s %s\n# TYPE ember_nam_%s %s\n", name, help,
+          name, type);
+}
+
+static void histogram(FILE *f, const char *name, const char *label,
+                      const char *value, const nam_stats_histogram *h) {
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < NAM_STATS_BUCKETS; i++) {
+    cumulative += h->bucket[i];
+    fprintf(f, "ember_nam_%s_bucket{", name);
+    put_label(f, label, value);
+    fprintf(f, ",le=\"%g\"} %llu\n", (double)nam_stats_bucket_ns[i] / NS_PER_S,
+            (unsigned long long)cumulative);
+  }
+  fprintf(f, "ember_nam_%s_bucket{", name);
+  put_label(f, label, value);
+  fprintf(f, ",le=\"+Inf\"} %llu\n", (unsigned long long)h->count);
+  fprintf(f, "ember_nam_%s_sum{", name);
+  put_label(f, label, value);
+  fprintf(f, "} %.9f\n", (double)h->sum_ns / NS_PER_S);
+  fprintf(f, "ember_nam_%s_count{", name);
+  put_label(f, label, value);
+  fprintf(f, "} %llu\n", (unsigned long long)h->count);
+}
+
+static void render_counters(FILE *f, const nam_stats *st) {
+  family(f, "tasks_total", "counter",
+         "Tasks finished, by accelerator, platform and outcome.");
+  for (size_t i = 0; i < st->n_tasks; i++)
+    for (int o = 0; o < NAM_OUTCOME_N; o++) {
+      fputs("ember_nam_tasks_total{", f);
+      put_label(f, "accelerator", st->tasks[i].accelerator);
+      fputc(',', f);
+      put_label(f, "platform", st->tasks[i].platform);
+      fputc(',', f);
+      put_label(f, "outcome", outcome_names[o]);
+      fprintf(f, "} %llu\n", (unsigned long long)st->tasks[i].outcome[o]);
+    }
+  if (st->n_tasks == NAM_STATS_MAX_SERIES)
+    for (int o = 0; o < NAM_OUTCOME_N; o++)
+      fprintf(f,
+              "ember_nam_tasks_total{accelerator=\"other\",platform=\"other\","
+              "outcome=\"%s\"} %llu\n",
+              outcome_names[o], (unsigned long long)st->tasks_other.outcome[o]);
+
+  family(f, "tasks_rejected_total", "counter",
+         "Submits refused before queueing, by accelerator and error.");
+  for (size_t i = 0; i < st->n_rejected; i++) {
+    fputs("ember_nam_tasks_rejected_total{", f);
+    put_label(f, "accelerator", st->rejected[i].accelerator);
+    fputc(',', f);
+    put_label(f, "error", ember_errname(st->rejected[i].error));
+    fprintf(f, "} %llu\n", (unsigned long long)st->rejected[i].count);
+  }
+  if (st->n_rejected == NAM_STATS_MAX_SERIES)
+    fprintf(f,
+            "ember_nam_tasks_rejected_total{accelerator=\"other\","
+            "error=\"other\"} %llu\n",
+            (unsigned long long)st->rejected_other);
+
+  family(f, "task_latency_seconds", "histogram",
+         "Task latency by stage: queue (waiting for a worker), exec (on the "
+         "platform), total (Submit received to result, inside the NAM).");
+  for (int s = 0; s < NAM_STAGE_N; s++)
+    histogram(f, "task_latency_seconds", "stage", stage_names[s],
+              &st->latency[s]);
+
+  family(f, "results_sent_total", "counter",
+         "Result frames queued to clients still connected.");
+  fprintf(f, "ember_nam_results_sent_total %llu\n",
+          (unsigned long long)st->results_sent);
+
+  family(f, "blocks_received_total", "counter",
+         "Input blocks accepted, by transport (fd: sealed memfd, inline).");
+  for (int t = 0; t < 2; t++) {
+    fputs("ember_nam_blocks_received_total{", f);
+    put_label(f, "transport", transport_names[t]);
+    fprintf(f, "} %llu\n", (unsigned long long)st->blocks[t]);
+  }
+  family(f, "block_received_bytes_total", "counter",
+         "Bytes of input blocks accepted, by transport.");
+  for (int t = 0; t < 2; t++) {
+    fputs("ember_nam_block_received_bytes_total{", f);
+    put_label(f, "transport", transport_names[t]);
+    fprintf(f, "} %llu\n", (unsigned long long)st->block_bytes[t]);
+  }
+
+  family(f, "connections_total", "counter",
+         "Client connections accepted, by socket kind.");
+  fprintf(f, "ember_nam_connections_total{socket=\"unix\"} %llu\n",
+          (unsigned long long)st->connections_unix);
+  fprintf(f, "ember_nam_connections_total{socket=\"tcp\"} %llu\n",
+          (unsigned long long)st->connections_tcp);
+
+  family(f, "protocol_errors_total", "counter",
+         "Frames that broke the protocol (bad, unknown or out of place).");
+  fprintf(f, "ember_nam_protocol_errors_total %llu\n",
+          (unsigned long long)st->protocol_errors);
+
+  family(f, "frames_received_total", "counter",
+         "Frames received from clients, by message type.");
+  uint64_t unknown = 0;
+  for (int t = 0; t < 256; t++) {
+    if (!proto_descriptor((uint8_t)t)) {
+      unknown += st->frames[t];
+      continue;
+    }
+    fputs("ember_nam_frames_received_total{", f);
+    put_label(f, "type", proto_type_name((uint8_t)t));
+    fprintf(f, "} %llu\n", (unsigned long long)st->frames[t]);
+  }
+  fprintf(f, "ember_nam_frames_received_total{type=\"unknown\"} %llu\n",
+          (unsigned long long)unknown);
+}
+
+static void render_gauges(FILE *f, nam_server *server, nam_engine *engine) {
+  nam_server_stats ss;
+  nam_server_get_stats(server, &ss);
+  family(f, "info", "gauge", "Always 1; labels name this NAM and its version.");
+  fputs("ember_nam_info{", f);
+  put_label(f, "node", nam_server_name(server));
+  fputc(',', f);
+  put_label(f, "version", EMBER_VERSION);
+  fputs("} 1\n", f);
+  family(f, "clients", "gauge", "Clients connected now.");
+  fprintf(f, "ember_nam_clients %u\n", ss.clients);
+  family(f, "tasks_in_flight", "gauge",
+         "Tasks received and not yet finished, all clients.");
+  fprintf(f, "ember_nam_tasks_in_flight %u\n", ss.inflight);
+  family(f, "block_bytes", "gauge", "Bytes of input blocks held now.");
+  fprintf(f, "ember_nam_block_bytes %llu\n", (unsigned long long)ss.block_bytes);
+  if (!engine) return;
+
+  family(f, "queue_length", "gauge",
+         "Tasks waiting in each accelerator's queue.");
+  for (size_t i = 0; i < acc_registry_count(); i++) {
+    const acc_descriptor *acc = acc_registry_get(i);
+    fputs("ember_nam_queue_length{", f);
+    put_label(f, "accelerator", acc->name);
+    fprintf(f, "} %u\n", nam_engine_queue_length(engine, acc));
+  }
+  nam_platform_status ps[16];
+  size_t np = nam_engine_platforms(engine, ps, 16);
+  family(f, "platform_workers", "gauge", "Worker threads of each platform.");
+  for (size_t i = 0; i < np; i++) {
+    fputs("ember_nam_platform_workers{", f);
+    put_label(f, "platform", ps[i].name);
+    fputc(',', f);
+    put_label(f, "kind", ps[i].kind);
+    fputc(',', f);
+    put_label(f, "state", ps[i].state);
+    fprintf(f, "} %u\n", ps[i].workers);
+  }
+  family(f, "platform_tasks_running", "gauge",
+         "Tasks running on each platform now.");
+  for (size_t i = 0; i < np; i++) {
+    fputs("ember_nam_platform_tasks_running{", f);
+    put_label(f, "platform", ps[i].name);
+    fprintf(f, "} %u\n", ps[i].running);
+  }
+}
+
+int nam_stats_render(const nam_stats *st, nam_server *server,
+                     nam_engine *engine, char **text, size_t *len) {
+  char *buf = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&buf, &size);
+  if (!f) return EMBER_ENOMEM;
+  render_counters(f, st);
+  render_gauges(f, server, engine);
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad) {
+    free(buf);
+    return EMBER_ENOMEM;
+  }
+  *text = buf;
+  *len = size;
+  return 0;
+}

@@ -1,0 +1,107 @@
+/*
+ * stats.h - ember-nam's one stats struct: what the daemon counts (tasks by
+ * accelerator, platform and outcome; submits refused and why; latency per
+ * stage; block bytes received; connections; frames; protocol errors), and
+ * the one function that renders it, with gauges read from the server and
+ * the engine, as Prometheus text (served on /metrics by metrics_http.c).
+ *
+ * Threads: the loop thread owns the struct. Every function here, the
+ * render included, runs on the loop thread only; nothing here locks.
+ */
+#ifndef EMBER_NAM_STATS_H
+#define EMBER_NAM_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "accel.h"
+#include "engine.h"
+
+typedef struct nam_server nam_server;
+
+/* Latency histogram buckets, upper bounds in nanoseconds: 10 us to 10 s,
+ * 1-2.5-5 per decade. An observation above the last lands only in +Inf. */
+#define NAM_STATS_BUCKETS 19
+extern const uint64_t nam_stats_bucket_ns[NAM_STATS_BUCKETS];
+
+/* Distinct label sets kept per family; beyond that, the rest are counted
+ * together under the label value "other". */
+#define NAM_STATS_MAX_SERIES 64
+
+enum nam_stats_outcome {
+  NAM_OUTCOME_OK,        /* status 0 */
+  NAM_OUTCOME_FAILED,    /* any other error */
+  NAM_OUTCOME_CANCELED,  /* EMBER_ECANCELED */
+  NAM_OUTCOME_N
+};
+
+enum nam_stats_stage {
+  NAM_STAGE_QUEUE,  /* queued in the engine until a worker took it */
+  NAM_STAGE_EXEC,   /* run on the platform */
+  NAM_STAGE_TOTAL,  /* Submit received to result ready, inside the NAM */
+  NAM_STAGE_N
+};
+
+enum nam_stats_transport { NAM_TRANSPORT_FD, NAM_TRANSPORT_INLINE };
+
+typedef struct nam_stats_histogram {
+  uint64_t bucket[NAM_STATS_BUCKETS]; /* per bucket, not cumulative */
+  uint64_t count;
+  uint64_t sum_ns;
+} nam_stats_histogram;
+
+typedef struct nam_stats_task_series {
+  char accelerator[64];
+  char platform[64];  /* "none" for a task canceled before it ran */
+  uint64_t outcome[NAM_OUTCOME_N];
+} nam_stats_task_series;
+
+typedef struct nam_stats_reject_series {
+  char accelerator[64];  /* "unknown" when the name is not registered */
+  int error;             /* EMBER_E* */
+  uint64_t count;
+} nam_stats_reject_series;
+
+typedef struct nam_stats {
+  nam_stats_task_series tasks[NAM_STATS_MAX_SERIES];
+  size_t n_tasks;
+  nam_stats_task_series tasks_other;   /* once tasks[] is full */
+  nam_stats_reject_series rejected[NAM_STATS_MAX_SERIES];
+  size_t n_rejected;
+  uint64_t rejected_other;             /* once rejected[] is full */
+  nam_stats_histogram latency[NAM_STAGE_N];
+  uint64_t results_sent;
+  uint64_t blocks[2], block_bytes[2];  /* by enum nam_stats_transport */
+  uint64_t connections_unix, connections_tcp;
+  uint64_t protocol_errors;
+  uint64_t frames[256];                /* received, by frame type */
+} nam_stats;
+
+/* Recording; st is zeroed (calloc or memset) before the first call. */
+void nam_stats_connection(nam_stats *st, int is_unix);
+void nam_stats_frame(nam_stats *st, uint8_t type);
+void nam_stats_protocol_error(nam_stats *st);
+void nam_stats_block_received(nam_stats *st, enum nam_stats_transport tr,
+                              uint64_t bytes);
+/* A Submit refused with error (acc NULL: the accelerator is unknown). */
+void nam_stats_task_rejected(nam_stats *st, const acc_descriptor *acc,
+                             int error);
+/* A task of acc whose done callback has run, received at received_ns
+ * (CLOCK_MONOTONIC); counts its outcome and its stage latencies. */
+void nam_stats_task_done(nam_stats *st, const acc_descriptor *acc,
+                         const nam_task *task, uint64_t received_ns);
+void nam_stats_result_sent(nam_stats *st);
+
+/*
+ * nam_stats_render - st, plus gauges read now from server (clients, tasks
+ * in flight, block bytes held, node name) and engine (queue lengths,
+ * platforms), as Prometheus text exposition format 0.0.4: every family
+ * with HELP and TYPE, names prefixed ember_nam_, base units, label values
+ * escaped. engine may be NULL (no engine gauges).
+ * Returns 0 with a malloc'd, NUL-terminated text in *text (caller frees)
+ * and its length in *len, or EMBER_ENOMEM.
+ */
+int nam_stats_render(const nam_stats *st, nam_server *server,
+                     nam_engine *engine, char **text, size_t *len);
+
+#endif
