@@ -233,17 +233,16 @@ void nam_conn_task_done(conn_task *ct) {
 /* Returns 0 when the task is queued, else the error sent back. */
 static int handle_submit(nam_conn *c, const Ember__Submit *m) {
   nam_server *s = c->srv;
-  if (m->task_id == 0) {
+  if (m->task_id == 0)
     return send_error(c, EMBER_EINVAL, 0, 0, "task_id 0 is reserved");
-  }
   for (conn_task *o = c->tasks; o; o = o->next)
-    if (o->id == m->task_id) {
-      return send_error(c, EMBER_EINVAL, m->task_id, 0, "task %llu is already in flight",
-                 (unsigned long long)m->task_id);
-    }
-  if (s->draining) {
-    return send_error(c, EMBER_ESHUTDOWN, m->task_id, 0, "the NAM is shutting down");
-  }
+    if (o->id == m->task_id)
+      return send_error(c, EMBER_EINVAL, m->task_id, 0,
+                        "task %llu is already in flight",
+                        (unsigned long long)m->task_id);
+  if (s->draining)
+    return send_error(c, EMBER_ESHUTDOWN, m->task_id, 0,
+                      "the NAM is shutting down");
   const acc_descriptor *acc = acc_registry_find(m->accelerator);
   if (!acc) {
     char known[256] = "";
@@ -253,25 +252,23 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
       if (n > 0) used += (size_t)n;
     }
     return send_error(c, EMBER_ENOACCEL, m->task_id, 0,
-               "unknown accelerator '%s' (this NAM has: %s)", m->accelerator, known);
+                      "unknown accelerator '%s' (this NAM has: %s)",
+                      m->accelerator, known);
   }
-  if (m->n_input_blocks > NAM_MAX_INPUTS) {
-    return send_error(c, EMBER_EPARAM, m->task_id, 0, "%zu input blocks, at most %d",
-               m->n_input_blocks, NAM_MAX_INPUTS);
-  }
+  if (m->n_input_blocks > NAM_MAX_INPUTS)
+    return send_error(c, EMBER_EPARAM, m->task_id, 0,
+                      "%zu input blocks, at most %d", m->n_input_blocks,
+                      NAM_MAX_INPUTS);
   conn_task *ct = calloc(1, sizeof *ct);
-  if (!ct) {
-    return send_error(c, EMBER_ENOMEM, m->task_id, 0, "out of memory");
-  }
+  if (!ct) return send_error(c, EMBER_ENOMEM, m->task_id, 0, "out of memory");
   acc_block inputs[NAM_MAX_INPUTS];
   for (size_t i = 0; i < m->n_input_blocks; i++) {
     nam_block *b = nam_blocks_find(&c->blocks, m->input_blocks[i]);
     if (!b) {
-      send_error(c, EMBER_ENOTFOUND, m->task_id, m->input_blocks[i],
-                 "input %zu: block %llu not found", i,
-                 (unsigned long long)m->input_blocks[i]);
       free(ct);
-      return;
+      return send_error(c, EMBER_ENOTFOUND, m->task_id, m->input_blocks[i],
+                        "input %zu: block %llu not found", i,
+                        (unsigned long long)m->input_blocks[i]);
     }
     ct->pins[i] = b;
     inputs[i].data = b->data;
@@ -290,6 +287,7 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
   }
   ct->conn = c;
   ct->id = m->task_id;
+  ct->acc = acc;
   ct->received_ns = clock_now_ns();
   ct->n_pins = m->n_input_blocks;
   nam_task_spec spec = {
@@ -315,6 +313,7 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
   c->tasks = ct;
   c->inflight++;
   s->stats.inflight++;
+  return 0;
 }
 
 static void handle_cancel(nam_conn *c, const Ember__Cancel *m) {
@@ -423,6 +422,10 @@ static int handle_put_block(nam_conn *c, Ember__PutBlock *m) {
       send_error(c, EMBER_ENOMEM, 0, m->block_id, "out of memory");
       ok = 0;
     }
+    if (ok)
+      nam_stats_block_received(&s->metrics, fd >= 0 ? NAM_TRANSPORT_FD
+                                                    : NAM_TRANSPORT_INLINE,
+                               b->size);
     if (!ok) {
       if (b->map) munmap(b->map, b->size);
       free(b);
@@ -517,13 +520,16 @@ static void handle_stats(nam_conn *c) {
 }
 
 static void handle_frame(nam_conn *c, const proto_frame *f) {
+  nam_stats_frame(&c->srv->metrics, f->type);
   if (!proto_descriptor(f->type)) {
+    nam_stats_protocol_error(&c->srv->metrics);
     send_error(c, EMBER_EPROTO, 0, 0, "unknown message type %u (%zu bytes skipped)",
                f->type, f->len);
     return;
   }
   ProtobufCMessage *m = proto_unpack(f);
   if (!m) {
+    nam_stats_protocol_error(&c->srv->metrics);
     send_error(c, EMBER_EPROTO, 0, 0, "malformed %s message (%zu bytes)",
                proto_type_name(f->type), f->len);
     if (!c->greeted) c->close_after_flush = 1;
@@ -553,7 +559,14 @@ static void handle_frame(nam_conn *c, const proto_frame *f) {
                  (unsigned long long)id);
     break;
   }
-  case EMBER__MSG_TYPE__MSG_SUBMIT: handle_submit(c, (Ember__Submit *)m); break;
+  case EMBER__MSG_TYPE__MSG_SUBMIT: {
+    const Ember__Submit *sm = (Ember__Submit *)m;
+    int rc = handle_submit(c, sm);
+    if (rc)
+      nam_stats_task_rejected(&c->srv->metrics,
+                              acc_registry_find(sm->accelerator), rc);
+    break;
+  }
   case EMBER__MSG_TYPE__MSG_CANCEL: handle_cancel(c, (Ember__Cancel *)m); break;
   case EMBER__MSG_TYPE__MSG_STATS_REQUEST: handle_stats(c); break;
   default:

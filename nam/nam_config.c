@@ -96,8 +96,22 @@ int nam_listen_parse(const char *item, nam_listen_addr *out, char *why,
   return 0;
 }
 
+int nam_hostport_parse(const char *text, nam_listen_addr *out, char *why,
+                       size_t why_len) {
+  nam_listen_addr a;
+  memset(&a, 0, sizeof a);
+  if (parse_tcp(text, &a, why, why_len)) return EMBER_ECONFIG;
+  if (out) *out = a;
+  return 0;
+}
+
 static int check_listen(const char *text, char *why, size_t len) {
   return nam_listen_parse(text, NULL, why, len);
+}
+
+/* metrics_listen: HOST:PORT, or empty for no metrics endpoint. */
+static int check_metrics_listen(const char *text, char *why, size_t len) {
+  return text[0] ? nam_hostport_parse(text, NULL, why, len) : 0;
 }
 
 /* Group and node names: letters, digits, '.', '-', '_'. */
@@ -175,5 +189,12 @@ const config_entry nam_config_table[] = {
    .def = "", .max = 255, .check = check_name,
    .help = "Name of this node in logs, metrics and at the GAM; empty uses "
            "the host name."},
+  {.name = "metrics_listen", .type = CONFIG_STRING,
+   .offset = AT(metrics_listen, char *), .def = "127.0.0.1:9464", .max = 300,
+   .check = check_metrics_listen,
+   .help = "HOST:PORT where GET /metrics serves Prometheus text (an IPv6 "
+           "address goes in brackets, e.g. [::1]:9464); empty turns the "
+           "endpoint off. Anyone who can reach it sees the node's load and "
+           "accelerator names: keep it on loopback or a trusted network."},
   {.name = NULL},
 };

@@ -44,6 +44,7 @@ struct nam_config {
   uint64_t drain_timeout_ms; /* drain_timeout */
   int log_level;             /* log_level: LOG_LVL_* of log.h */
   char *node_name;           /* node_name: "" = the host name */
+  char *metrics_listen;      /* metrics_listen: HOST:PORT, "" = off */
 };
 
 extern const config_entry nam_config_table[];
@@ -65,5 +66,13 @@ typedef struct nam_listen_addr {
  */
 int nam_listen_parse(const char *item, nam_listen_addr *out, char *why,
                      size_t why_len);
+
+/*
+ * nam_hostport_parse - parse "HOST:PORT" as in a tcp: listen item (HOST a
+ * name, an IPv4 address or a bracketed IPv6 address). out may be NULL.
+ * Returns 0, or EMBER_ECONFIG with the reason in why (why may be NULL).
+ */
+int nam_hostport_parse(const char *text, nam_listen_addr *out, char *why,
+                       size_t why_len);
 
 #endif
