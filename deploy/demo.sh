@@ -18,7 +18,8 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 echo "== starting ember-nam on unix:$SOCK"
-"$BIN/nam/ember-nam" --set "listen=unix:$SOCK" --set log_level=notice &
+"$BIN/nam/ember-nam" --set "listen=unix:$SOCK" --set log_level=notice \
+  --set metrics_listen= &
 NAM_PID=$!
 # readiness: the daemon answers ListAccelerators once it is listening
 tries=0

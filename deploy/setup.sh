@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 
 PACKAGES="build-essential cmake pkg-config gzip python3
   libuv1-dev protobuf-c-compiler libprotobuf-c-dev libinih-dev libsystemd-dev
-  libhts-dev zlib1g-dev
-  libcmocka-dev libparasail-dev libssw-dev clang libclang-rt-14-dev"
+  libhts-dev zlib1g-dev libmicrohttpd-dev
+  libcmocka-dev libparasail-dev libssw-dev clang libclang-rt-14-dev
+  prometheus"
 
 missing=""
 for p in $PACKAGES; do

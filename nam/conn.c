@@ -543,10 +543,12 @@ static void handle_frame(nam_conn *c, const proto_frame *f) {
   int adopted = 0;
   switch (f->type) {
   case EMBER__MSG_TYPE__MSG_HELLO:
-    if (c->greeted)
+    if (c->greeted) {
+      nam_stats_protocol_error(&c->srv->metrics);
       send_error(c, EMBER_EPROTO, 0, 0, "Hello sent twice");
-    else
+    } else {
       handle_hello(c, (Ember__Hello *)m);
+    }
     break;
   case EMBER__MSG_TYPE__MSG_LIST_ACCELERATORS: handle_list(c); break;
   case EMBER__MSG_TYPE__MSG_PUT_BLOCK:
@@ -570,6 +572,7 @@ static void handle_frame(nam_conn *c, const proto_frame *f) {
   case EMBER__MSG_TYPE__MSG_CANCEL: handle_cancel(c, (Ember__Cancel *)m); break;
   case EMBER__MSG_TYPE__MSG_STATS_REQUEST: handle_stats(c); break;
   default:
+    nam_stats_protocol_error(&c->srv->metrics);
     send_error(c, EMBER_EPROTO, 0, 0, "%s is not a message a client sends",
                proto_type_name(f->type));
   }

@@ -16,8 +16,10 @@
 #include "ember/ember_errors.h"
 #include "engine.h"
 #include "log.h"
+#include "metrics_http.h"
 #include "nam_config.h"
 #include "server.h"
+#include "stats.h"
 
 #define MAX_SETS 64
 
@@ -29,6 +31,7 @@ typedef struct nam_daemon {
   struct nam_config cfg;
   nam_engine *engine;
   nam_server *server;
+  nam_metrics_http *metrics;   /* NULL: metrics_listen is empty */
   uv_signal_t sig_term, sig_int, sig_hup;
   uv_timer_t watchdog, drain_timer;
   int draining;
@@ -145,6 +148,13 @@ static void on_reload(uv_signal_t *sig, int signum) {
   sd_notify(0, "READY=1");
 }
 
+/* Loop thread: the text GET /metrics serves. */
+static int render_metrics(void *user, char **text, size_t *len) {
+  nam_daemon *d = user;
+  return nam_stats_render(nam_server_metrics(d->server), d->server, d->engine,
+                          text, len);
+}
+
 static int start(nam_daemon *d) {
   char err[512];
   nam_engine_config ec = {.cpu_workers = (unsigned)d->cfg.cpu_workers,
@@ -170,6 +180,14 @@ static int start(nam_daemon *d) {
     }
     log_notice("listening on %s", addr);
   }
+  if (d->cfg.metrics_listen[0]) {
+    if (nam_metrics_http_start(d->loop, d->cfg.metrics_listen, render_metrics,
+                               d, &d->metrics, err, sizeof err) != 0) {
+      log_err("cannot serve metrics: %s", err);
+      return -1;
+    }
+    log_notice("metrics on http://%s/metrics", d->cfg.metrics_listen);
+  }
   nam_platform_status ps[16];
   size_t np = nam_engine_platforms(d->engine, ps, 16);
   for (size_t i = 0; i < np; i++)
@@ -184,7 +202,9 @@ static void close_walk(uv_handle_t *h, void *arg) {
 
 static void shutdown_all(nam_daemon *d) {
   /* every task ends first (queued ones canceled), then their results go
-   * out to the clients still connected, then the sockets close */
+   * out to the clients still connected, then the sockets close; the
+   * metrics thread stops first, while the engine it reports on is there */
+  nam_metrics_http_close(d->metrics);
   nam_engine_destroy(d->engine);
   d->engine = NULL;
   if (d->server) {
@@ -193,6 +213,7 @@ static void shutdown_all(nam_daemon *d) {
   }
   uv_walk(d->loop, close_walk, NULL);
   uv_run(d->loop, UV_RUN_DEFAULT);
+  nam_metrics_http_destroy(d->metrics);
   nam_server_destroy(d->server);
 }
 

@@ -22,7 +22,8 @@ static int fail(char *why, size_t len, const char *f, ...) {
   return EMBER_ECONFIG;
 }
 
-static int parse_port(const char *s, int *port, char *why, size_t len) {
+static int parse_port(const char *s, const char *pre, int *port, char *why,
+                      size_t len) {
   int n = 0;
   size_t i;
   for (i = 0; s[i]; i++) {
@@ -30,15 +31,16 @@ static int parse_port(const char *s, int *port, char *why, size_t len) {
       return fail(why, len, "port '%.16s' is not a number from 1 to 65535", s);
     n = n * 10 + (s[i] - '0');
   }
-  if (i == 0) return fail(why, len, "no port (expected tcp:HOST:PORT)");
+  if (i == 0) return fail(why, len, "no port (expected %sHOST:PORT)", pre);
   if (n < 1 || n > 65535)
     return fail(why, len, "port %d is not from 1 to 65535", n);
   *port = n;
   return 0;
 }
 
-static int parse_tcp(const char *s, nam_listen_addr *a, char *why,
-                     size_t len) {
+/* HOST:PORT; pre ("tcp:" or "") is how the reasons show the form. */
+static int parse_tcp(const char *s, const char *pre, nam_listen_addr *a,
+                     char *why, size_t len) {
   const char *host = s, *end, *port;
   size_t n;
   bool v6 = *s == '[';
@@ -47,15 +49,16 @@ static int parse_tcp(const char *s, nam_listen_addr *a, char *why,
     end = strchr(host, ']');
     if (!end) return fail(why, len, "no ']' after the IPv6 address");
     if (end[1] != ':')
-      return fail(why, len, "no port after ']' (expected tcp:[ADDRESS]:PORT)");
+      return fail(why, len, "no port after ']' (expected %s[ADDRESS]:PORT)", pre);
     port = end + 2;
   } else {
     end = strrchr(s, ':');
-    if (!end) return fail(why, len, "no port (expected tcp:HOST:PORT)");
+    if (!end) return fail(why, len, "no port (expected %sHOST:PORT)", pre);
     port = end + 1;
   }
   n = (size_t)(end - host);
-  if (n == 0) return fail(why, len, "empty host (expected tcp:HOST:PORT)");
+  if (n == 0)
+    return fail(why, len, "empty host (expected %sHOST:PORT)", pre);
   if (n >= sizeof a->host)
     return fail(why, len, "host is %zu bytes, more than the maximum %zu", n,
                 sizeof a->host - 1);
@@ -63,12 +66,12 @@ static int parse_tcp(const char *s, nam_listen_addr *a, char *why,
     unsigned char c = (unsigned char)host[i];
     if (!v6 && c == ':')
       return fail(why, len,
-                  "an IPv6 address needs brackets, e.g. tcp:[::1]:7700");
+                  "an IPv6 address needs brackets, e.g. %s[::1]:7700", pre);
     if (!isalnum(c) && c != '.' && c != '-' && c != '_' &&
         !(v6 && (c == ':' || c == '%')))
       return fail(why, len, "bad character '%c' in the host", c);
   }
-  if (parse_port(port, &a->port, why, len)) return EMBER_ECONFIG;
+  if (parse_port(port, pre, &a->port, why, len)) return EMBER_ECONFIG;
   memcpy(a->host, host, n);
   a->host[n] = '\0';
   return 0;
@@ -88,7 +91,7 @@ int nam_listen_parse(const char *item, nam_listen_addr *out, char *why,
     a.is_unix = 1;
     memcpy(a.path, item + 5, n + 1);
   } else if (strncmp(item, "tcp:", 4) == 0) {
-    if (parse_tcp(item + 4, &a, why, why_len)) return EMBER_ECONFIG;
+    if (parse_tcp(item + 4, "tcp:", &a, why, why_len)) return EMBER_ECONFIG;
   } else {
     return fail(why, why_len, "expected unix:PATH or tcp:HOST:PORT");
   }
@@ -100,7 +103,7 @@ int nam_hostport_parse(const char *text, nam_listen_addr *out, char *why,
                        size_t why_len) {
   nam_listen_addr a;
   memset(&a, 0, sizeof a);
-  if (parse_tcp(text, &a, why, why_len)) return EMBER_ECONFIG;
+  if (parse_tcp(text, "", &a, why, why_len)) return EMBER_ECONFIG;
   if (out) *out = a;
   return 0;
 }

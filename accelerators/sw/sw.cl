@@ -18,9 +18,19 @@
  * position i (sw.h's end rule: the first cell, scanning column by column,
  * that strictly beats the best so far).
  *
+ * Unlike ADEPT, the roles are never swapped (the query is always the row
+ * dimension, whatever the lengths), so the tie rules stay the CPU's; long
+ * queries are handled by the tiles instead.
+ *
  * sw_forward aligns query p with reference p. sw_reverse scores the
  * reversed prefixes q[0..qend], r[0..rend] of the forward end with the same
- * pass: its best cell under the same rule gives the start.
+ * pass: its best cell under the same rule gives the start. (The CPU's
+ * reverse pass stops at the first column reaching the forward score; no
+ * cell of the reversed matrix exceeds it, so the full pass picks the same
+ * cell.)
+ *
+ * Every barrier sits in control flow that is uniform over the group: loop
+ * bounds depend only on the pair, and no kernel returns early.
  *
  *   E(i,j) = max(E(i,j-1) - extend, H(i,j-1) - open)
  *   F(i,j) = max(F(i-1,j) - extend, H(i-1,j) - open)
@@ -100,10 +110,11 @@ static cell pass(__global const uchar *q, int m, __global const uchar *r,
   xf[t] = best.i;
   xf[wg + t] = best.j;
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (int half = wg / 2; half > 0; half /= 2) {
-    if (t < half) {
+  for (int stride = wg / 2; stride > 0; stride /= 2) {
+    if (t < stride) {
       cell mine = {xh[t], xf[t], xf[wg + t]};
-      const int v = xh[t + half], oi = xf[t + half], oj = xf[wg + t + half];
+      const int v = xh[t + stride], oi = xf[t + stride];
+      const int oj = xf[wg + t + stride];
       if (better(v, oi, oj, mine)) {
         xh[t] = v;
         xf[t] = oi;
@@ -125,7 +136,10 @@ static void load_matrix(__constant const int *matrix, int size,
   barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-/* sw_forward: best cell of pair p (score, i, j) into fwd[3p .. 3p+2].
+/* Pairs are launched by classes of query length, one work-group size per
+ * class: group g of a launch aligns pair order[first + g].
+ *
+ * sw_forward: best cell of pair p (score, i, j) into fwd[3p .. 3p+2].
  * qoff/roff: npairs + 1 offsets into the encoded residues; scratch: two
  * ints per reference residue (at 2 * roff[p]). */
 __kernel void sw_forward(__global const uchar *qres,
@@ -134,9 +148,10 @@ __kernel void sw_forward(__global const uchar *qres,
                          __global const uint *roff,
                          __constant const int *matrix, int size, int open,
                          int ext, __global int *scratch, __global int *fwd,
+                         __global const uint *order, uint first,
                          __local int *xh, __local int *xf) {
   __local int lmat[MAX_ALPHABET * MAX_ALPHABET];
-  const uint p = get_group_id(0);
+  const uint p = order[first + get_group_id(0)];
   load_matrix(matrix, size, lmat);
   const uint qa = qoff[p], ra = roff[p];
   const int m = (int)(qoff[p + 1] - qa), n = (int)(roff[p + 1] - ra);
@@ -161,25 +176,26 @@ __kernel void sw_reverse(__global const uchar *qres,
                          __constant const int *matrix, int size, int open,
                          int ext, __global int *scratch,
                          __global const int *fwd, __global int *hit,
+                         __global const uint *order, uint first,
                          __local int *xh, __local int *xf) {
   __local int lmat[MAX_ALPHABET * MAX_ALPHABET];
-  const uint p = get_group_id(0);
+  const uint p = order[first + get_group_id(0)];
   __global int *h = hit + 5 * (ulong)p;
   const int score = fwd[3 * (ulong)p];
   const int fi = fwd[3 * (ulong)p + 1], fj = fwd[3 * (ulong)p + 2];
-  if (score <= 0) {  /* uniform over the group: nobody reaches a barrier */
-    if (get_local_id(0) == 0) {
-      h[0] = 0;
-      h[1] = h[2] = h[3] = h[4] = -1;
-    }
-    return;
-  }
+  /* no early return: every item must reach every barrier; a pair without
+   * a positive score runs an empty pass */
+  const bool on = score > 0;
   load_matrix(matrix, size, lmat);
   const uint qa = qoff[p], ra = roff[p];
   __global int *bh = scratch + 2 * (ulong)ra;
-  cell c = pass(qres + qa + fi, fi + 1, rres + ra + fj, fj + 1, -1, size,
-                open, ext, lmat, xh, xf, bh, bh + fj + 1);
-  if (get_local_id(0) == 0) {
+  const int m = on ? fi + 1 : 0, n = on ? fj + 1 : 0;
+  cell c = pass(qres + qa + (on ? fi : 0), m, rres + ra + (on ? fj : 0), n,
+                -1, size, open, ext, lmat, xh, xf, bh, bh + n);
+  if (get_local_id(0) == 0 && !on) {
+    h[0] = 0;
+    h[1] = h[2] = h[3] = h[4] = -1;
+  } else if (get_local_id(0) == 0) {
     h[0] = c.score == score ? score : -1;
     h[1] = fi - c.i;
     h[2] = fi;

@@ -29,6 +29,7 @@ struct acc_sw_ocl {
   cl_program prog;
   cl_kernel fwd, rev;
   size_t max_wg;          /* over both kernels and the local memory */
+  size_t wg_cap;          /* acc_sw_ocl_set_max_work_group */
   bool from_cache;
   char cache_path[1024];
 };
@@ -129,7 +130,8 @@ static void cache_write(const acc_sw_ocl *o) {
   if (clGetProgramInfo(o->prog, CL_PROGRAM_BINARIES, sizeof bins, bins,
                        NULL) != CL_SUCCESS)
     goto out;
-  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", o->cache_path, (long)getpid());
+  snprintf(tmp, sizeof tmp, "%s.%ld.%p.tmp", o->cache_path, (long)getpid(),
+           (const void *)o);
   FILE *f = fopen(tmp, "wb");
   if (!f) goto out;
   uint64_t len = size, sum = fnv1a64(FNV_INIT, bin, size);
@@ -146,11 +148,20 @@ out:
 static int build(acc_sw_ocl *o, char *err, size_t err_len) {
   cl_int rc = clBuildProgram(o->prog, 1, &o->dev, BUILD_OPTIONS, NULL, NULL);
   if (rc == CL_SUCCESS) return 0;
-  char log[2048] = "";
-  clGetProgramBuildInfo(o->prog, o->dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1,
-                        log, NULL);
-  log[sizeof log - 1] = '\0';
-  seterr(err, err_len, "sw.cl: clBuildProgram failed (%d): %s", (int)rc, log);
+  /* the log is returned whole or not at all: size it first */
+  size_t len = 0;
+  char *log = NULL;
+  if (clGetProgramBuildInfo(o->prog, o->dev, CL_PROGRAM_BUILD_LOG, 0, NULL,
+                            &len) == CL_SUCCESS &&
+      len > 0 && (log = malloc(len + 1)) != NULL &&
+      clGetProgramBuildInfo(o->prog, o->dev, CL_PROGRAM_BUILD_LOG, len, log,
+                            NULL) == CL_SUCCESS)
+    log[len] = '\0';
+  else if (log)
+    log[0] = '\0';
+  seterr(err, err_len, "sw.cl: clBuildProgram failed (%d): %s", (int)rc,
+         log ? log : "");
+  free(log);
   return EMBER_EPLATFORM;
 }
 
@@ -210,6 +221,7 @@ static int make_kernels(acc_sw_ocl *o, char *err, size_t err_len) {
     return EMBER_EPLATFORM;
   }
   o->max_wg = p2;
+  o->wg_cap = ACC_SW_OCL_DEFAULT_WG < p2 ? ACC_SW_OCL_DEFAULT_WG : p2;
   return 0;
 fail:
   seterr(err, err_len, "sw.cl: kernel setup failed (%d)", (int)rc);
@@ -262,11 +274,19 @@ bool acc_sw_ocl_loaded_from_cache(const acc_sw_ocl *o) {
   return o && o->from_cache;
 }
 
+size_t acc_sw_ocl_set_max_work_group(acc_sw_ocl *o, size_t wg) {
+  if (!o) return 0;
+  size_t p2 = 1;
+  while (p2 * 2 <= wg && p2 * 2 <= o->max_wg) p2 *= 2;
+  o->wg_cap = p2;
+  return p2;
+}
+
 const char *acc_sw_ocl_cache_path(const acc_sw_ocl *o) {
   return o ? o->cache_path : "";
 }
 
-/* ---- batch ---------------------------------------------------------------- */
+/* ---- batch ------------------------------------------------------------- */
 
 static bool scoring_ok(const acc_sw_scoring *s) {
   if (s->size < 1 || s->size > ACC_SW_MAX_ALPHABET) return false;
@@ -315,25 +335,95 @@ static int encode_set(const acc_sw_scoring *s, const acc_seqset *set,
     }                                                                    \
   } while (0)
 
+/* Pairs go to the device in classes of query length, one launch per class
+ * and kernel: the work-group of a class is the smallest power of two
+ * covering its queries, at least MIN_WG and at most the cap (longer
+ * queries go tile by tile). */
+#define MIN_WG 32
+#define MAX_CLASSES 32
+#define NBUF 9      /* device buffers of a batch */
+#define NWRITE 6    /* the first NWRITE are written from the host */
+
+/* wg_class: log2 of the work-group size for a query of len residues. */
+static int wg_class(const acc_sw_ocl *o, size_t len) {
+  int c = 0;
+  while (((size_t)1 << c) < MIN_WG) c++;
+  while (((size_t)1 << c) < len && ((size_t)1 << c) < o->wg_cap) c++;
+  while (((size_t)1 << c) > o->wg_cap) c--;
+  return c;
+}
+
+/* plan: device buffer sizes of a batch: qres, qoff, rres, roff, matrix,
+ * pair order, scratch (only when there are tiles), forward cells, hits. */
+static void plan(const acc_sw_ocl *o, size_t n, size_t qmax, size_t qtotal,
+                 size_t rtotal, int alphabet, size_t bytes[NBUF]) {
+  bytes[0] = qtotal;
+  bytes[1] = (n + 1) * sizeof(cl_uint);
+  bytes[2] = rtotal;
+  bytes[3] = (n + 1) * sizeof(cl_uint);
+  bytes[4] = (size_t)alphabet * (size_t)alphabet * sizeof(cl_int);
+  bytes[5] = n * sizeof(cl_uint);
+  bytes[6] = qmax > o->wg_cap ? 2 * rtotal * sizeof(cl_int) : 0;
+  bytes[7] = n * 3 * sizeof(cl_int);
+  bytes[8] = n * 5 * sizeof(cl_int);
+}
+static size_t set_max_len(const acc_seqset *set, size_t *total) {
+  size_t max = 0;
+  uint32_t prev = acc_seqset_u32(set->offsets);
+  for (uint32_t k = 1; k <= set->count; k++) {
+    uint32_t cur = acc_seqset_u32(set->offsets + 4 * (size_t)k);
+    if (cur - prev > max) max = cur - prev;
+    prev = cur;
+  }
+  *total = prev;
+  return max;
+}
+
+size_t acc_sw_ocl_batch_bytes(const acc_sw_ocl *o, const acc_seqset *queries,
+                              const acc_seqset *refs, int alphabet) {
+  if (!o || !queries || !refs || queries->count != refs->count) return 0;
+  size_t qtotal, rtotal, bytes[NBUF], sum = 0;
+  size_t qmax = set_max_len(queries, &qtotal);
+  set_max_len(refs, &rtotal);
+  plan(o, queries->count, qmax, qtotal, rtotal, alphabet, bytes);
+  for (int i = 0; i < NBUF; i++) sum += bytes[i] ? bytes[i] : 4;
+  return sum;
+}
+
 static cl_mem buffer(cl_context ctx, cl_mem_flags flags, size_t bytes,
                      cl_int *rc) {
   return clCreateBuffer(ctx, flags, bytes ? bytes : 4, NULL, rc);
 }
 
-static cl_int set_args(cl_kernel k, cl_mem *mem, int size, int open, int ext,
-                       cl_mem last, size_t wg) {
+/* set_args: the arguments every launch of k shares (all but first and
+ * the local buffers). */
+static cl_int set_args(cl_kernel k, const cl_mem *mem, int size, int open,
+                       int ext, bool reverse) {
   cl_int rc = CL_SUCCESS;
   cl_uint a = 0;
-  for (int i = 0; i < 5; i++) rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[i]);
+  for (int i = 0; i < 5; i++)   /* qres qoff rres roff matrix */
+    rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[i]);
   rc |= clSetKernelArg(k, a++, sizeof(cl_int), &size);
   rc |= clSetKernelArg(k, a++, sizeof(cl_int), &open);
   rc |= clSetKernelArg(k, a++, sizeof(cl_int), &ext);
-  rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[5]);   /* scratch */
-  rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[6]);   /* fwd cells */
-  if (last) rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &last);
-  rc |= clSetKernelArg(k, a++, 2 * wg * sizeof(cl_int), NULL);
-  rc |= clSetKernelArg(k, a++, 2 * wg * sizeof(cl_int), NULL);
+  rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[6]);   /* scratch */
+  rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[7]);   /* fwd cells */
+  if (reverse) rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[8]);
+  rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[5]);   /* order */
   return rc;
+}
+
+/* launch: one class of pairs (order[first .. first+count-1]) on k. */
+static cl_int launch(cl_command_queue q, cl_kernel k, bool reverse,
+                     cl_uint first, size_t count, size_t wg, cl_uint nwait,
+                     const cl_event *wait, cl_event *ev) {
+  cl_uint a = reverse ? 12 : 11;
+  cl_int rc = clSetKernelArg(k, a++, sizeof first, &first);
+  rc |= clSetKernelArg(k, a++, 2 * wg * sizeof(cl_int), NULL);
+  rc |= clSetKernelArg(k, a++, 2 * wg * sizeof(cl_int), NULL);
+  if (rc != CL_SUCCESS) return rc;
+  const size_t global = count * wg;
+  return clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &wg, nwait, wait, ev);
 }
 
 int acc_sw_ocl_run_batch(acc_sw_ocl *o, cl_command_queue q,
@@ -357,13 +447,14 @@ int acc_sw_ocl_run_batch(acc_sw_ocl *o, cl_command_queue q,
   int rc = 0;
   cl_uint *qoff = malloc(((size_t)n + 1) * sizeof *qoff);
   cl_uint *roff = malloc(((size_t)n + 1) * sizeof *roff);
+  cl_uint *order = malloc((size_t)n * sizeof *order);
   uint8_t *qres = NULL, *rres = NULL;
   cl_int matrix[ACC_SW_MAX_ALPHABET * ACC_SW_MAX_ALPHABET];
-  cl_mem mem[8] = {0};   /* qres qoff rres roff matrix scratch fwd hits */
-  cl_event ev[7] = {0};  /* 5 writes, forward, reverse */
+  cl_mem mem[NBUF] = {0};
+  cl_event wev[NWRITE] = {0}, fev[MAX_CLASSES] = {0}, rev[MAX_CLASSES] = {0};
   cl_event done_ev = NULL;
   size_t qtotal, rtotal, qmax, rmax;
-  if (!qoff || !roff) {
+  if (!qoff || !roff || !order) {
     rc = EMBER_ENOMEM;
     goto done;
   }
@@ -378,46 +469,50 @@ int acc_sw_ocl_run_batch(acc_sw_ocl *o, cl_command_queue q,
   }
   for (int i = 0; i < s->size * s->size; i++) matrix[i] = s->matrix[i];
 
-  /* one work-group per pair: the smallest power of two covering the
-   * longest query, within what the device allows */
-  size_t wg = 1;
-  while (wg < qmax && wg < o->max_wg) wg *= 2;
-  if (wg > o->max_wg) wg = o->max_wg;
-  size_t scratch = qmax > wg ? 2 * rtotal * sizeof(cl_int) : 0;
+  /* pairs sorted by class (counting sort, stable) */
+  size_t start[MAX_CLASSES + 1] = {0};
+  for (uint32_t k = 0; k < n; k++)
+    start[wg_class(o, qoff[k + 1] - qoff[k]) + 1]++;
+  for (int c = 0; c < MAX_CLASSES; c++) start[c + 1] += start[c];
+  size_t fill[MAX_CLASSES];
+  memcpy(fill, start, sizeof fill);
+  for (uint32_t k = 0; k < n; k++)
+    order[fill[wg_class(o, qoff[k + 1] - qoff[k])]++] = k;
 
+  size_t bytes[NBUF];
+  plan(o, n, qmax, qtotal, rtotal, s->size, bytes);
   cl_int crc;
-  const size_t bytes[8] = {qtotal, ((size_t)n + 1) * sizeof(cl_uint), rtotal,
-                           ((size_t)n + 1) * sizeof(cl_uint),
-                           (size_t)s->size * s->size * sizeof(cl_int),
-                           scratch, (size_t)n * 3 * sizeof(cl_int),
-                           (size_t)n * 5 * sizeof(cl_int)};
-  const void *host[5] = {qres, qoff, rres, roff, matrix};
-  for (int i = 0; i < 8; i++) {
-    mem[i] = buffer(o->ctx, i < 5 ? CL_MEM_READ_ONLY : CL_MEM_READ_WRITE,
+  const void *host[NWRITE] = {qres, qoff, rres, roff, matrix, order};
+  for (int i = 0; i < NBUF; i++) {
+    mem[i] = buffer(o->ctx, i < NWRITE ? CL_MEM_READ_ONLY : CL_MEM_READ_WRITE,
                     bytes[i], &crc);
     CL_TRY(crc, "clCreateBuffer");
   }
-  for (int i = 0; i < 5; i++)
-    if (bytes[i])
-      CL_TRY(clEnqueueWriteBuffer(q, mem[i], CL_FALSE, 0, bytes[i], host[i],
-                                  0, NULL, &ev[i]),
-             "clEnqueueWriteBuffer");
-
   cl_uint nwait = 0;
-  cl_event wait[5];
-  for (int i = 0; i < 5; i++)
-    if (ev[i]) wait[nwait++] = ev[i];
+  for (int i = 0; i < NWRITE; i++)
+    if (bytes[i]) {
+      CL_TRY(clEnqueueWriteBuffer(q, mem[i], CL_FALSE, 0, bytes[i], host[i],
+                                  0, NULL, &wev[nwait]),
+             "clEnqueueWriteBuffer");
+      nwait++;
+    }
+
   const int size = s->size, open = s->gap_open, ext = s->gap_extend;
-  const size_t global = (size_t)n * wg;
-  CL_TRY(set_args(o->fwd, mem, size, open, ext, NULL, wg), "clSetKernelArg");
-  CL_TRY(set_args(o->rev, mem, size, open, ext, mem[7], wg), "clSetKernelArg");
-  CL_TRY(clEnqueueNDRangeKernel(q, o->fwd, 1, NULL, &global, &wg, nwait, wait,
-                                &ev[5]),
-         "clEnqueueNDRangeKernel(sw_forward)");
-  CL_TRY(clEnqueueNDRangeKernel(q, o->rev, 1, NULL, &global, &wg, 1, &ev[5],
-                                &ev[6]),
-         "clEnqueueNDRangeKernel(sw_reverse)");
-  CL_TRY(clEnqueueReadBuffer(q, mem[7], CL_FALSE, 0, bytes[7], out, 1, &ev[6],
+  CL_TRY(set_args(o->fwd, mem, size, open, ext, false), "clSetKernelArg");
+  CL_TRY(set_args(o->rev, mem, size, open, ext, true), "clSetKernelArg");
+  cl_uint nrev = 0;
+  for (int c = 0; c < MAX_CLASSES; c++) {
+    size_t count = start[c + 1] - start[c];
+    if (count == 0) continue;
+    CL_TRY(launch(q, o->fwd, false, (cl_uint)start[c], count, (size_t)1 << c,
+                  nwait, wev, &fev[c]),
+           "sw_forward");
+    CL_TRY(launch(q, o->rev, true, (cl_uint)start[c], count, (size_t)1 << c,
+                  1, &fev[c], &rev[nrev]),
+           "sw_reverse");
+    nrev++;
+  }
+  CL_TRY(clEnqueueReadBuffer(q, mem[8], CL_FALSE, 0, bytes[8], out, nrev, rev,
                              &done_ev),
          "clEnqueueReadBuffer");
   CL_TRY(clWaitForEvents(1, &done_ev), "clWaitForEvents");
@@ -430,14 +525,19 @@ int acc_sw_ocl_run_batch(acc_sw_ocl *o, cl_command_queue q,
     }
 
 done:
-  if (rc != 0 && ev[0]) clFinish(q);   /* no write may still read our memory */
-  for (int i = 0; i < 7; i++)
-    if (ev[i]) clReleaseEvent(ev[i]);
+  if (rc != 0 && wev[0]) clFinish(q);   /* no write may still read our memory */
+  for (int i = 0; i < NWRITE; i++)
+    if (wev[i]) clReleaseEvent(wev[i]);
+  for (int c = 0; c < MAX_CLASSES; c++) {
+    if (fev[c]) clReleaseEvent(fev[c]);
+    if (rev[c]) clReleaseEvent(rev[c]);
+  }
   if (done_ev) clReleaseEvent(done_ev);
-  for (int i = 0; i < 8; i++)
+  for (int i = 0; i < NBUF; i++)
     if (mem[i]) clReleaseMemObject(mem[i]);
   free(qoff);
   free(roff);
+  free(order);
   free(qres);
   free(rres);
   return rc;

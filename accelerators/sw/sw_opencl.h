@@ -43,6 +43,18 @@ void acc_sw_ocl_destroy(acc_sw_ocl *o);
  * cache file (not rebuilt from source). */
 bool acc_sw_ocl_loaded_from_cache(const acc_sw_ocl *o);
 
+/* Work-group size used unless acc_sw_ocl_set_max_work_group says otherwise
+ * (and the device allows it): queries longer than this are done in tiles
+ * of this many rows. */
+#define ACC_SW_OCL_DEFAULT_WG 256
+
+/* acc_sw_ocl_set_max_work_group: cap the work-group size of later batches
+ * at wg, rounded down to a power of two within what the device and kernels
+ * allow (at least 1). Returns the cap now in force (0 if o is NULL). For
+ * tuning and for tests that force many tiles; results never depend on it.
+ * Not thread-safe against a running batch on o. */
+size_t acc_sw_ocl_set_max_work_group(acc_sw_ocl *o, size_t wg);
+
 /* acc_sw_ocl_cache_path: the cache file create used or wrote ("" without
  * a cache directory). Owned by o. */
 const char *acc_sw_ocl_cache_path(const acc_sw_ocl *o);
@@ -51,10 +63,13 @@ const char *acc_sw_ocl_cache_path(const acc_sw_ocl *o);
  * count) on the device of q (a queue of o's context and device), writing
  * out[0 .. count-1] exactly as acc_sw_run_batch would. Writes the inputs
  * without blocking, runs the forward kernel, then the reverse one, reads
- * the hits back, each step waiting on the previous one's event; the call
- * blocks only at the end. One work-group per pair, queries of any length
- * up to ACC_SW_MAX_QUERY_LEN. Device memory: the encoded residues, 8 bytes
- * per reference residue (scratch) and 32 bytes per pair.
+ * the hits back, each step waiting on the previous one's events; the call
+ * blocks only at the end. One work-group per pair; pairs are launched in
+ * classes of query length: the work-group is the smallest power of two,
+ * at least 32 and at most the cap, covering the query; longer queries (up
+ * to ACC_SW_MAX_QUERY_LEN) go in tiles of the cap's size. Device memory: see
+ * acc_sw_ocl_batch_bytes (residues, 44 bytes per pair, and 8 bytes per
+ * reference residue when some query is longer than the cap).
  * Returns 0, EMBER_EINVAL (as acc_sw_run_batch: counts differ, invalid
  * scoring, a residue the scoring does not encode, a sequence too long),
  * EMBER_ENOMEM, EMBER_EPLATFORM (an OpenCL call failed; the reason in err)
@@ -64,6 +79,13 @@ int acc_sw_ocl_run_batch(acc_sw_ocl *o, cl_command_queue q,
                          const acc_sw_scoring *s, const acc_seqset *queries,
                          const acc_seqset *refs, acc_sw_hit *out, char *err,
                          size_t err_len);
+
+/* acc_sw_ocl_batch_bytes: device memory acc_sw_ocl_run_batch would
+ * allocate for (queries, refs) with an alphabet of that size under o's
+ * current work-group cap (for splitting batches to a memory budget); 0
+ * when the counts differ. Thread-safe. */
+size_t acc_sw_ocl_batch_bytes(const acc_sw_ocl *o, const acc_seqset *queries,
+                              const acc_seqset *refs, int alphabet);
 
 /* acc_sw_ocl_device_memory: CL_DEVICE_GLOBAL_MEM_SIZE of dev, 0 if the
  * query fails. */

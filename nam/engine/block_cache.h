@@ -33,8 +33,8 @@
  * uploads (ops->alloc + ops->upload) run without the mutex, so workers of
  * different platforms transfer in parallel; a second fetch of a block that
  * is being uploaded to the same platform waits for that upload.
- * ops->free and the host release callback run with the mutex held: they
- * must be quick and must not call back into the cache.
+ * ops->free and the host release callback may run with the mutex held:
+ * they must be quick and must not call back into the cache.
  *
  * The library never logs.
  */
@@ -54,8 +54,8 @@ typedef struct nam_cache_entry nam_cache_entry; /* private */
 
 /* How a platform back end keeps device copies: a const table, one per
  * platform kind. The functions may be called from several threads at once
- * (for different handles) and never with the cache's mutex held, except
- * free (see above). They return 0 or a negative EMBER_E* code. */
+ * (for different handles); alloc and upload never with the cache's mutex
+ * held. They return 0 or a negative EMBER_E* code. */
 typedef struct nam_block_cache_ops {
   /* room for size bytes in the platform's memory: *handle on success */
   int (*alloc)(void *platform_ctx, size_t size, void **handle);
@@ -147,7 +147,9 @@ int nam_block_cache_release(nam_block_cache *cache, nam_block_pin *pin);
 
 /* nam_block_cache_drop - app releases its id: the id is free for reuse at
  * once, the block's unpinned copies and host bytes are freed now, pinned
- * ones at their last release. Returns 0 or EMBER_ENOTFOUND. */
+ * ones at their last release. An upload already under way still completes
+ * and its fetch gets the pin; a fetch waiting for it gets EMBER_ENOTFOUND.
+ * Returns 0 or EMBER_ENOTFOUND. */
 int nam_block_cache_drop(nam_block_cache *cache, uint64_t app, uint64_t id);
 
 /* nam_block_cache_drop_app - app disconnected: drop each of its blocks

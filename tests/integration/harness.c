@@ -23,7 +23,7 @@
 #define DNA_QUERIES EMBER_SOURCE_DIR "/tests/data/sw/dna_queries.fa"
 #define DNA_REFS EMBER_SOURCE_DIR "/tests/data/sw/dna_refs.fa"
 
-static int free_tcp_port(void) {
+int free_tcp_port(void) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in sa = {.sin_family = AF_INET,
                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -85,6 +85,8 @@ static int spawn(nam_proc *p) {
   argv[n++] = listen;
   argv[n++] = "--set";
   argv[n++] = "log_level=debug";
+  argv[n++] = "--set";
+  argv[n++] = "metrics_listen=";  /* no fixed port; a test may set one */
   if (p->config_path) {
     argv[n++] = "--config";
     argv[n++] = p->config_path;
@@ -103,7 +105,11 @@ static int spawn(nam_proc *p) {
       dup2(fileno(log), 1);
     }
     setenv("NOTIFY_SOCKET", p->notify_path, 1);
-    setenv("WATCHDOG_USEC", "200000", 1); /* as systemd's WatchdogSec= would */
+    if (p->watchdog_usec) { /* as systemd's WatchdogSec= would */
+      char usec[32];
+      snprintf(usec, sizeof usec, "%llu", (unsigned long long)p->watchdog_usec);
+      setenv("WATCHDOG_USEC", usec, 1);
+    }
     execv(NAM_BIN, (char *const *)argv);
     _exit(127);
   }
@@ -112,11 +118,14 @@ static int spawn(nam_proc *p) {
 }
 
 int nam_start(nam_proc *p, const char *const *sets) {
+  p->watchdog_usec = 0;
   return nam_start_config(p, NULL, sets);
 }
 
 int nam_start_config(nam_proc *p, const char *path, const char *const *sets) {
+  unsigned long long watchdog_usec = p->watchdog_usec;
   memset(p, 0, sizeof *p);
+  p->watchdog_usec = watchdog_usec;
   p->config_path = path;
   p->notify_fd = -1;
   snprintf(p->dir, sizeof p->dir, "/tmp/ember-test.XXXXXX");

@@ -22,14 +22,22 @@ typedef struct nam_proc {
   int notify_fd;
   char log_path[320];
   const char *config_path;  /* passed as --config when set */
+  /* WATCHDOG_USEC for the daemon (0: none). Nothing reads the notify socket
+   * after READY unless the test does, and a full datagram queue blocks
+   * sd_notify: keep it long, and read the socket. */
+  unsigned long long watchdog_usec;
   const char *sets[16];
   size_t n_sets;
 } nam_proc;
 
+/* A TCP port on 127.0.0.1 that is free now (the kernel's pick), or -1. */
+int free_tcp_port(void);
+
 /* Start ember-nam with --set overrides (NULL-terminated, may be NULL);
  * waits for READY=1 (10 s). Returns 0, or -1 with a message on stderr. */
 int nam_start(nam_proc *p, const char *const *sets);
-/* nam_start_config: the same with --config path. */
+/* nam_start_config: the same with --config path; p->watchdog_usec, set by
+ * the caller before, is kept. */
 int nam_start_config(nam_proc *p, const char *path, const char *const *sets);
 /* Start again with the same socket, port and settings. */
 int nam_restart(nam_proc *p);

@@ -50,7 +50,7 @@ int main(void) {
   FILE *f = fopen(conf, "w");
   fprintf(f, "# test config\nmax_inflight = 16\ncpu_workers = 1\n");
   fclose(f);
-  nam_proc nam;
+  nam_proc nam = {.watchdog_usec = 1000000}; /* a WATCHDOG=1 every 0.5 s */
   CHECK_EQ(nam_start_config(&nam, conf, NULL), 0);
 
   f = fopen(conf, "w");

@@ -610,6 +610,32 @@ static void listen_parse(void **state) {
   assert_int_equal(nam_listen_parse("tcp:h:", NULL, NULL, 0), EMBER_ECONFIG);
 }
 
+/* metrics_listen: HOST:PORT as in tcp: items, or empty (off). */
+static void metrics_listen_key(void **state) {
+  nam_listen_addr a;
+  char why[256], err[512];
+  struct nam_config cfg = {0};
+  assert_int_equal(nam_hostport_parse("[::1]:9464", &a, why, sizeof why), 0);
+  assert_string_equal(a.host, "::1");
+  assert_int_equal(a.port, 9464);
+  assert_int_equal(nam_hostport_parse("9464", NULL, why, sizeof why),
+                   EMBER_ECONFIG);
+  assert_string_equal(why, "no port (expected HOST:PORT)");
+  assert_int_equal(nam_hostport_parse("tcp:h:1", NULL, why, sizeof why),
+                   EMBER_ECONFIG);
+
+  assert_int_equal(config_init(nam_config_table, &cfg), 0);
+  assert_string_equal(cfg.metrics_listen, "127.0.0.1:9464");
+  assert_int_equal(config_set(nam_config_table, &cfg, "metrics_listen=",
+                              err, sizeof err), 0);
+  assert_string_equal(cfg.metrics_listen, "");
+  assert_int_equal(config_set(nam_config_table, &cfg, "metrics_listen=h:0",
+                              err, sizeof err), EMBER_ECONFIG);
+  assert_string_equal(err, "--set metrics_listen=h:0: 'h:0': port 0 is not "
+                           "from 1 to 65535");
+  config_free(nam_config_table, &cfg);
+}
+
 /* The example with "#key = default" lines uncommented loads to the
  * defaults. */
 static void roundtrip(const config_entry *table, void *defaults, void *loaded,
@@ -912,6 +938,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(sections),
     cmocka_unit_test(engine_types),
     cmocka_unit_test(listen_parse),
+    cmocka_unit_test(metrics_listen_key),
     cmocka_unit_test(example_roundtrip),
     cmocka_unit_test(example_format),
     cmocka_unit_test(example_in_sync),
