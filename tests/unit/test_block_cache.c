@@ -22,49 +22,9 @@
 
 #include <cmocka.h>
 
+#include "alloc_fail.h"
 #include "block_cache.h"
 #include "ember/ember_errors.h"
-
-/* ------------------------------------------------------------------------ */
-/* Allocation failure: the Nth wrapped malloc/calloc/realloc after arming    */
-/* fails. live counts allocations made minus those freed.                   */
-
-static int fail_at, allocs;
-static atomic_long live;
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t m);
-void *__real_realloc(void *p, size_t n);
-void __real_free(void *p);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t m);
-void *__wrap_realloc(void *p, size_t n);
-void __wrap_free(void *p);
-
-void *__wrap_malloc(size_t n) {
-  if (fail_at && ++allocs == fail_at) return NULL;
-  void *p = __real_malloc(n);
-  if (p) live++;
-  return p;
-}
-
-void *__wrap_calloc(size_t n, size_t m) {
-  if (fail_at && ++allocs == fail_at) return NULL;
-  void *p = __real_calloc(n, m);
-  if (p) live++;
-  return p;
-}
-
-void *__wrap_realloc(void *p, size_t n) {
-  if (fail_at && ++allocs == fail_at) return NULL;
-  void *q = __real_realloc(p, n);
-  if (q && !p) live++;
-  return q;
-}
-
-void __wrap_free(void *p) {
-  if (p) live--;
-  __real_free(p);
-}
 
 /* ------------------------------------------------------------------------ */
 /* Fake platforms                                                            */
@@ -72,7 +32,7 @@ void __wrap_free(void *p) {
 typedef struct fake_plat {
   atomic_long live;       /* device copies allocated and not freed */
   atomic_long uploads;
-  atomic_int fail_allocs; /* the next n allocs fail with ENOMEM */
+  atomic_int fail_allocs; /* the next n device allocations fail with ENOMEM */
   atomic_int fail_uploads;
   int slow;               /* uploads yield the CPU: other fetches meet them */
   int gated;              /* uploads wait for open_gate() */
@@ -654,8 +614,8 @@ static void test_no_growth(void **state) {
       assert_int_equal(s.platform[pl].bytes_pinned, 0);
       assert_int_equal(plats[pl].live, 0);
     }
-    if (i == 0) base = live;
-    else assert_int_equal(live, base);
+    if (i == 0) base = alloc_live;
+    else assert_int_equal(alloc_live, base);
   }
   assert_int_equal(host_released, 20000);
   teardown_check(c);
@@ -669,7 +629,7 @@ static void test_alloc_failure(void **state) {
   for (int n = 1; !completed; n++) {
     assert_true(n < 1000);
     host_released = 0;
-    long before = live;
+    long before = alloc_live;
     int puts_ok = 0, put_fails = 0;
     memset(plats, 0, sizeof plats);
     nam_block_cache_platform cfg[2] = {
@@ -677,14 +637,14 @@ static void test_alloc_failure(void **state) {
         {&fake_ops, &plats[1], 500},
     };
     nam_block_cache *c = NULL;
-    allocs = 0;
-    fail_at = n;
+    alloc_count = 0;
+    alloc_fail_at = n;
     int rc = nam_block_cache_create(cfg, 2, &c);
     if (rc != 0) {
-      fail_at = 0;
+      alloc_fail_at = 0;
       assert_int_equal(rc, EMBER_ENOMEM);
       assert_null(c);
-      assert_int_equal(live, before);
+      assert_int_equal(alloc_live, before);
       continue;
     }
     /* 40 puts: the table grows twice */
@@ -696,8 +656,8 @@ static void test_alloc_failure(void **state) {
         put_fails++;
       }
     }
-    int failed_here = allocs >= n;
-    fail_at = 0;
+    int failed_here = alloc_count >= n;
+    alloc_fail_at = 0;
     nam_block_cache_stats s = stats_of(c);
     assert_int_equal(s.blocks, (uint64_t)puts_ok);
     assert_int_equal(host_released, 0);
@@ -717,7 +677,7 @@ static void test_alloc_failure(void **state) {
     assert_int_equal(nam_block_cache_drop_app(c, 7), 40);
     assert_int_equal(host_released, 40);
     nam_block_cache_destroy(c);
-    assert_int_equal(live, before);
+    assert_int_equal(alloc_live, before);
     assert_int_equal(plats[0].live, 0);
     assert_int_equal(plats[1].live, 0);
     completed = !failed_here && put_fails == 0;

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "alloc_fail.h"
 #include "config.h"
 #include "ember/ember_errors.h"
 #include "log.h"
@@ -857,16 +858,7 @@ static void free_zeroed(void **state) {
   assert_null(cfg.listen.items);
 }
 
-/* Allocation failure: the engine's mallocs go through __wrap_malloc (the
- * test links with -Wl,--wrap=malloc); the Nth one after arming fails. */
-static int fail_at, mallocs;
-void *__real_malloc(size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_malloc(size_t n) {
-  if (fail_at && ++mallocs == fail_at) return NULL;
-  return __real_malloc(n);
-}
-
+/* Allocation failure (alloc_fail.h): the Nth allocation after arming fails. */
 static void allocation_failures(void **state) {
   const char *file = write_conf("name = file\nitems = a, b\n"
                                 "[gam]\naddress = x\n");
@@ -876,8 +868,8 @@ static void allocation_failures(void **state) {
     char err[512] = "";
     memset(&live, 0, sizeof live);
     memset(&fresh, 0, sizeof fresh);
-    mallocs = 0;
-    fail_at = n;
+    alloc_count = 0;
+    alloc_fail_at = n;
     rc = config_init(test_table, &live);
     if (rc == 0) rc = config_init(test_table, &fresh);
     if (rc == 0)
@@ -885,7 +877,7 @@ static void allocation_failures(void **state) {
     if (rc == 0)
       rc = config_set(test_table, &fresh, "items=p,q", err, sizeof err);
     if (rc == 0) rc = config_reload(test_table, &live, &fresh, NULL, NULL);
-    fail_at = 0;
+    alloc_fail_at = 0;
     if (rc == 0) {
       assert_string_equal(live.items.items[1], "q");
       assert_string_equal(live.name, "file");

@@ -24,41 +24,10 @@
 
 #include "ember/ember_errors.h"
 #include "frame.h"
+#include "alloc_fail.h"
 
 /* The reader's first allocation (READ_CHUNK in frame.c). */
 #define FIRST_CHUNK ((size_t)64 << 10)
-
-/* ------------------------------------------------------------------------ */
-/* Allocation failure: the Nth wrapped malloc/realloc after arming fails.    */
-/* live counts allocations made minus those freed through the wrappers.     */
-
-static int fail_at, allocs;
-static long live;
-void *__real_malloc(size_t n);
-void *__real_realloc(void *p, size_t n);
-void __real_free(void *p);
-void *__wrap_malloc(size_t n);
-void *__wrap_realloc(void *p, size_t n);
-void __wrap_free(void *p);
-
-void *__wrap_malloc(size_t n) {
-  if (fail_at && ++allocs == fail_at) return NULL;
-  void *p = __real_malloc(n);
-  if (p) live++;
-  return p;
-}
-
-void *__wrap_realloc(void *p, size_t n) {
-  if (fail_at && ++allocs == fail_at) return NULL;
-  void *q = __real_realloc(p, n);
-  if (q && !p) live++;
-  return q;
-}
-
-void __wrap_free(void *p) {
-  if (p) live--;
-  __real_free(p);
-}
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
@@ -964,13 +933,13 @@ static void allocation_failures(void **state) {
 
   int n, failures = 0, done = 0;
   for (n = 1; !done; n++) {
-    long live_before = live;
+    long live_before = alloc_live;
     proto_reader r;
     proto_wbuf w = {0};
     proto_frame f;
     int frames = 0, rc = 0;
-    allocs = 0;
-    fail_at = n;
+    alloc_count = 0;
+    alloc_fail_at = n;
     proto_reader_init(&r, 0);
     for (size_t off = 0; off < input.len && rc == 0;) {
       size_t len = input.len - off < 40000 ? input.len - off : 40000;
@@ -1004,7 +973,7 @@ static void allocation_failures(void **state) {
         assert_int_equal(w.data[4], EMBER__MSG_TYPE__MSG_HELLO);
       }
     }
-    fail_at = 0;
+    alloc_fail_at = 0;
     if (rc == 0) {
       assert_int_equal(frames, 3);
       done = 1;
@@ -1014,7 +983,7 @@ static void allocation_failures(void **state) {
     }
     proto_reader_free(&r);
     proto_wbuf_free(&w);
-    assert_int_equal(live, live_before);
+    assert_int_equal(alloc_live, live_before);
   }
   assert_true(failures >= 3); /* each allocation above was made to fail */
 
@@ -1024,10 +993,10 @@ static void allocation_failures(void **state) {
   assert_int_equal(proto_send(sv[0], input.data, 100, NULL, 0), 0);
   proto_reader r;
   proto_reader_init(&r, 0);
-  allocs = 0;
-  fail_at = 1;
+  alloc_count = 0;
+  alloc_fail_at = 1;
   assert_int_equal(proto_recv(sv[1], &r), -ENOMEM);
-  fail_at = 0;
+  alloc_fail_at = 0;
   assert_int_equal(proto_recv(sv[1], &r), 100);
   proto_reader_free(&r);
   close(sv[0]);
