@@ -5,9 +5,10 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-PACKAGES="build-essential cmake pkg-config gzip python3
+PACKAGES="build-essential cmake pkg-config gzip python3 bsdextrautils
   libuv1-dev protobuf-c-compiler libprotobuf-c-dev libinih-dev libsystemd-dev
   libhts-dev zlib1g-dev libmicrohttpd-dev
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libcmocka-dev libparasail-dev libssw-dev clang libclang-rt-14-dev
   prometheus"
 
