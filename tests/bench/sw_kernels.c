@@ -12,7 +12,8 @@
  * does. VARIANT (scalar, sse41, avx2, avx512) limits the run to one.
  * In the same run, on the same pairs and one thread, it measures the field's
  * libraries: parasail's striped 16-bit SW (score and ends only, and with
- * its traceback for the starts) and SSW (score, ends and starts).
+ * its traceback for the starts) and SSW (score, ends and starts); then the
+ * OpenCL kernel on every OpenCL device found (wall-clock GCUPS).
  * Prints figures only; asserts nothing.
  */
 #include <pthread.h>
@@ -26,6 +27,9 @@
 
 #include "ember/ember_errors.h"
 #include "sw/sw.h"
+#ifdef EMBER_HAVE_OPENCL
+#include "sw/sw_opencl.h"
+#endif
 #include "sw_fasta.h"
 
 #define DATA EMBER_SOURCE_DIR "/tests/data/sw/"
@@ -182,6 +186,60 @@ static void bench_peers(const dataset *d, const parasail_matrix_t *pm,
   }
 }
 
+#ifdef EMBER_HAVE_OPENCL
+/* ---- the OpenCL kernel, on every device the ICD loader finds ----------- */
+
+static void bench_opencl_device(const dataset *sets, int n_sets, cl_device_id dev,
+                                double seconds) {
+  char name[128] = "", err[256] = "";
+  clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
+  cl_int rc;
+  cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &rc);
+  if (rc != CL_SUCCESS) return;
+  cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &rc);
+  acc_sw_ocl *o = NULL;
+  if (rc != CL_SUCCESS || acc_sw_ocl_create(ctx, dev, NULL, &o, err, sizeof err) != 0) {
+    printf("opencl %s: %s\n", name, err);
+  } else {
+    for (int s = 0; s < n_sets; s++) {
+      const dataset *d = &sets[s];
+      acc_sw_hit *out = calloc(d->q.count, sizeof *out);
+      size_t runs = 0;
+      double t0 = clock_s(CLOCK_MONOTONIC), t;
+      do {
+        if (acc_sw_ocl_run_batch(o, q, &d->scoring, &d->q, &d->r, out, err,
+                                 sizeof err) != 0) {
+          printf("%s opencl: %s\n", d->label, err);
+          break;
+        }
+        runs++;
+      } while ((t = clock_s(CLOCK_MONOTONIC) - t0) < seconds);
+      if (runs)
+        printf("%-28s opencl %-39.39s %7.2f GCUPS wall\n", d->label, name,
+               (double)d->cells * (double)runs / t / 1e9);
+      free(out);
+    }
+  }
+  acc_sw_ocl_destroy(o);
+  if (q) clReleaseCommandQueue(q);
+  clReleaseContext(ctx);
+}
+
+static void bench_opencl(const dataset *sets, int n_sets, double seconds) {
+  cl_platform_id plats[8];
+  cl_uint np = 0;
+  if (clGetPlatformIDs(8, plats, &np) != CL_SUCCESS) np = 0;
+  for (cl_uint p = 0; p < np && p < 8; p++) {
+    cl_device_id ids[8];
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 8, ids, &nd) != CL_SUCCESS)
+      continue;
+    for (cl_uint k = 0; k < nd && k < 8; k++)
+      bench_opencl_device(sets, n_sets, ids[k], seconds);
+  }
+}
+#endif
+
 int main(int argc, char **argv) {
   double seconds = argc > 1 ? atof(argv[1]) : 2.0;
   int threads = argc > 2 ? atoi(argv[2]) : 1;
@@ -240,6 +298,9 @@ int main(int argc, char **argv) {
   bench_peers(&sets[0], dna, seconds);
   bench_peers(&sets[2], parasail_matrix_lookup("blosum62"), seconds);
   parasail_matrix_free(dna);
+#ifdef EMBER_HAVE_OPENCL
+  bench_opencl(sets, 3, seconds);
+#endif
 
   for (int s = 0; s < 3; s++) {
     free(sets[s].qblock);
