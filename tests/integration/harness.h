@@ -7,6 +7,8 @@
 #define EMBER_TEST_HARNESS_H
 
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 #include "ember/ember.h"
