@@ -112,6 +112,19 @@ static int listen_unix(nam_server *s, listener *l, const char *path,
     return EMBER_EINVAL;
   }
   strcpy(sa.sun_path, path);
+  /* the default lives in /run/ember, which systemd's RuntimeDirectory=
+   * makes; started by hand, make it ourselves (one level only) */
+  char dir[sizeof sa.sun_path];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash && slash != dir) {
+    *slash = '\0';
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+      snprintf(err, err_len, "unix:%s: cannot create %s: %s", path, dir,
+               strerror(errno));
+      return EMBER_EIO;
+    }
+  }
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     snprintf(err, err_len, "socket: %s", strerror(errno));
