@@ -131,6 +131,17 @@ static void family(FILE *f, const char *name, const char *type,
           name, type);
 }
 
+/* A counter family with one series per block transport. */
+static void by_transport(FILE *f, const char *name, const char *help,
+                         const uint64_t values[2]) {
+  family(f, name, "counter", help);
+  for (int t = 0; t < 2; t++) {
+    fprintf(f, "ember_nam_%s{", name);
+    put_label(f, "transport", transport_names[t]);
+    fprintf(f, "} %llu\n", (unsigned long long)values[t]);
+  }
+}
+
 static void histogram(FILE *f, const char *name, const char *label,
                       const char *value, const nam_stats_histogram *h) {
   uint64_t cumulative = 0;
@@ -199,20 +210,11 @@ static void render_counters(FILE *f, const nam_stats *st) {
   fprintf(f, "ember_nam_results_sent_total %llu\n",
           (unsigned long long)st->results_sent);
 
-  family(f, "blocks_received_total", "counter",
-         "Input blocks accepted, by transport (fd: sealed memfd, inline).");
-  for (int t = 0; t < 2; t++) {
-    fputs("ember_nam_blocks_received_total{", f);
-    put_label(f, "transport", transport_names[t]);
-    fprintf(f, "} %llu\n", (unsigned long long)st->blocks[t]);
-  }
-  family(f, "block_received_bytes_total", "counter",
-         "Bytes of input blocks accepted, by transport.");
-  for (int t = 0; t < 2; t++) {
-    fputs("ember_nam_block_received_bytes_total{", f);
-    put_label(f, "transport", transport_names[t]);
-    fprintf(f, "} %llu\n", (unsigned long long)st->block_bytes[t]);
-  }
+  by_transport(f, "blocks_received_total",
+               "Input blocks accepted, by transport (fd: sealed memfd, inline).",
+               st->blocks);
+  by_transport(f, "block_received_bytes_total",
+               "Bytes of input blocks accepted, by transport.", st->block_bytes);
 
   family(f, "connections_total", "counter",
          "Client connections accepted, by socket kind.");

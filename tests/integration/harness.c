@@ -50,18 +50,27 @@ static int open_notify_socket(nam_proc *p) {
   return 0;
 }
 
+/* One notify message containing what within timeout_ms: 1, else 0. */
+static int notify_seen(nam_proc *p, const char *what, int timeout_ms) {
+  struct pollfd pf = {.fd = p->notify_fd, .events = POLLIN};
+  if (poll(&pf, 1, timeout_ms) != 1) return 0;
+  char msg[512];
+  ssize_t n = recv(p->notify_fd, msg, sizeof msg - 1, 0);
+  if (n <= 0) return 0;
+  msg[n] = '\0';
+  return strstr(msg, what) != NULL;
+}
+
+int nam_wait_notify(nam_proc *p, const char *what) {
+  for (int waited = 0; waited < 10000; waited += 100)
+    if (notify_seen(p, what, 100)) return 0;
+  return -1;
+}
+
 /* Wait for READY=1 from the daemon, or its death, for up to 10 s. */
 static int wait_ready(nam_proc *p) {
   for (int waited = 0; waited < 10000; waited += 100) {
-    struct pollfd pf = {.fd = p->notify_fd, .events = POLLIN};
-    if (poll(&pf, 1, 100) == 1) {
-      char msg[512];
-      ssize_t n = recv(p->notify_fd, msg, sizeof msg - 1, 0);
-      if (n > 0) {
-        msg[n] = '\0';
-        if (strstr(msg, "READY=1")) return 0;
-      }
-    }
+    if (notify_seen(p, "READY=1", 100)) return 0;
     int status;
     if (waitpid(p->pid, &status, WNOHANG) == p->pid) {
       fprintf(stderr, "harness: ember-nam exited before READY (log: %s)\n",

@@ -43,6 +43,10 @@ int nam_start(nam_proc *p, const char *const *sets);
 int nam_start_config(nam_proc *p, const char *path, const char *const *sets);
 /* Start again with the same socket, port and settings. */
 int nam_restart(nam_proc *p);
+/* nam_wait_notify - wait up to 10 s for an sd_notify message from the
+ * daemon that contains what ("WATCHDOG=1"); 0, or -1 on time-out. Reading
+ * also keeps the notify socket from filling up. */
+int nam_wait_notify(nam_proc *p, const char *what);
 void nam_kill9(nam_proc *p);
 /* SIGTERM, then wait; returns the exit status (or -1). */
 int nam_stop(nam_proc *p);

@@ -2,32 +2,17 @@
  * keys (the daemon says READY=1 again); SIGTERM in the middle of a batch
  * lets the tasks in flight finish: every result arrives, equal to the
  * reference, and the daemon exits 0. (The watchdog has test_nam_watchdog.) */
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
-
-static int wait_notify(nam_proc *nam, const char *what) {
-  struct pollfd pf = {.fd = nam->notify_fd, .events = POLLIN};
-  for (int i = 0; i < 100; i++) {
-    if (poll(&pf, 1, 100) != 1) continue;
-    char msg[512];
-    ssize_t n = recv(nam->notify_fd, msg, sizeof msg - 1, 0);
-    if (n <= 0) continue;
-    msg[n] = '\0';
-    if (strstr(msg, what)) return 0;
-  }
-  return -1;
-}
 
 static int log_contains(nam_proc *nam, const char *text) {
   FILE *f = fopen(nam->log_path, "r");
@@ -57,7 +42,7 @@ int main(void) {
   fprintf(f, "max_inflight = 32\ncpu_workers = 2\n");
   fclose(f);
   kill(nam.pid, SIGHUP);
-  CHECK_EQ(wait_notify(&nam, "READY=1"), 0);
+  CHECK_EQ(nam_wait_notify(&nam, "READY=1"), 0);
   CHECK(log_contains(&nam, "reload: max_inflight changed"));
   CHECK(log_contains(&nam, "cpu_workers changed but is not reloadable"));
   printf("SIGHUP: max_inflight reloaded, cpu_workers kept; READY=1 again\n");
@@ -70,7 +55,7 @@ int main(void) {
   align_job_wait_tenth(&j);
   pid_t pid = nam.pid;
   kill(pid, SIGTERM);
-  CHECK_EQ(wait_notify(&nam, "STOPPING=1"), 0);
+  CHECK_EQ(nam_wait_notify(&nam, "STOPPING=1"), 0);
   int status;
   CHECK_EQ(waitpid(pid, &status, 0), pid);
   nam.pid = 0;

@@ -2,37 +2,21 @@
  * sets it, ember-nam keeps sending WATCHDOG=1 at half the interval; SIGTERM
  * then brings STOPPING=1 and a clean exit. (Its own test: a notify socket
  * that nobody reads fills up, and sd_notify would then block the daemon.) */
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include "harness.h"
 
-/* Wait up to 10 s for a notify message containing what. */
-static int wait_notify(nam_proc *nam, const char *what) {
-  struct pollfd pf = {.fd = nam->notify_fd, .events = POLLIN};
-  for (int i = 0; i < 100; i++) {
-    if (poll(&pf, 1, 100) != 1) continue;
-    char msg[512];
-    ssize_t n = recv(nam->notify_fd, msg, sizeof msg - 1, 0);
-    if (n <= 0) continue;
-    msg[n] = '\0';
-    if (strstr(msg, what)) return 0;
-  }
-  return -1;
-}
-
 int main(void) {
   nam_proc nam = {.watchdog_usec = 400000}; /* WATCHDOG=1 every 0.2 s */
   CHECK_EQ(nam_start_config(&nam, NULL, NULL), 0);
-  for (int i = 0; i < 3; i++) CHECK_EQ(wait_notify(&nam, "WATCHDOG=1"), 0);
+  for (int i = 0; i < 3; i++) CHECK_EQ(nam_wait_notify(&nam, "WATCHDOG=1"), 0);
   printf("three WATCHDOG=1 after READY=1\n");
   pid_t pid = nam.pid;
   kill(pid, SIGTERM);
-  CHECK_EQ(wait_notify(&nam, "STOPPING=1"), 0);
+  CHECK_EQ(nam_wait_notify(&nam, "STOPPING=1"), 0);
   int status;
   CHECK_EQ(waitpid(pid, &status, 0), pid);
   nam.pid = 0;
