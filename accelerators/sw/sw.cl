@@ -22,6 +22,13 @@
  * dimension, whatever the lengths), so the tie rules stay the CPU's; long
  * queries are handled by the tiles instead.
  *
+ * Sequences are read in place from the two input blocks as the client
+ * built them (ESQ1, seqset.h: magic, count, count + 1 offsets, raw residue
+ * letters; little-endian, the buffer 4-byte aligned at offset 0), so that a
+ * block the NAM keeps on the device serves many tasks unchanged. Letters
+ * are encoded on the fly through a 256-entry table kept in local memory
+ * with the scoring matrix.
+ *
  * sw_forward aligns query p with reference p. sw_reverse scores the
  * reversed prefixes q[0..qend], r[0..rend] of the forward end with the same
  * pass: its best cell under the same rule gives the start. (The CPU's
@@ -51,13 +58,14 @@ static bool better(int v, int i, int j, cell b) {
 }
 
 /* pass: one local-alignment pass of q (m residues, read at q[k * dir])
- * against r (n residues, read at r[k * dir]); residues already encoded.
- * lmat holds the scoring matrix, xh and xf 2 * WG ints each (reused for
- * the reduction). Every item of the group returns the best cell. */
+ * against r (n residues, read at r[k * dir]); raw letters, encoded through
+ * lenc. lmat holds the scoring matrix, xh and xf 2 * WG ints each (reused
+ * for the reduction). Every item of the group returns the best cell. */
 static cell pass(__global const uchar *q, int m, __global const uchar *r,
                  int n, int dir, int size, int open, int ext,
-                 __local const int *lmat, __local int *xh, __local int *xf,
-                 __global int *bh, __global int *bf) {
+                 __local const int *lmat, __local const uchar *lenc,
+                 __local int *xh, __local int *xf, __global int *bh,
+                 __global int *bf) {
   const int t = (int)get_local_id(0);
   const int wg = (int)get_local_size(0);
   cell best = {0, -1, -1};
@@ -68,7 +76,7 @@ static cell pass(__global const uchar *q, int m, __global const uchar *r,
     const bool row_on = t < rows;
     const bool first_tile = i0 == 0;
     const bool keep_row = t == rows - 1 && i0 + wg < m;  /* feeds next tile */
-    const int qrow = row_on ? (int)q[(long)i * dir] * size : 0;
+    const int qrow = row_on ? (int)lenc[q[(long)i * dir]] * size : 0;
     int hleft = 0, e = NEG, diag = 0;
     const int steps = n + rows - 1;
     for (int s = 0; s < steps; s++) {
@@ -82,7 +90,7 @@ static cell pass(__global const uchar *q, int m, __global const uchar *r,
           up = xh[((s - 1) & 1) * wg + t - 1];
           fup = xf[((s - 1) & 1) * wg + t - 1];
         }
-        const int sc = lmat[qrow + (int)r[(long)j * dir]];
+        const int sc = lmat[qrow + (int)lenc[r[(long)j * dir]]];
         const int ev = max(e - ext, hleft - open);
         const int fv = max(fup - ext, up - open);
         const int hv = max(max(diag + sc, 0), max(ev, fv));
@@ -128,36 +136,48 @@ static cell pass(__global const uchar *q, int m, __global const uchar *r,
   return out;
 }
 
-static void load_matrix(__constant const int *matrix, int size,
-                        __local int *lmat) {
+/* load_tables: the scoring matrix and the encode table into local memory.
+ * encode maps every byte to an index below size (the host maps letters the
+ * scoring rejects to 0; tasks are validated before they get here). */
+static void load_tables(__constant const int *matrix,
+                        __constant const uchar *encode, int size,
+                        __local int *lmat, __local uchar *lenc) {
   const int t = (int)get_local_id(0);
   const int wg = (int)get_local_size(0);
   for (int k = t; k < size * size; k += wg) lmat[k] = matrix[k];
+  for (int k = t; k < 256; k += wg) lenc[k] = encode[k];
   barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* Sequence p of an ESQ1 block: its residues start at
+ * residues(blk) + blk[2 + p] and end at residues(blk) + blk[3 + p]. */
+static __global const uchar *residues(__global const uint *blk) {
+  return (__global const uchar *)(blk + 3 + blk[1]);
 }
 
 /* Pairs are launched by classes of query length, one work-group size per
  * class: group g of a launch aligns pair order[first + g].
  *
  * sw_forward: best cell of pair p (score, i, j) into fwd[3p .. 3p+2].
- * qoff/roff: npairs + 1 offsets into the encoded residues; scratch: two
- * ints per reference residue (at 2 * roff[p]). */
-__kernel void sw_forward(__global const uchar *qres,
-                         __global const uint *qoff,
-                         __global const uchar *rres,
-                         __global const uint *roff,
-                         __constant const int *matrix, int size, int open,
+ * qblk/rblk: the query and reference blocks; scratch: two ints per
+ * reference residue (at 2 * the reference's offset), used only by queries
+ * longer than the work-group. */
+__kernel void sw_forward(__global const uint *qblk,
+                         __global const uint *rblk,
+                         __constant const int *matrix,
+                         __constant const uchar *encode, int size, int open,
                          int ext, __global int *scratch, __global int *fwd,
                          __global const uint *order, uint first,
                          __local int *xh, __local int *xf) {
   __local int lmat[MAX_ALPHABET * MAX_ALPHABET];
+  __local uchar lenc[256];
   const uint p = order[first + get_group_id(0)];
-  load_matrix(matrix, size, lmat);
-  const uint qa = qoff[p], ra = roff[p];
-  const int m = (int)(qoff[p + 1] - qa), n = (int)(roff[p + 1] - ra);
+  load_tables(matrix, encode, size, lmat, lenc);
+  const uint qa = qblk[2 + p], ra = rblk[2 + p];
+  const int m = (int)(qblk[3 + p] - qa), n = (int)(rblk[3 + p] - ra);
   __global int *bh = scratch + 2 * (ulong)ra;
-  cell c = pass(qres + qa, m, rres + ra, n, 1, size, open, ext, lmat, xh,
-                xf, bh, bh + n);
+  cell c = pass(residues(qblk) + qa, m, residues(rblk) + ra, n, 1, size,
+                open, ext, lmat, lenc, xh, xf, bh, bh + n);
   if (get_local_id(0) == 0) {
     fwd[3 * (ulong)p] = c.score;
     fwd[3 * (ulong)p + 1] = c.i;
@@ -169,16 +189,16 @@ __kernel void sw_forward(__global const uchar *qres,
  * score, query start, query end, reference start, reference end (score 0:
  * coordinates -1). A reverse best that differs from the forward score
  * (which cannot happen) is reported as score -1. */
-__kernel void sw_reverse(__global const uchar *qres,
-                         __global const uint *qoff,
-                         __global const uchar *rres,
-                         __global const uint *roff,
-                         __constant const int *matrix, int size, int open,
+__kernel void sw_reverse(__global const uint *qblk,
+                         __global const uint *rblk,
+                         __constant const int *matrix,
+                         __constant const uchar *encode, int size, int open,
                          int ext, __global int *scratch,
                          __global const int *fwd, __global int *hit,
                          __global const uint *order, uint first,
                          __local int *xh, __local int *xf) {
   __local int lmat[MAX_ALPHABET * MAX_ALPHABET];
+  __local uchar lenc[256];
   const uint p = order[first + get_group_id(0)];
   __global int *h = hit + 5 * (ulong)p;
   const int score = fwd[3 * (ulong)p];
@@ -186,12 +206,13 @@ __kernel void sw_reverse(__global const uchar *qres,
   /* no early return: every item must reach every barrier; a pair without
    * a positive score runs an empty pass */
   const bool on = score > 0;
-  load_matrix(matrix, size, lmat);
-  const uint qa = qoff[p], ra = roff[p];
+  load_tables(matrix, encode, size, lmat, lenc);
+  const uint qa = qblk[2 + p], ra = rblk[2 + p];
   __global int *bh = scratch + 2 * (ulong)ra;
   const int m = on ? fi + 1 : 0, n = on ? fj + 1 : 0;
-  cell c = pass(qres + qa + (on ? fi : 0), m, rres + ra + (on ? fj : 0), n,
-                -1, size, open, ext, lmat, xh, xf, bh, bh + n);
+  cell c = pass(residues(qblk) + qa + (on ? fi : 0), m,
+                residues(rblk) + ra + (on ? fj : 0), n, -1, size, open, ext,
+                lmat, lenc, xh, xf, bh, bh + n);
   if (get_local_id(0) == 0 && !on) {
     h[0] = 0;
     h[1] = h[2] = h[3] = h[4] = -1;

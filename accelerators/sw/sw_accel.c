@@ -9,6 +9,10 @@
 #include "ember/ember_errors.h"
 #include "sw.h"
 #include "sw_internal.h"
+#include "sw_prepared.h"
+#ifdef EMBER_HAVE_OPENCL
+#include "sw_opencl.h"
+#endif
 
 #define SW_VERSION 1
 
@@ -192,6 +196,18 @@ static uint64_t sw_work(const void *prepared) {
   return prepared ? ((const sw_prepared *)prepared)->cells : 0;
 }
 
+const acc_sw_scoring *acc_sw_prepared_scoring(const void *prepared) {
+  return &((const sw_prepared *)prepared)->scoring;
+}
+
+uint32_t acc_sw_prepared_count(const void *prepared) {
+  return ((const sw_prepared *)prepared)->count;
+}
+
+int acc_sw_pack_hits(const acc_sw_hit *hits, size_t n, acc_output *out) {
+  return pack_result(hits, n, out);
+}
+
 const acc_descriptor acc_sw_descriptor = {
   .abi_version = ACC_ABI_VERSION,
   .name = "sw",
@@ -205,4 +221,7 @@ const acc_descriptor acc_sw_descriptor = {
   .release = sw_release,
   .work = sw_work,
   .work_unit = "cells",
+#ifdef EMBER_HAVE_OPENCL
+  .opencl = &acc_sw_opencl_ops,
+#endif
 };

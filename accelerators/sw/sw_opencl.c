@@ -1,7 +1,9 @@
 /*
  * sw_opencl.c - host side of the OpenCL sw kernels (sw.cl, embedded at
- * build time as sw_cl_source.h): program build and binary cache, batch
- * transfers, the forward and reverse kernels chained by events.
+ * build time as sw_cl_source.h): program build and binary cache, the
+ * launch plan (pairs in classes of query length, cut into chunks), the
+ * forward and reverse kernels chained by events on blocks already on the
+ * device, and acc_sw_ocl_run_batch, which puts host blocks there first.
  */
 #include "sw_opencl.h"
 
@@ -18,7 +20,8 @@
 #define BUILD_OPTIONS "-cl-std=CL1.2"
 #define CACHE_MAGIC "EMBSWCL1"
 #define CACHE_MAX_BYTES (256u << 20)
-#define MATRIX_LOCAL_BYTES (ACC_SW_MAX_ALPHABET * ACC_SW_MAX_ALPHABET * 4)
+/* static local memory of a kernel: the matrix and the encode table */
+#define TABLES_LOCAL_BYTES (ACC_SW_MAX_ALPHABET * ACC_SW_MAX_ALPHABET * 4 + 256)
 
 _Static_assert(sizeof(acc_sw_hit) == 5 * sizeof(cl_int),
                "acc_sw_hit is read back as 5 ints per pair");
@@ -30,6 +33,7 @@ struct acc_sw_ocl {
   cl_kernel fwd, rev;
   size_t max_wg;          /* over both kernels and the local memory */
   size_t wg_cap;          /* acc_sw_ocl_set_max_work_group */
+  uint64_t chunk_cells;   /* acc_sw_ocl_set_chunk_cells */
   bool from_cache;
   char cache_path[1024];
 };
@@ -211,7 +215,7 @@ static int make_kernels(acc_sw_ocl *o, char *err, size_t err_len) {
   if (k2 < wg) wg = k2;
   /* dynamic local memory: 4 ints per work-item (xh, xf double buffers) */
   cl_ulong used = used1 > used2 ? used1 : used2;
-  if (used < MATRIX_LOCAL_BYTES) used = MATRIX_LOCAL_BYTES;
+  if (used < TABLES_LOCAL_BYTES) used = TABLES_LOCAL_BYTES;
   cl_ulong by_local = local > used ? (local - used) / 16 : 0;
   if (by_local < wg) wg = (size_t)by_local;
   size_t p2 = 1;
@@ -236,9 +240,19 @@ int acc_sw_ocl_create(cl_context ctx, cl_device_id dev, const char *cache_dir,
   if (!o) return EMBER_ENOMEM;
   o->ctx = ctx;
   o->dev = dev;
+  o->chunk_cells = ACC_SW_OCL_DEFAULT_CHUNK_CELLS;
   if (cache_dir && *cache_dir) cache_path(o, cache_dir);
 
   int rc;
+  /* the kernels read the blocks' little-endian integers as they are */
+  cl_bool little = CL_TRUE;
+  if (clGetDeviceInfo(dev, CL_DEVICE_ENDIAN_LITTLE, sizeof little, &little,
+                      NULL) == CL_SUCCESS &&
+      !little) {
+    seterr(err, err_len, "sw.cl: big-endian device not supported");
+    rc = EMBER_EPLATFORM;
+    goto fail;
+  }
   if (o->cache_path[0] && from_cache(o)) {
     o->from_cache = true;
   } else {
@@ -286,7 +300,13 @@ const char *acc_sw_ocl_cache_path(const acc_sw_ocl *o) {
   return o ? o->cache_path : "";
 }
 
-/* ---- batch ------------------------------------------------------------- */
+size_t acc_sw_ocl_set_chunk_cells(acc_sw_ocl *o, uint64_t cells) {
+  if (!o) return 0;
+  o->chunk_cells = cells ? cells : 1;
+  return (size_t)o->chunk_cells;
+}
+
+/* ---- launch plan --------------------------------------------------------- */
 
 static bool scoring_ok(const acc_sw_scoring *s) {
   if (s->size < 1 || s->size > ACC_SW_MAX_ALPHABET) return false;
@@ -300,31 +320,6 @@ static bool scoring_ok(const acc_sw_scoring *s) {
   return true;
 }
 
-/* encode_set: offsets (count + 1) and encoded residues of a set; checks
- * lengths against limit and every residue. */
-static int encode_set(const acc_sw_scoring *s, const acc_seqset *set,
-                      uint32_t limit, cl_uint *off, uint8_t **res,
-                      size_t *total, size_t *max_len) {
-  *total = set->count ? acc_seqset_u32(set->offsets + 4 * (size_t)set->count)
-                      : 0;
-  *max_len = 0;
-  *res = malloc(*total ? *total : 1);
-  if (!*res) return EMBER_ENOMEM;
-  for (uint32_t k = 0; k <= set->count; k++)
-    off[k] = acc_seqset_u32(set->offsets + 4 * (size_t)k);
-  for (uint32_t k = 0; k < set->count; k++) {
-    size_t len = off[k + 1] - off[k];
-    if (len > limit) return EMBER_EINVAL;
-    if (len > *max_len) *max_len = len;
-  }
-  for (size_t i = 0; i < *total; i++) {
-    int8_t e = s->encode[set->residues[i]];
-    if (e < 0) return EMBER_EINVAL;
-    (*res)[i] = (uint8_t)e;
-  }
-  return 0;
-}
-
 #define CL_TRY(call, what)                                               \
   do {                                                                   \
     cl_int rc_ = (call);                                                 \
@@ -335,14 +330,15 @@ static int encode_set(const acc_sw_scoring *s, const acc_seqset *set,
     }                                                                    \
   } while (0)
 
-/* Pairs go to the device in classes of query length, one launch per class
- * and kernel: the work-group of a class is the smallest power of two
- * covering its queries, at least MIN_WG and at most the cap (longer
- * queries go tile by tile). */
+/* Pairs go to the device in classes of query length: the work-group of a
+ * class is the smallest power of two covering its queries, at least MIN_WG
+ * and at most the cap (longer queries go tile by tile). A class is cut
+ * into chunks of about o->chunk_cells cells, one forward and one reverse
+ * launch each; cancellation is checked between chunks. */
 #define MIN_WG 32
 #define MAX_CLASSES 32
-#define NBUF 9      /* device buffers of a batch */
-#define NWRITE 6    /* the first NWRITE are written from the host */
+#define NBUF 6      /* per-run buffers: encode, matrix, order, scratch,
+                       forward cells, hits */
 
 /* wg_class: log2 of the work-group size for a query of len residues. */
 static int wg_class(const acc_sw_ocl *o, size_t len) {
@@ -353,89 +349,166 @@ static int wg_class(const acc_sw_ocl *o, size_t len) {
   return c;
 }
 
-/* plan: device buffer sizes of a batch: qres, qoff, rres, roff, matrix,
- * pair order, scratch (only when there are tiles), forward cells, hits. */
-static void plan(const acc_sw_ocl *o, size_t n, size_t qmax, size_t qtotal,
-                 size_t rtotal, int alphabet, size_t bytes[NBUF]) {
-  bytes[0] = qtotal;
-  bytes[1] = (n + 1) * sizeof(cl_uint);
-  bytes[2] = rtotal;
-  bytes[3] = (n + 1) * sizeof(cl_uint);
-  bytes[4] = (size_t)alphabet * (size_t)alphabet * sizeof(cl_int);
-  bytes[5] = n * sizeof(cl_uint);
-  bytes[6] = qmax > o->wg_cap ? 2 * rtotal * sizeof(cl_int) : 0;
-  bytes[7] = n * 3 * sizeof(cl_int);
-  bytes[8] = n * 5 * sizeof(cl_int);
+static size_t seq_len(const acc_seqset *set, uint32_t k) {
+  return acc_seqset_u32(set->offsets + 4 * ((size_t)k + 1)) -
+         acc_seqset_u32(set->offsets + 4 * (size_t)k);
 }
-static size_t set_max_len(const acc_seqset *set, size_t *total) {
+
+/* residue_bytes: the residue area's size (offsets[count]). */
+static size_t residue_bytes(const acc_seqset *set) {
+  return acc_seqset_u32(set->offsets + 4 * (size_t)set->count);
+}
+
+/* block_bytes: the size of the ESQ1 block a view was made from. */
+static size_t block_bytes(const acc_seqset *set) {
+  return ACC_SEQSET_HEADER + 4 * ((size_t)set->count + 1) +
+         residue_bytes(set);
+}
+
+static size_t max_len(const acc_seqset *set) {
   size_t max = 0;
-  uint32_t prev = acc_seqset_u32(set->offsets);
-  for (uint32_t k = 1; k <= set->count; k++) {
-    uint32_t cur = acc_seqset_u32(set->offsets + 4 * (size_t)k);
-    if (cur - prev > max) max = cur - prev;
-    prev = cur;
+  for (uint32_t k = 0; k < set->count; k++) {
+    size_t len = seq_len(set, k);
+    if (len > max) max = len;
   }
-  *total = prev;
   return max;
+}
+
+/* run_bytes: per-run device buffers (see NBUF) for n pairs. */
+static void run_bytes(const acc_sw_ocl *o, size_t n, size_t qmax,
+                      size_t rtotal, int alphabet, size_t bytes[NBUF]) {
+  bytes[0] = 256;
+  bytes[1] = (size_t)alphabet * (size_t)alphabet * sizeof(cl_int);
+  bytes[2] = n * sizeof(cl_uint);
+  bytes[3] = qmax > o->wg_cap ? 2 * rtotal * sizeof(cl_int) : 0;
+  bytes[4] = n * 3 * sizeof(cl_int);
+  bytes[5] = n * 5 * sizeof(cl_int);
 }
 
 size_t acc_sw_ocl_batch_bytes(const acc_sw_ocl *o, const acc_seqset *queries,
                               const acc_seqset *refs, int alphabet) {
   if (!o || !queries || !refs || queries->count != refs->count) return 0;
-  size_t qtotal, rtotal, bytes[NBUF], sum = 0;
-  size_t qmax = set_max_len(queries, &qtotal);
-  set_max_len(refs, &rtotal);
-  plan(o, queries->count, qmax, qtotal, rtotal, alphabet, bytes);
+  size_t bytes[NBUF];
+  size_t sum = block_bytes(queries) + block_bytes(refs);
+  run_bytes(o, queries->count, max_len(queries), residue_bytes(refs),
+            alphabet, bytes);
   for (int i = 0; i < NBUF; i++) sum += bytes[i] ? bytes[i] : 4;
   return sum;
 }
 
-static cl_mem buffer(cl_context ctx, cl_mem_flags flags, size_t bytes,
-                     cl_int *rc) {
-  return clCreateBuffer(ctx, flags, bytes ? bytes : 4, NULL, rc);
+/* One launch pair: pairs order[first .. first+count-1], one class. */
+typedef struct chunk {
+  cl_uint first;
+  cl_uint count;
+  size_t wg;
+} chunk;
+
+/* plan: the pairs in class order (a stable counting sort) and the chunks
+ * (malloc'd, *n_chunks of them). Returns 0 or EMBER_ENOMEM. */
+static int plan(const acc_sw_ocl *o, const acc_seqset *q, const acc_seqset *r,
+                cl_uint *order, chunk **chunks, size_t *n_chunks) {
+  const uint32_t n = q->count;
+  size_t start[MAX_CLASSES + 1] = {0};
+  for (uint32_t k = 0; k < n; k++) start[wg_class(o, seq_len(q, k)) + 1]++;
+  for (int c = 0; c < MAX_CLASSES; c++) start[c + 1] += start[c];
+  size_t fill[MAX_CLASSES];
+  memcpy(fill, start, sizeof fill);
+  for (uint32_t k = 0; k < n; k++) order[fill[wg_class(o, seq_len(q, k))]++] = k;
+
+  /* at most one chunk per pair plus one cut per class */
+  chunk *ch = malloc(((size_t)n + MAX_CLASSES) * sizeof *ch);
+  if (!ch) return EMBER_ENOMEM;
+  size_t nc = 0;
+  for (int c = 0; c < MAX_CLASSES; c++) {
+    uint64_t cells = 0;
+    for (size_t k = start[c]; k < start[c + 1]; k++) {
+      if (cells == 0) ch[nc++] = (chunk){(cl_uint)k, 0, (size_t)1 << c};
+      ch[nc - 1].count++;
+      cells += (uint64_t)seq_len(q, order[k]) * seq_len(r, order[k]);
+      if (cells >= o->chunk_cells) cells = 0;
+    }
+  }
+  *chunks = ch;
+  *n_chunks = nc;
+  return 0;
 }
 
-/* set_args: the arguments every launch of k shares (all but first and
- * the local buffers). */
-static cl_int set_args(cl_kernel k, const cl_mem *mem, int size, int open,
-                       int ext, bool reverse) {
+/* set_args: the arguments every launch of k shares (all but first and the
+ * local buffers): qblk rblk matrix encode size open ext scratch fwd [hits]
+ * order. */
+static cl_int set_args(cl_kernel k, cl_mem qblk, cl_mem rblk,
+                       const cl_mem *mem, int size, int open, int ext,
+                       bool reverse) {
   cl_int rc = CL_SUCCESS;
   cl_uint a = 0;
-  for (int i = 0; i < 5; i++)   /* qres qoff rres roff matrix */
-    rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[i]);
+  rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &qblk);
+  rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &rblk);
+  rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[1]);   /* matrix */
+  rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[0]);   /* encode */
   rc |= clSetKernelArg(k, a++, sizeof(cl_int), &size);
   rc |= clSetKernelArg(k, a++, sizeof(cl_int), &open);
   rc |= clSetKernelArg(k, a++, sizeof(cl_int), &ext);
-  rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[6]);   /* scratch */
-  rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[7]);   /* fwd cells */
-  if (reverse) rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[8]);
-  rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[5]);   /* order */
+  rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[3]);   /* scratch */
+  rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[4]);   /* fwd cells */
+  if (reverse) rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[5]);
+  rc |= clSetKernelArg(k, a++, sizeof(cl_mem), &mem[2]);   /* order */
   return rc;
 }
 
-/* launch: one class of pairs (order[first .. first+count-1]) on k. */
+/* launch: one chunk on k. */
 static cl_int launch(cl_command_queue q, cl_kernel k, bool reverse,
-                     cl_uint first, size_t count, size_t wg, cl_uint nwait,
-                     const cl_event *wait, cl_event *ev) {
-  cl_uint a = reverse ? 12 : 11;
-  cl_int rc = clSetKernelArg(k, a++, sizeof first, &first);
-  rc |= clSetKernelArg(k, a++, 2 * wg * sizeof(cl_int), NULL);
-  rc |= clSetKernelArg(k, a++, 2 * wg * sizeof(cl_int), NULL);
+                     const chunk *c, cl_uint nwait, const cl_event *wait,
+                     cl_event *ev) {
+  cl_uint a = reverse ? 11 : 10;   /* first: after order */
+  cl_int rc = clSetKernelArg(k, a++, sizeof c->first, &c->first);
+  rc |= clSetKernelArg(k, a++, 2 * c->wg * sizeof(cl_int), NULL);
+  rc |= clSetKernelArg(k, a++, 2 * c->wg * sizeof(cl_int), NULL);
   if (rc != CL_SUCCESS) return rc;
-  const size_t global = count * wg;
-  return clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &wg, nwait, wait, ev);
+  const size_t global = c->count * c->wg;
+  return clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &c->wg, nwait, wait,
+                                ev);
 }
 
-int acc_sw_ocl_run_batch(acc_sw_ocl *o, cl_command_queue q,
-                         const acc_sw_scoring *s, const acc_seqset *queries,
-                         const acc_seqset *refs, acc_sw_hit *out, char *err,
-                         size_t err_len) {
-  if (!o || !q || !s || !queries || !refs) return EMBER_EINVAL;
-  if (queries->count != refs->count) {
-    seterr(err, err_len, "sw opencl: %u queries but %u references",
-           queries->count, refs->count);
+/* check_views: counts and lengths of a batch (not the residues). */
+static int check_views(const acc_seqset *q, const acc_seqset *r, char *err,
+                       size_t err_len) {
+  if (q->count != r->count) {
+    seterr(err, err_len, "sw opencl: %u queries but %u references", q->count,
+           r->count);
     return EMBER_EINVAL;
   }
+  for (uint32_t k = 0; k < q->count; k++)
+    if (seq_len(q, k) > ACC_SW_MAX_QUERY_LEN ||
+        seq_len(r, k) > ACC_SW_MAX_REF_LEN) {
+      seterr(err, err_len, "sw opencl: pair %u: a sequence is too long", k);
+      return EMBER_EINVAL;
+    }
+  return 0;
+}
+
+static bool canceled(const atomic_int *cancel) {
+  return cancel && atomic_load_explicit(cancel, memory_order_relaxed);
+}
+
+/* block_fits: the device buffer holds at least the view's block. */
+static bool block_fits(cl_mem m, const acc_seqset *set) {
+  size_t size = 0;
+  return clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, NULL) ==
+             CL_SUCCESS &&
+         size >= block_bytes(set);
+}
+
+int acc_sw_ocl_run_resident(acc_sw_ocl *o, cl_command_queue q,
+                            const acc_sw_scoring *s, const acc_seqset *queries,
+                            const acc_seqset *refs, cl_mem qblock,
+                            cl_mem rblock, cl_uint n_wait,
+                            const cl_event *wait, const atomic_int *cancel,
+                            acc_sw_hit *out, char *err, size_t err_len) {
+  if (!o || !q || !s || !queries || !refs || !qblock || !rblock ||
+      (n_wait && !wait))
+    return EMBER_EINVAL;
+  int rc = check_views(queries, refs, err, err_len);
+  if (rc) return rc;
   if (!scoring_ok(s)) {
     seterr(err, err_len, "sw opencl: invalid scoring");
     return EMBER_EINVAL;
@@ -443,79 +516,93 @@ int acc_sw_ocl_run_batch(acc_sw_ocl *o, cl_command_queue q,
   const uint32_t n = queries->count;
   if (n == 0) return 0;
   if (!out) return EMBER_EINVAL;
+  if (!block_fits(qblock, queries) || !block_fits(rblock, refs)) {
+    seterr(err, err_len, "sw opencl: a device buffer is smaller than its "
+                         "block");
+    return EMBER_EINVAL;
+  }
+  if (canceled(cancel)) {
+    seterr(err, err_len, "sw opencl: canceled");
+    return EMBER_ECANCELED;
+  }
 
-  int rc = 0;
-  cl_uint *qoff = malloc(((size_t)n + 1) * sizeof *qoff);
-  cl_uint *roff = malloc(((size_t)n + 1) * sizeof *roff);
   cl_uint *order = malloc((size_t)n * sizeof *order);
-  uint8_t *qres = NULL, *rres = NULL;
-  cl_int matrix[ACC_SW_MAX_ALPHABET * ACC_SW_MAX_ALPHABET];
+  chunk *chunks = NULL;
+  size_t n_chunks = 0;
+  cl_event *fev = NULL, *rev = NULL;    /* per chunk: forward, reverse */
+  cl_event *fwait = malloc(((size_t)n_wait + 3) * sizeof *fwait);
   cl_mem mem[NBUF] = {0};
-  cl_event wev[NWRITE] = {0}, fev[MAX_CLASSES] = {0}, rev[MAX_CLASSES] = {0};
-  cl_event done_ev = NULL;
-  size_t qtotal, rtotal, qmax, rmax;
-  if (!qoff || !roff || !order) {
+  cl_event tev[3] = {0}, marker = NULL, read_ev = NULL;
+  uint8_t encode[256];
+  cl_int matrix[ACC_SW_MAX_ALPHABET * ACC_SW_MAX_ALPHABET];
+  bool enqueued = false;
+  if (!order || !fwait ||
+      plan(o, queries, refs, order, &chunks, &n_chunks) != 0 ||
+      !(fev = calloc(n_chunks, sizeof *fev)) ||
+      !(rev = calloc(n_chunks, sizeof *rev))) {
+    seterr(err, err_len, "sw opencl: out of memory for %u pairs", n);
     rc = EMBER_ENOMEM;
     goto done;
   }
-  if ((rc = encode_set(s, queries, ACC_SW_MAX_QUERY_LEN, qoff, &qres, &qtotal,
-                       &qmax)) != 0 ||
-      (rc = encode_set(s, refs, ACC_SW_MAX_REF_LEN, roff, &rres, &rtotal,
-                       &rmax)) != 0) {
-    if (rc == EMBER_EINVAL)
-      seterr(err, err_len, "sw opencl: a sequence is too long or holds a "
-                           "residue the scoring does not encode");
-    goto done;
-  }
+  /* letters the scoring rejects read as index 0: only validated input
+   * comes here (acc_sw_ocl_run_batch checks it, so does the descriptor) */
+  for (int c = 0; c < 256; c++)
+    encode[c] = s->encode[c] < 0 ? 0 : (uint8_t)s->encode[c];
   for (int i = 0; i < s->size * s->size; i++) matrix[i] = s->matrix[i];
 
-  /* pairs sorted by class (counting sort, stable) */
-  size_t start[MAX_CLASSES + 1] = {0};
-  for (uint32_t k = 0; k < n; k++)
-    start[wg_class(o, qoff[k + 1] - qoff[k]) + 1]++;
-  for (int c = 0; c < MAX_CLASSES; c++) start[c + 1] += start[c];
-  size_t fill[MAX_CLASSES];
-  memcpy(fill, start, sizeof fill);
-  for (uint32_t k = 0; k < n; k++)
-    order[fill[wg_class(o, qoff[k + 1] - qoff[k])]++] = k;
-
+  /* the tables and the order, written without blocking */
   size_t bytes[NBUF];
-  plan(o, n, qmax, qtotal, rtotal, s->size, bytes);
+  run_bytes(o, n, max_len(queries), residue_bytes(refs), s->size, bytes);
   cl_int crc;
-  const void *host[NWRITE] = {qres, qoff, rres, roff, matrix, order};
   for (int i = 0; i < NBUF; i++) {
-    mem[i] = buffer(o->ctx, i < NWRITE ? CL_MEM_READ_ONLY : CL_MEM_READ_WRITE,
-                    bytes[i], &crc);
+    mem[i] = clCreateBuffer(o->ctx, i < 3 ? CL_MEM_READ_ONLY
+                                          : CL_MEM_READ_WRITE,
+                            bytes[i] ? bytes[i] : 4, NULL, &crc);
     CL_TRY(crc, "clCreateBuffer");
   }
-  cl_uint nwait = 0;
-  for (int i = 0; i < NWRITE; i++)
-    if (bytes[i]) {
-      CL_TRY(clEnqueueWriteBuffer(q, mem[i], CL_FALSE, 0, bytes[i], host[i],
-                                  0, NULL, &wev[nwait]),
-             "clEnqueueWriteBuffer");
-      nwait++;
-    }
+  const void *host[3] = {encode, matrix, order};
+  for (int i = 0; i < 3; i++) {
+    CL_TRY(clEnqueueWriteBuffer(q, mem[i], CL_FALSE, 0, bytes[i], host[i], 0,
+                                NULL, &tev[i]),
+           "clEnqueueWriteBuffer");
+    enqueued = true;
+  }
+  /* forward launches wait for the blocks (the caller's events) and the
+   * tables; each reverse launch for its forward one */
+  const cl_uint nw = n_wait + 3;
+  if (n_wait) memcpy(fwait, wait, n_wait * sizeof *fwait);
+  memcpy(fwait + n_wait, tev, sizeof tev);
 
   const int size = s->size, open = s->gap_open, ext = s->gap_extend;
-  CL_TRY(set_args(o->fwd, mem, size, open, ext, false), "clSetKernelArg");
-  CL_TRY(set_args(o->rev, mem, size, open, ext, true), "clSetKernelArg");
-  cl_uint nrev = 0;
-  for (int c = 0; c < MAX_CLASSES; c++) {
-    size_t count = start[c + 1] - start[c];
-    if (count == 0) continue;
-    CL_TRY(launch(q, o->fwd, false, (cl_uint)start[c], count, (size_t)1 << c,
-                  nwait, wev, &fev[c]),
+  CL_TRY(set_args(o->fwd, qblock, rblock, mem, size, open, ext, false),
+         "clSetKernelArg");
+  CL_TRY(set_args(o->rev, qblock, rblock, mem, size, open, ext, true),
+         "clSetKernelArg");
+  for (size_t c = 0; c < n_chunks; c++) {
+    /* at most two chunks queued: wait for the one before the last, then
+     * look at the cancel flag */
+    if (c >= 2) CL_TRY(clWaitForEvents(1, &rev[c - 2]), "a kernel");
+    if (canceled(cancel)) {
+      seterr(err, err_len, "sw opencl: canceled after %zu of %zu chunks", c,
+             n_chunks);
+      rc = EMBER_ECANCELED;
+      goto done;
+    }
+    CL_TRY(launch(q, o->fwd, false, &chunks[c], nw, fwait, &fev[c]),
            "sw_forward");
-    CL_TRY(launch(q, o->rev, true, (cl_uint)start[c], count, (size_t)1 << c,
-                  1, &fev[c], &rev[nrev]),
+    CL_TRY(launch(q, o->rev, true, &chunks[c], 1, &fev[c], &rev[c]),
            "sw_reverse");
-    nrev++;
+    CL_TRY(clFlush(q), "clFlush");
   }
-  CL_TRY(clEnqueueReadBuffer(q, mem[8], CL_FALSE, 0, bytes[8], out, nrev, rev,
-                             &done_ev),
+  /* the read waits for every reverse launch (the queue may be out of
+   * order) */
+  CL_TRY(clEnqueueMarkerWithWaitList(q, (cl_uint)n_chunks, rev, &marker),
+         "clEnqueueMarkerWithWaitList");
+  CL_TRY(clEnqueueReadBuffer(q, mem[5], CL_FALSE, 0, bytes[5], out, 1,
+                             &marker, &read_ev),
          "clEnqueueReadBuffer");
-  CL_TRY(clWaitForEvents(1, &done_ev), "clWaitForEvents");
+  CL_TRY(clWaitForEvents(1, &read_ev), "reading the hits");
+  enqueued = false;   /* everything before the read is complete */
   for (uint32_t k = 0; k < n; k++)
     if (out[k].score < 0) {
       seterr(err, err_len, "sw opencl: pair %u: reverse pass lost the score",
@@ -525,20 +612,103 @@ int acc_sw_ocl_run_batch(acc_sw_ocl *o, cl_command_queue q,
     }
 
 done:
-  if (rc != 0 && wev[0]) clFinish(q);   /* no write may still read our memory */
-  for (int i = 0; i < NWRITE; i++)
-    if (wev[i]) clReleaseEvent(wev[i]);
-  for (int c = 0; c < MAX_CLASSES; c++) {
-    if (fev[c]) clReleaseEvent(fev[c]);
-    if (rev[c]) clReleaseEvent(rev[c]);
+  /* nothing may still run on our buffers or read our host memory */
+  if (enqueued) clFinish(q);
+  for (size_t c = 0; c < n_chunks; c++) {
+    if (fev && fev[c]) clReleaseEvent(fev[c]);
+    if (rev && rev[c]) clReleaseEvent(rev[c]);
   }
-  if (done_ev) clReleaseEvent(done_ev);
+  for (int i = 0; i < 3; i++)
+    if (tev[i]) clReleaseEvent(tev[i]);
+  if (marker) clReleaseEvent(marker);
+  if (read_ev) clReleaseEvent(read_ev);
   for (int i = 0; i < NBUF; i++)
     if (mem[i]) clReleaseMemObject(mem[i]);
-  free(qoff);
-  free(roff);
+  free(fev);
+  free(rev);
+  free(fwait);
+  free(chunks);
   free(order);
-  free(qres);
-  free(rres);
+  return rc;
+}
+
+/* ---- host blocks --------------------------------------------------------- */
+
+/* check_residues: every residue of the set is one the scoring encodes. */
+static bool check_residues(const acc_sw_scoring *s, const acc_seqset *set) {
+  const size_t total = residue_bytes(set);
+  for (size_t i = 0; i < total; i++)
+    if (s->encode[set->residues[i]] < 0) return false;
+  return true;
+}
+
+/* upload_view: the block a view was made from into a new buffer, written
+ * without blocking in three parts (header, offsets, residues) so that the
+ * view's memory need not be contiguous; ev receives up to three events.
+ * header (8 bytes) must stay valid until they complete. */
+static int upload_view(cl_context ctx, cl_command_queue q,
+                       const acc_seqset *set, uint8_t *header, cl_mem *mem,
+                       cl_event ev[3]) {
+  cl_int rc;
+  const size_t offs = 4 * ((size_t)set->count + 1);
+  const size_t total = residue_bytes(set);
+  *mem = clCreateBuffer(ctx, CL_MEM_READ_ONLY, block_bytes(set), NULL, &rc);
+  if (rc != CL_SUCCESS) return rc;
+  const uint32_t words[2] = {ACC_SEQSET_MAGIC, set->count};
+  for (int i = 0; i < 8; i++)   /* little-endian, as the layout says */
+    header[i] = (uint8_t)(words[i / 4] >> (8 * (i % 4)));
+  rc = clEnqueueWriteBuffer(q, *mem, CL_FALSE, 0, ACC_SEQSET_HEADER, header,
+                            0, NULL, &ev[0]);
+  if (rc == CL_SUCCESS)
+    rc = clEnqueueWriteBuffer(q, *mem, CL_FALSE, ACC_SEQSET_HEADER, offs,
+                              set->offsets, 0, NULL, &ev[1]);
+  if (rc == CL_SUCCESS && total)
+    rc = clEnqueueWriteBuffer(q, *mem, CL_FALSE, ACC_SEQSET_HEADER + offs,
+                              total, set->residues, 0, NULL, &ev[2]);
+  return rc;
+}
+
+int acc_sw_ocl_run_batch(acc_sw_ocl *o, cl_command_queue q,
+                         const acc_sw_scoring *s, const acc_seqset *queries,
+                         const acc_seqset *refs, acc_sw_hit *out, char *err,
+                         size_t err_len) {
+  if (!o || !q || !s || !queries || !refs) return EMBER_EINVAL;
+  int rc = check_views(queries, refs, err, err_len);
+  if (rc) return rc;
+  if (!scoring_ok(s)) {
+    seterr(err, err_len, "sw opencl: invalid scoring");
+    return EMBER_EINVAL;
+  }
+  if (queries->count == 0) return 0;
+  if (!out) return EMBER_EINVAL;
+  if (!check_residues(s, queries) || !check_residues(s, refs)) {
+    seterr(err, err_len, "sw opencl: a sequence holds a residue the "
+                         "scoring does not encode");
+    return EMBER_EINVAL;
+  }
+  uint8_t qhdr[8], rhdr[8];
+  cl_mem qm = NULL, rm = NULL;
+  cl_event ev[6] = {0};
+  cl_int crc = upload_view(o->ctx, q, queries, qhdr, &qm, ev);
+  if (crc == CL_SUCCESS) crc = upload_view(o->ctx, q, refs, rhdr, &rm, ev + 3);
+  if (crc != CL_SUCCESS) {
+    seterr(err, err_len, "sw opencl: block upload failed (%d)", (int)crc);
+    rc = EMBER_EPLATFORM;
+  } else {
+    cl_event wait[6];
+    cl_uint nw = 0;
+    for (int i = 0; i < 6; i++)
+      if (ev[i]) wait[nw++] = ev[i];
+    rc = acc_sw_ocl_run_resident(o, q, s, queries, refs, qm, rm, nw, wait,
+                                 NULL, out, err, err_len);
+  }
+  /* the writes read the caller's memory: done before returning */
+  for (int i = 0; i < 6; i++)
+    if (ev[i]) {
+      clWaitForEvents(1, &ev[i]);
+      clReleaseEvent(ev[i]);
+    }
+  if (qm) clReleaseMemObject(qm);
+  if (rm) clReleaseMemObject(rm);
   return rc;
 }

@@ -267,12 +267,14 @@ static void run_edge(device *d) {
   compare_capped(d, "edge cases", &s, &st, 4);
 
   acc_sw_hit hits[8];
-  /* device memory of a batch: residues, offsets, matrix, results; the
+  /* device memory of a batch: the blocks, the tables, results; the
    * scratch rows only when queries are done in tiles */
   size_t plain = acc_sw_ocl_batch_bytes(d->sw, &st.qs, &st.rs, s.size);
-  /* 28 + 38 residues, 2 x 7 offsets, 5 x 5 scores, 6 x (1 + 3 + 5) pair
-   * order and result ints, 4 bytes standing for the unused scratch */
-  size_t expect = 28 + 38 + 2 * 7 * 4 + 5 * 5 * 4 + 6 * 9 * 4 + 4;
+  /* the two blocks (8-byte headers, 2 x 7 offsets, 28 + 38 residues),
+   * the 256-byte encode table, 5 x 5 scores, 6 x (1 + 3 + 5) pair order
+   * and result ints, 4 bytes standing for the unused scratch */
+  size_t expect = 2 * 8 + 2 * 7 * 4 + 28 + 38 + 256 + 5 * 5 * 4 +
+                  6 * 9 * 4 + 4;
   CHECK(plain == expect, "batch bytes %zu, expected %zu", plain, expect);
   acc_sw_ocl_set_max_work_group(d->sw, 4);
   size_t tiled = acc_sw_ocl_batch_bytes(d->sw, &st.qs, &st.rs, s.size);
