@@ -208,6 +208,28 @@ int acc_sw_pack_hits(const acc_sw_hit *hits, size_t n, acc_output *out) {
   return pack_result(hits, n, out);
 }
 
+/*
+ * Timing on an emulated FPGA board (the fpga-emu platform): a linear
+ * systolic array of processing elements, each updating one DP cell per
+ * clock cycle - the usual FPGA Smith-Waterman design, one PE per query
+ * position with the reference streamed through. The Blaze paper's SW
+ * accelerator (its reference [16], Chen et al., FCCM 2015) gives no PE
+ * count or clock in that paper, so the figures are assumptions: 128 PEs at
+ * 200 MHz (25.6 GCUPS peak) fit a Virtex-7 XC7VX690T, the chip of Blaze's
+ * board (section 6.1), where systolic SW arrays of a few hundred PEs at
+ * about 200 MHz are typical. fixed_ns: 5 us per task to launch the kernel
+ * and fill and drain the array. Peak rate only: PEs left idle by queries
+ * shorter than the array are not modelled. A board's config can override
+ * the two rates.
+ */
+static const acc_fpga_model sw_fpga_model = {
+  .units_per_cycle = 128,
+  .clock_mhz = 200,
+  .fixed_ns = 5000,
+  .source = "assumed: 128-PE systolic array at 200 MHz (Virtex-7 class), "
+            "one cell per PE per cycle, 5 us launch and drain",
+};
+
 const acc_descriptor acc_sw_descriptor = {
   .abi_version = ACC_ABI_VERSION,
   .name = "sw",
@@ -224,4 +246,5 @@ const acc_descriptor acc_sw_descriptor = {
 #ifdef EMBER_HAVE_OPENCL
   .opencl = &acc_sw_opencl_ops,
 #endif
+  .fpga = &sw_fpga_model,
 };
