@@ -1,0 +1,372 @@
+/*
+ * platform_opencl.c - the opencl platform: one per device the OpenCL ICD
+ * loader finds, driven by the engine's pipeline (pipeline.c).
+ *
+ *   start      a context and two in-order queues on the device: transfer
+ *              (block uploads, from the stage-in thread) and compute (the
+ *              accelerators' kernels, from the execute thread); then each
+ *              served accelerator with an OpenCL implementation
+ *              (acc->opencl) builds its program. A build that fails
+ *              disables that accelerator on this device only.
+ *   stage-in   the block cache's copies are device buffers: alloc creates
+ *              one, upload writes it on the transfer queue without
+ *              blocking and keeps the write's event in the handle.
+ *   execute    the accelerator's run() on the compute queue, given the
+ *              buffers and the write events: its first kernel waits for
+ *              the uploads, so task k+1's transfers overlap task k's
+ *              kernels with no thread blocked on them. run() reads the
+ *              output back (no stage_out).
+ *
+ * Host bytes stay valid while a copy is being written: the task's pins
+ * hold them, and a copy is freed (free waits for its write) before its
+ * block's host bytes are (block_cache.c frees copies first).
+ *
+ * A kernel cannot be preempted: no abort. A run() reads the task's cancel
+ * flag between its launches.
+ */
+#include "engine_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CL/cl.h>
+
+#include "ember/ember_errors.h"
+#include "log.h"
+
+#define MAX_CL_PLATFORMS 16
+#define MAX_CL_DEVICES 64
+
+/* What nam_opencl_add_platforms hands to start() as p->arg; owned by the
+ * platform once start() succeeds (freed by stop()). */
+typedef struct ocl_arg {
+  cl_platform_id platform;
+  cl_device_id device;
+  const nam_opencl_config *config;
+} ocl_arg;
+
+/* One accelerator's state on this device; state NULL: not built here. */
+typedef struct ocl_accel {
+  const acc_descriptor *acc;
+  void *state;
+} ocl_accel;
+
+typedef struct ocl_impl {
+  ocl_arg *arg;
+  cl_context ctx;
+  cl_command_queue transfer, compute;
+  cl_ulong max_alloc;         /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
+  ocl_accel accels[NAM_MAX_ACCELS];
+  size_t n_accels;
+} ocl_impl;
+
+/* A block's copy on the device (a block cache handle). */
+typedef struct ocl_copy {
+  ocl_impl *impl;
+  cl_mem mem;
+  cl_event written;           /* the upload; NULL before it, or when empty */
+  size_t size;
+} ocl_copy;
+
+static void info_string(cl_device_id dev, cl_device_info what, char *buf,
+                        size_t len) {
+  if (clGetDeviceInfo(dev, what, len - 1, buf, NULL) != CL_SUCCESS)
+    buf[0] = '\0';
+  buf[len - 1] = '\0';
+}
+
+static cl_ulong info_ulong(cl_device_id dev, cl_device_info what) {
+  cl_ulong v = 0;
+  if (clGetDeviceInfo(dev, what, sizeof v, &v, NULL) != CL_SUCCESS) v = 0;
+  return v;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Device memory for the block cache                                         */
+
+static int ocl_alloc(void *ctx, size_t size, void **handle) {
+  ocl_impl *impl = ctx;
+  if (impl->max_alloc && size > impl->max_alloc) return EMBER_ETOOBIG;
+  ocl_copy *c = calloc(1, sizeof *c);
+  if (!c) return EMBER_ENOMEM;
+  cl_int rc;
+  /* a buffer cannot be empty: an empty block gets 4 bytes, never read */
+  c->mem = clCreateBuffer(impl->ctx, CL_MEM_READ_ONLY, size ? size : 4, NULL,
+                          &rc);
+  if (rc != CL_SUCCESS) {
+    free(c);
+    return rc == CL_OUT_OF_HOST_MEMORY || rc == CL_MEM_OBJECT_ALLOCATION_FAILURE
+               ? EMBER_ENOMEM
+               : EMBER_EPLATFORM;
+  }
+  c->impl = impl;
+  c->size = size;
+  *handle = c;
+  return 0;
+}
+
+static int ocl_upload(void *handle, const void *data, size_t size) {
+  ocl_copy *c = handle;
+  if (size > c->size || (size && !data)) return EMBER_EINVAL;
+  if (size == 0) return 0;
+  cl_int rc = clEnqueueWriteBuffer(c->impl->transfer, c->mem, CL_FALSE, 0,
+                                   size, data, 0, NULL, &c->written);
+  if (rc != CL_SUCCESS) {
+    c->written = NULL;
+    return rc == CL_OUT_OF_HOST_MEMORY || rc == CL_OUT_OF_RESOURCES
+               ? EMBER_ENOMEM
+               : EMBER_EPLATFORM;
+  }
+  /* start it now: the kernel that needs it waits on the event */
+  clFlush(c->impl->transfer);
+  return 0;
+}
+
+/* The write must be over before the buffer goes (and before the cache
+ * frees the host bytes it reads). Normally it is long over: a kernel
+ * waited for it. */
+static void ocl_free(void *handle) {
+  ocl_copy *c = handle;
+  if (!c) return;
+  if (c->written) {
+    clWaitForEvents(1, &c->written);
+    clReleaseEvent(c->written);
+  }
+  clReleaseMemObject(c->mem);
+  free(c);
+}
+
+static const nam_block_cache_ops ocl_cache_ops = {ocl_alloc, ocl_upload,
+                                                  ocl_free};
+
+/* ------------------------------------------------------------------------ */
+/* Life cycle                                                                */
+
+static void impl_free(ocl_impl *impl) {
+  for (size_t i = 0; i < impl->n_accels; i++)
+    if (impl->accels[i].state)
+      impl->accels[i].acc->opencl->destroy(impl->accels[i].state);
+  if (impl->transfer) clReleaseCommandQueue(impl->transfer);
+  if (impl->compute) clReleaseCommandQueue(impl->compute);
+  if (impl->ctx) clReleaseContext(impl->ctx);
+  free(impl);
+}
+
+/* build_accels: every served accelerator with an OpenCL implementation;
+ * returns how many were built. */
+static size_t build_accels(nam_platform *p, ocl_impl *impl) {
+  nam_engine *e = p->engine;
+  size_t built = 0;
+  for (size_t i = 0; i < e->n_queues && impl->n_accels < NAM_MAX_ACCELS;
+       i++) {
+    const acc_descriptor *acc = e->queues[i].acc;
+    if (!acc || !acc->opencl) continue;
+    ocl_accel *a = &impl->accels[impl->n_accels++];
+    a->acc = acc;
+    char err[400] = "";
+    int rc = acc->opencl->create(impl->ctx, impl->arg->device,
+                                 impl->arg->config->cache_dir, &a->state, err,
+                                 sizeof err);
+    if (rc) {
+      a->state = NULL;
+      nam_engine_event(e, LOG_LVL_WARN, "%s: accelerator %s disabled on %s: "
+                       "%s (%s)", p->name, acc->name, p->device,
+                       ember_strerror(rc), err);
+      continue;
+    }
+    built++;
+  }
+  return built;
+}
+
+/*
+ * The block budget: half the device's global memory, because the other
+ * half is what the kernels allocate per run next to the cached blocks
+ * (sw: results and plan per pair, 8 bytes per reference residue for long
+ * queries) and what the driver keeps for itself; on CPU devices (pocl)
+ * "global memory" is host RAM shared with the daemon. A device that does
+ * not report its global memory gets one maximal allocation's worth. The
+ * config's max_memory caps it. A single block larger than the device's
+ * maximal allocation is refused by alloc (EMBER_ETOOBIG).
+ */
+static uint64_t budget_of(cl_device_id dev, cl_ulong max_alloc,
+                          const nam_opencl_config *c) {
+  uint64_t global = info_ulong(dev, CL_DEVICE_GLOBAL_MEM_SIZE);
+  uint64_t budget = global ? global / 2 : max_alloc;
+  if (c->max_memory && c->max_memory < budget) budget = c->max_memory;
+  return budget;
+}
+
+static int ocl_start(nam_platform *p) {
+  ocl_arg *arg = (ocl_arg *)p->arg;
+  if (!arg || !arg->config) return EMBER_EINVAL;
+  ocl_impl *impl = calloc(1, sizeof *impl);
+  if (!impl) return EMBER_ENOMEM;
+  impl->arg = arg;
+
+  char name[64], vendor[64];
+  info_string(arg->device, CL_DEVICE_NAME, name, sizeof name);
+  info_string(arg->device, CL_DEVICE_VENDOR, vendor, sizeof vendor);
+  impl->max_alloc = info_ulong(arg->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+  uint64_t global = info_ulong(arg->device, CL_DEVICE_GLOBAL_MEM_SIZE);
+  snprintf(p->device, sizeof p->device, "%s (%s), %.3g GiB", name, vendor,
+           (double)global / (double)(1ull << 30));
+
+  cl_int rc;
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
+                                   (cl_context_properties)arg->platform, 0};
+  const char *what = "clCreateContext";
+  impl->ctx = clCreateContext(props, 1, &arg->device, NULL, NULL, &rc);
+  if (rc == CL_SUCCESS) {
+    what = "clCreateCommandQueue";
+    impl->transfer = clCreateCommandQueue(impl->ctx, arg->device, 0, &rc);
+  }
+  if (rc == CL_SUCCESS)
+    impl->compute = clCreateCommandQueue(impl->ctx, arg->device, 0, &rc);
+  if (rc != CL_SUCCESS) {
+    nam_engine_event(p->engine, LOG_LVL_ERR, "%s (%s): %s failed (%d)",
+                     p->name, p->device, what, (int)rc);
+    impl_free(impl);
+    return EMBER_EPLATFORM;
+  }
+  if (build_accels(p, impl) == 0) {
+    nam_engine_event(p->engine, LOG_LVL_WARN, "%s (%s): no accelerator "
+                     "runs here", p->name, p->device);
+    impl_free(impl);
+    return EMBER_ENOPLATFORM;
+  }
+  p->cache_budget = budget_of(arg->device, impl->max_alloc, arg->config);
+  p->impl = impl;
+  return 0;
+}
+
+/* The pipeline has stopped and the block cache has freed its copies. */
+static void ocl_stop(nam_platform *p) {
+  ocl_impl *impl = p->impl;
+  if (!impl) return;
+  ocl_arg *arg = impl->arg;
+  if (impl->compute) clFinish(impl->compute);
+  if (impl->transfer) clFinish(impl->transfer);
+  impl_free(impl);
+  free(arg);
+  p->impl = NULL;
+  p->arg = NULL;
+}
+
+static const ocl_accel *accel_of(const ocl_impl *impl,
+                                 const acc_descriptor *acc) {
+  for (size_t i = 0; impl && i < impl->n_accels; i++)
+    if (impl->accels[i].acc == acc)
+      return impl->accels[i].state ? &impl->accels[i] : NULL;
+  return NULL;
+}
+
+static int ocl_supports(const nam_platform *p, const acc_descriptor *acc) {
+  return acc && acc->opencl && accel_of(p->impl, acc) != NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Execute                                                                   */
+
+static int ocl_execute(nam_platform *p, nam_task *t, void *const *dev_inputs,
+                       acc_output *out, char *err, size_t err_len) {
+  ocl_impl *impl = p->impl;
+  const ocl_accel *a = accel_of(impl, t->acc);
+  if (!a) {
+    snprintf(err, err_len, "%s: %s is not built on this device", p->name,
+             t->acc->name);
+    return EMBER_EPLATFORM;
+  }
+  if (t->n_inputs > NAM_MAX_INPUTS) {
+    snprintf(err, err_len, "%s: %zu inputs, at most %d", p->name,
+             t->n_inputs, NAM_MAX_INPUTS);
+    return EMBER_EINVAL;
+  }
+  void *mems[NAM_MAX_INPUTS];
+  void *events[NAM_MAX_INPUTS];
+  unsigned n_events = 0;
+  for (size_t i = 0; i < t->n_inputs; i++) {
+    const ocl_copy *c = dev_inputs[i];
+    if (!c) {
+      snprintf(err, err_len, "%s: input %zu is not on the device", p->name,
+               i);
+      return EMBER_EINTERNAL;
+    }
+    mems[i] = c->mem;
+    /* a cache hit's write is long complete: waiting on it costs nothing */
+    if (c->written) events[n_events++] = c->written;
+  }
+  acc_run_ctx ctx = {.cancel = &t->cancel};
+  int rc = t->acc->opencl->run(a->state, impl->compute, t->prepared,
+                               t->inputs, mems, t->n_inputs, events,
+                               n_events, &ctx, out, err, err_len);
+  if (rc) {
+    free(out->data);
+    out->data = NULL;
+    out->size = 0;
+  }
+  return rc;
+}
+
+const nam_platform_ops nam_platform_opencl_ops = {
+  .kind = "opencl",
+  .start = ocl_start,
+  .stop = ocl_stop,
+  .supports = ocl_supports,
+  .reprogrammable = 0,
+  .run = NULL,
+  .cache_ops = &ocl_cache_ops,
+  .staged = NULL,      /* the first kernel waits for the uploads */
+  .execute = ocl_execute,
+  .stage_out = NULL,   /* run() reads the output back */
+  .abort = NULL,       /* a kernel cannot be preempted */
+  .model_ns = NULL,    /* the engine measures */
+  .describe = NULL,    /* p->device says it all */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Discovery                                                                 */
+
+unsigned nam_opencl_add_platforms(nam_engine *e, const nam_opencl_config *c) {
+  cl_platform_id plats[MAX_CL_PLATFORMS];
+  cl_uint np = 0;
+  cl_int rc = clGetPlatformIDs(MAX_CL_PLATFORMS, plats, &np);
+  if (rc != CL_SUCCESS || np == 0) {
+    /* -1001 (CL_PLATFORM_NOT_FOUND_KHR): no ICD installed */
+    nam_engine_event(e, LOG_LVL_WARN, "opencl: no OpenCL platform found "
+                     "(%d)", (int)rc);
+    return 0;
+  }
+  if (np > MAX_CL_PLATFORMS) np = MAX_CL_PLATFORMS;
+  unsigned added = 0, index = 0;
+  for (cl_uint i = 0; i < np; i++) {
+    cl_device_id devs[MAX_CL_DEVICES];
+    cl_uint nd = 0;
+    rc = clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, MAX_CL_DEVICES, devs,
+                        &nd);
+    if (rc != CL_SUCCESS || nd == 0) {
+      nam_engine_event(e, LOG_LVL_INFO, "opencl: platform %u has no device "
+                       "(%d)", i, (int)rc);
+      continue;
+    }
+    if (nd > MAX_CL_DEVICES) nd = MAX_CL_DEVICES;
+    for (cl_uint k = 0; k < nd; k++) {
+      ocl_arg *arg = malloc(sizeof *arg);
+      if (!arg) {
+        nam_engine_event(e, LOG_LVL_ERR, "opencl: out of memory");
+        return added;
+      }
+      *arg = (ocl_arg){plats[i], devs[k], c};
+      char name[32];
+      snprintf(name, sizeof name, "opencl%u", index++);
+      /* workers 0: the engine gives device platforms its pipeline depth */
+      if (nam_engine_add_platform(e, &nam_platform_opencl_ops, name, 0,
+                                  arg) == 0)
+        added++;
+      else
+        free(arg);   /* start failed: it kept nothing */
+    }
+  }
+  return added;
+}
