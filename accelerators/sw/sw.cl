@@ -26,8 +26,10 @@
  * built them (ESQ1, seqset.h: magic, count, count + 1 offsets, raw residue
  * letters; little-endian, the buffer 4-byte aligned at offset 0), so that a
  * block the NAM keeps on the device serves many tasks unchanged. Letters
- * are encoded on the fly through a 256-entry table kept in local memory
- * with the scoring matrix.
+ * are encoded on the device through a 256-entry table: a query letter once
+ * per row; reference letters index a local table of scores by (query
+ * index, raw reference letter), the matrix composed with the table, so a
+ * cell costs one local read as with pre-encoded residues.
  *
  * sw_forward aligns query p with reference p. sw_reverse scores the
  * reversed prefixes q[0..qend], r[0..rend] of the forward end with the same
@@ -45,6 +47,7 @@
  */
 #define NEG (INT_MIN / 2)
 #define MAX_ALPHABET 32
+#define LETTERS 256
 
 typedef struct cell {
   int score, i, j;
@@ -58,12 +61,13 @@ static bool better(int v, int i, int j, cell b) {
 }
 
 /* pass: one local-alignment pass of q (m residues, read at q[k * dir])
- * against r (n residues, read at r[k * dir]); raw letters, encoded through
- * lenc. lmat holds the scoring matrix, xh and xf 2 * WG ints each (reused
- * for the reduction). Every item of the group returns the best cell. */
+ * against r (n residues, read at r[k * dir]), raw letters. lsc holds the
+ * scores by (query index, reference letter) (load_tables), xh and xf
+ * 2 * WG ints each (reused for the reduction). Every item of the group
+ * returns the best cell. */
 static cell pass(__global const uchar *q, int m, __global const uchar *r,
-                 int n, int dir, int size, int open, int ext,
-                 __local const int *lmat, __local const uchar *lenc,
+                 int n, int dir, int open, int ext,
+                 __constant const uchar *encode, __local const char *lsc,
                  __local int *xh, __local int *xf, __global int *bh,
                  __global int *bf) {
   const int t = (int)get_local_id(0);
@@ -76,7 +80,7 @@ static cell pass(__global const uchar *q, int m, __global const uchar *r,
     const bool row_on = t < rows;
     const bool first_tile = i0 == 0;
     const bool keep_row = t == rows - 1 && i0 + wg < m;  /* feeds next tile */
-    const int qrow = row_on ? (int)lenc[q[(long)i * dir]] * size : 0;
+    const int qrow = row_on ? (int)encode[q[(long)i * dir]] * LETTERS : 0;
     int hleft = 0, e = NEG, diag = 0;
     const int steps = n + rows - 1;
     for (int s = 0; s < steps; s++) {
@@ -90,7 +94,7 @@ static cell pass(__global const uchar *q, int m, __global const uchar *r,
           up = xh[((s - 1) & 1) * wg + t - 1];
           fup = xf[((s - 1) & 1) * wg + t - 1];
         }
-        const int sc = lmat[qrow + (int)lenc[r[(long)j * dir]]];
+        const int sc = (int)lsc[qrow + (int)r[(long)j * dir]];
         const int ev = max(e - ext, hleft - open);
         const int fv = max(fup - ext, up - open);
         const int hv = max(max(diag + sc, 0), max(ev, fv));
@@ -136,16 +140,18 @@ static cell pass(__global const uchar *q, int m, __global const uchar *r,
   return out;
 }
 
-/* load_tables: the scoring matrix and the encode table into local memory.
- * encode maps every byte to an index below size (the host maps letters the
- * scoring rejects to 0; tasks are validated before they get here). */
+/* load_tables: lsc[a * LETTERS + c] = score of query index a against
+ * reference letter c, the matrix (scores in [-128, 127], checked by the
+ * host) composed with encode. encode maps every byte to an index below
+ * size (the host maps letters the scoring rejects to 0; tasks are
+ * validated before they get here). */
 static void load_tables(__constant const int *matrix,
                         __constant const uchar *encode, int size,
-                        __local int *lmat, __local uchar *lenc) {
+                        __local char *lsc) {
   const int t = (int)get_local_id(0);
   const int wg = (int)get_local_size(0);
-  for (int k = t; k < size * size; k += wg) lmat[k] = matrix[k];
-  for (int k = t; k < 256; k += wg) lenc[k] = encode[k];
+  for (int k = t; k < size * LETTERS; k += wg)
+    lsc[k] = (char)matrix[(k / LETTERS) * size + (int)encode[k % LETTERS]];
   barrier(CLK_LOCAL_MEM_FENCE);
 }
 
@@ -169,15 +175,14 @@ __kernel void sw_forward(__global const uint *qblk,
                          int ext, __global int *scratch, __global int *fwd,
                          __global const uint *order, uint first,
                          __local int *xh, __local int *xf) {
-  __local int lmat[MAX_ALPHABET * MAX_ALPHABET];
-  __local uchar lenc[256];
+  __local char lsc[MAX_ALPHABET * LETTERS];
   const uint p = order[first + get_group_id(0)];
-  load_tables(matrix, encode, size, lmat, lenc);
+  load_tables(matrix, encode, size, lsc);
   const uint qa = qblk[2 + p], ra = rblk[2 + p];
   const int m = (int)(qblk[3 + p] - qa), n = (int)(rblk[3 + p] - ra);
   __global int *bh = scratch + 2 * (ulong)ra;
-  cell c = pass(residues(qblk) + qa, m, residues(rblk) + ra, n, 1, size,
-                open, ext, lmat, lenc, xh, xf, bh, bh + n);
+  cell c = pass(residues(qblk) + qa, m, residues(rblk) + ra, n, 1, open,
+                ext, encode, lsc, xh, xf, bh, bh + n);
   if (get_local_id(0) == 0) {
     fwd[3 * (ulong)p] = c.score;
     fwd[3 * (ulong)p + 1] = c.i;
@@ -197,8 +202,7 @@ __kernel void sw_reverse(__global const uint *qblk,
                          __global const int *fwd, __global int *hit,
                          __global const uint *order, uint first,
                          __local int *xh, __local int *xf) {
-  __local int lmat[MAX_ALPHABET * MAX_ALPHABET];
-  __local uchar lenc[256];
+  __local char lsc[MAX_ALPHABET * LETTERS];
   const uint p = order[first + get_group_id(0)];
   __global int *h = hit + 5 * (ulong)p;
   const int score = fwd[3 * (ulong)p];
@@ -206,13 +210,13 @@ __kernel void sw_reverse(__global const uint *qblk,
   /* no early return: every item must reach every barrier; a pair without
    * a positive score runs an empty pass */
   const bool on = score > 0;
-  load_tables(matrix, encode, size, lmat, lenc);
+  load_tables(matrix, encode, size, lsc);
   const uint qa = qblk[2 + p], ra = rblk[2 + p];
   __global int *bh = scratch + 2 * (ulong)ra;
   const int m = on ? fi + 1 : 0, n = on ? fj + 1 : 0;
   cell c = pass(residues(qblk) + qa + (on ? fi : 0), m,
-                residues(rblk) + ra + (on ? fj : 0), n, -1, size, open, ext,
-                lmat, lenc, xh, xf, bh, bh + n);
+                residues(rblk) + ra + (on ? fj : 0), n, -1, open, ext, encode,
+                lsc, xh, xf, bh, bh + n);
   if (get_local_id(0) == 0 && !on) {
     h[0] = 0;
     h[1] = h[2] = h[3] = h[4] = -1;

@@ -20,8 +20,8 @@
 #define BUILD_OPTIONS "-cl-std=CL1.2"
 #define CACHE_MAGIC "EMBSWCL1"
 #define CACHE_MAX_BYTES (256u << 20)
-/* static local memory of a kernel: the matrix and the encode table */
-#define TABLES_LOCAL_BYTES (ACC_SW_MAX_ALPHABET * ACC_SW_MAX_ALPHABET * 4 + 256)
+/* static local memory of a kernel: scores by (query index, letter) */
+#define TABLES_LOCAL_BYTES (ACC_SW_MAX_ALPHABET * 256)
 
 _Static_assert(sizeof(acc_sw_hit) == 5 * sizeof(cl_int),
                "acc_sw_hit is read back as 5 ints per pair");
@@ -34,6 +34,7 @@ struct acc_sw_ocl {
   size_t max_wg;          /* over both kernels and the local memory */
   size_t wg_cap;          /* acc_sw_ocl_set_max_work_group */
   uint64_t chunk_cells;   /* acc_sw_ocl_set_chunk_cells */
+  size_t min_groups;      /* work-groups a chunk holds at least */
   bool from_cache;
   char cache_path[1024];
 };
@@ -189,6 +190,9 @@ static bool from_cache(acc_sw_ocl *o) {
   return false;
 }
 
+/* work-groups per compute unit a chunk holds at least */
+#define GROUPS_PER_UNIT 4
+
 static int make_kernels(acc_sw_ocl *o, char *err, size_t err_len) {
   cl_int rc;
   o->fwd = clCreateKernel(o->prog, "sw_forward", &rc);
@@ -226,6 +230,12 @@ static int make_kernels(acc_sw_ocl *o, char *err, size_t err_len) {
   }
   o->max_wg = p2;
   o->wg_cap = ACC_SW_OCL_DEFAULT_WG < p2 ? ACC_SW_OCL_DEFAULT_WG : p2;
+  /* a chunk keeps every compute unit busy: a few groups per unit */
+  cl_uint units = 1;
+  if (clGetDeviceInfo(o->dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units,
+                      &units, NULL) != CL_SUCCESS || units == 0)
+    units = 1;
+  o->min_groups = (size_t)units * GROUPS_PER_UNIT;
   return 0;
 fail:
   seterr(err, err_len, "sw.cl: kernel setup failed (%d)", (int)rc);
@@ -333,8 +343,9 @@ static bool scoring_ok(const acc_sw_scoring *s) {
 /* Pairs go to the device in classes of query length: the work-group of a
  * class is the smallest power of two covering its queries, at least MIN_WG
  * and at most the cap (longer queries go tile by tile). A class is cut
- * into chunks of about o->chunk_cells cells, one forward and one reverse
- * launch each; cancellation is checked between chunks. */
+ * into chunks of about o->chunk_cells cells and at least o->min_groups
+ * pairs, one forward and one reverse launch each; cancellation is checked
+ * between chunks. */
 #define MIN_WG 32
 #define MAX_CLASSES 32
 #define NBUF 6      /* per-run buffers: encode, matrix, order, scratch,
@@ -415,8 +426,8 @@ static int plan(const acc_sw_ocl *o, const acc_seqset *q, const acc_seqset *r,
   memcpy(fill, start, sizeof fill);
   for (uint32_t k = 0; k < n; k++) order[fill[wg_class(o, seq_len(q, k))]++] = k;
 
-  /* at most one chunk per pair plus one cut per class */
-  chunk *ch = malloc(((size_t)n + MAX_CLASSES) * sizeof *ch);
+  /* every chunk holds a pair at least */
+  chunk *ch = malloc((size_t)n * sizeof *ch);
   if (!ch) return EMBER_ENOMEM;
   size_t nc = 0;
   for (int c = 0; c < MAX_CLASSES; c++) {
@@ -425,7 +436,8 @@ static int plan(const acc_sw_ocl *o, const acc_seqset *q, const acc_seqset *r,
       if (cells == 0) ch[nc++] = (chunk){(cl_uint)k, 0, (size_t)1 << c};
       ch[nc - 1].count++;
       cells += (uint64_t)seq_len(q, order[k]) * seq_len(r, order[k]);
-      if (cells >= o->chunk_cells) cells = 0;
+      if (cells >= o->chunk_cells && ch[nc - 1].count >= o->min_groups)
+        cells = 0;
     }
   }
   *chunks = ch;

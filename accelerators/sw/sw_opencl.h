@@ -62,12 +62,13 @@ size_t acc_sw_ocl_set_max_work_group(acc_sw_ocl *o, size_t wg);
 const char *acc_sw_ocl_cache_path(const acc_sw_ocl *o);
 
 /* Launches are cut into chunks of about this many DP cells (forward pass)
- * so that a run can be canceled between them; see
- * acc_sw_ocl_set_chunk_cells. */
+ * so that a run can be canceled between them; a chunk also holds at least
+ * 4 work-groups (pairs) per compute unit of the device, to keep it busy.
+ * See acc_sw_ocl_set_chunk_cells. */
 #define ACC_SW_OCL_DEFAULT_CHUNK_CELLS ((uint64_t)1 << 27)
 
 /* acc_sw_ocl_set_chunk_cells: cells per chunk of later runs (0 reads as
- * 1: one pair per chunk). Returns the value now in force (0 if o is NULL).
+ * 1: the fewest pairs a chunk may hold). Returns the value now in force (0 if o is NULL).
  * For tests and tuning; results never depend on it. Not thread-safe
  * against a running batch on o. */
 size_t acc_sw_ocl_set_chunk_cells(acc_sw_ocl *o, uint64_t cells);
@@ -85,11 +86,11 @@ size_t acc_sw_ocl_set_chunk_cells(acc_sw_ocl *o, uint64_t cells);
  * Pairs are launched in classes of query length: the work-group is the
  * smallest power of two, at least 32 and at most the cap, covering the
  * query; longer queries (up to ACC_SW_MAX_QUERY_LEN) go in tiles of the
- * cap's size. Each class is cut into chunks of about the chunk size in
- * cells, at most two chunks queued at a time; cancel (may be NULL) is read
- * before each chunk. Device memory besides the blocks: 256 bytes of encode
- * table, the matrix, 36 bytes per pair, and 8 bytes per reference residue
- * when some query is longer than the cap.
+ * cap's size. Each class is cut into chunks (see
+ * ACC_SW_OCL_DEFAULT_CHUNK_CELLS), at most two queued at a time; cancel
+ * (may be NULL) is read before each chunk. Device memory besides the
+ * blocks: 256 bytes of encode table, the matrix, 36 bytes per pair, and 8
+ * bytes per reference residue when some query is longer than the cap.
  * Returns 0, EMBER_EINVAL (counts differ, invalid scoring, a sequence too
  * long, a buffer smaller than its block), EMBER_ENOMEM, EMBER_ECANCELED,
  * EMBER_EPLATFORM (an OpenCL call failed; the reason in err) or
