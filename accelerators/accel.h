@@ -70,7 +70,48 @@ typedef struct acc_descriptor {
    * (sw: DP cell updates); used for reports and timing models. */
   uint64_t (*work)(const void *prepared);
   const char *work_unit;                /* "cells" */
+
+  /* Device implementations; NULL where the accelerator has none. */
+  const struct acc_opencl_ops *opencl;  /* the opencl platform runs it */
+  const struct acc_fpga_model *fpga;    /* fpga-emu boards can model it */
 } acc_descriptor;
+
+/*
+ * The OpenCL implementation of an accelerator. OpenCL handles travel as
+ * void * so that this header needs no CL headers (cl_context, cl_device_id,
+ * cl_command_queue, cl_mem, cl_event are all pointers).
+ */
+typedef struct acc_opencl_ops {
+  /* Build the accelerator's program and kernels for one device of ctx; the
+   * built binary may be cached under cache_dir (NULL: no cache). */
+  int (*create)(void *cl_context, void *cl_device, const char *cache_dir,
+                void **state, char *err, size_t err_len);
+  void (*destroy)(void *state);
+  /* Run a validated task on queue (of state's device). dev_inputs[i] is a
+   * cl_mem holding exactly inputs[i]'s bytes; its upload may still be under
+   * way on another queue: wait_events[0 .. n_wait) complete when all are
+   * there. The host bytes (inputs) stay readable too. Blocks until the
+   * result is packed into out (as run_cpu would pack it). Not thread-safe
+   * for one state. */
+  int (*run)(void *state, void *cl_queue, void *prepared,
+             const acc_block *inputs, void *const *dev_inputs,
+             size_t n_inputs, void *const *wait_events, unsigned n_wait,
+             const acc_run_ctx *ctx, acc_output *out, char *err,
+             size_t err_len);
+} acc_opencl_ops;
+
+/*
+ * How long the accelerator's kernel takes on an FPGA, for the fpga-emu
+ * platform: fixed_ns + work / (units_per_cycle * clock_mhz * 1e6) seconds,
+ * work being descriptor->work(prepared). Boards may override the two rates
+ * in their config. source says where the defaults come from.
+ */
+typedef struct acc_fpga_model {
+  double units_per_cycle;   /* sw: processing elements, one cell each */
+  double clock_mhz;
+  uint64_t fixed_ns;        /* per-task launch and drain */
+  const char *source;
+} acc_fpga_model;
 
 /* Built-in accelerators. */
 size_t acc_registry_count(void);

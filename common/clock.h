@@ -11,4 +11,11 @@ static inline uint64_t clock_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* clock_ts_at: a CLOCK_MONOTONIC time in ns as a timespec (deadlines for
+ * condition variables set up with pthread_condattr_setclock). */
+static inline struct timespec clock_ts_at(uint64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+  return ts;
+}
+
 #endif

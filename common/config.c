@@ -517,11 +517,13 @@ static int apply(const config_entry *e, void *cfg, const char *text,
 /* ------------------------------------------------------------------------ */
 /* Table check, init, free                                                   */
 
+/* Lower-case letters, digits, '_' and '-' (section "fpga-emu", named
+ * after its platform kind), starting with a letter. */
 static bool valid_name_part(const char *s, size_t n) {
   if (n == 0 || !islower((unsigned char)s[0])) return false;
   for (size_t i = 0; i < n; i++)
     if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) &&
-        s[i] != '_')
+        s[i] != '_' && s[i] != '-')
       return false;
   return true;
 }

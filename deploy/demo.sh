@@ -1,7 +1,10 @@
 #!/bin/sh
-# The main job: start ember-nam on a private socket, align the bundled real
-# sequences through it with `ember align`, show where the tasks ran and how
-# long each stage took, then stop the daemon (SIGTERM drains it).
+# The main job: start ember-nam on a private socket with the example
+# configuration (all three platform kinds: cpu, opencl through pocl, one
+# emulated FPGA board), align the bundled real sequences through it with
+# `ember align`, show where the tasks ran, how long each stage took and
+# what each platform did (cache, reprograms, errors), then stop the daemon
+# (SIGTERM drains it).
 set -eu
 cd "$(dirname "$0")/.."
 BIN=build
@@ -16,16 +19,18 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
+EMBER="$BIN/client/cli/ember"
 
-echo "== starting ember-nam on unix:$SOCK"
-"$BIN/nam/ember-nam" --set "listen=unix:$SOCK" --set log_level=notice \
-  --set metrics_listen= &
+echo "== starting ember-nam on unix:$SOCK (deploy/nam.conf.example)"
+"$BIN/nam/ember-nam" --config deploy/nam.conf.example \
+  --set "listen=unix:$SOCK" --set log_level=notice --set metrics_listen= \
+  --set "opencl.cache_dir=$BIN/kernel-cache" &
 NAM_PID=$!
 # readiness: the daemon answers ListAccelerators once it is listening
 tries=0
-until "$BIN/client/cli/ember" accelerators --nam "unix:$SOCK" >/dev/null 2>&1; do
+until "$EMBER" accelerators --nam "unix:$SOCK" >/dev/null 2>&1; do
   tries=$((tries + 1))
-  if [ $tries -gt 200 ] || ! kill -0 "$NAM_PID" 2>/dev/null; then
+  if [ $tries -gt 1200 ] || ! kill -0 "$NAM_PID" 2>/dev/null; then
     echo "demo: ember-nam did not come up" >&2; exit 1
   fi
   sleep 0.05
@@ -33,22 +38,42 @@ done
 
 echo
 echo "== ember accelerators"
-"$BIN/client/cli/ember" accelerators --nam "unix:$SOCK"
+"$EMBER" accelerators --nam "unix:$SOCK"
 
 echo
 echo "== DNA: 150 bp reads against 300-600 bp windows of human EMBL entries"
-"$BIN/client/cli/ember" align --nam "unix:$SOCK" --timings \
+echo "   (any platform: the NAM spreads tasks by expected finish time)"
+"$EMBER" align --nam "unix:$SOCK" --timings \
   --query "$DATA/dna_queries.fa" --ref "$DATA/dna_refs.fa" --out "$WORK/dna.tsv"
 head -n 6 "$WORK/dna.tsv" | column -t
 echo "... $(($(wc -l < "$WORK/dna.tsv") - 1)) pairs in all"
 
 echo
+echo "== the same reads on each platform kind, required with --platform"
+head -n 400 "$DATA/dna_queries.fa" > "$WORK/q200.fa"
+head -n 400 "$DATA/dna_refs.fa" > "$WORK/r200.fa"
+for kind in cpu opencl fpga-emu; do
+  "$EMBER" align --nam "unix:$SOCK" --platform "$kind" \
+    --query "$WORK/q200.fa" --ref "$WORK/r200.fa" --out "$WORK/dna_$kind.tsv"
+done
+if cmp -s "$WORK/dna_cpu.tsv" "$WORK/dna_opencl.tsv" &&
+   cmp -s "$WORK/dna_cpu.tsv" "$WORK/dna_fpga-emu.tsv"; then
+  echo "cpu, opencl and fpga-emu results are identical"
+else
+  echo "demo: the platforms disagree" >&2; exit 1
+fi
+
+echo
 echo "== protein: 630 globins aligned in pairs (1st with 2nd, ...), BLOSUM62, gaps 11/1"
 awk '/^>/ { n++ } n % 2 == 1' "$DATA/emboss_test_globins630.fa" > "$WORK/globins_a.fa"
 awk '/^>/ { n++ } n % 2 == 0' "$DATA/emboss_test_globins630.fa" > "$WORK/globins_b.fa"
-"$BIN/client/cli/ember" align --nam "unix:$SOCK" --timings --protein \
+"$EMBER" align --nam "unix:$SOCK" --timings --protein \
   --query "$WORK/globins_a.fa" --ref "$WORK/globins_b.fa" --out "$WORK/prot.tsv"
 head -n 6 "$WORK/prot.tsv" | column -t
+
+echo
+echo "== ember accelerators: what each platform did"
+"$EMBER" accelerators --nam "unix:$SOCK"
 
 echo
 echo "== stopping ember-nam (SIGTERM drains in-flight tasks)"

@@ -20,10 +20,10 @@ static void block_free(nam_block *b) {
   free(b);
 }
 
-void nam_block_pin(nam_block *b) { b->refs++; }
+void nam_block_ref(nam_block *b) { atomic_fetch_add(&b->refs, 1); }
 
-void nam_block_unpin(nam_block *b) {
-  if (--b->refs == 0) block_free(b);
+void nam_block_unref(nam_block *b) {
+  if (atomic_fetch_sub(&b->refs, 1) == 1) block_free(b);
 }
 
 nam_block *nam_blocks_find(const nam_block_table *t, uint64_t id) {
@@ -59,7 +59,7 @@ int nam_blocks_insert(nam_block_table *t, nam_block *b) {
   t->slots[i] = b;
   t->count++;
   t->bytes += b->size;
-  b->refs = 1;
+  atomic_init(&b->refs, 1);
   b->client_ref = 1;
   return 0;
 }
@@ -87,7 +87,7 @@ int nam_blocks_release(nam_block_table *t, uint64_t id) {
     remove_slot(t, i);
     t->bytes -= b->size;
     b->client_ref = 0;
-    nam_block_unpin(b);
+    nam_block_unref(b);
     return 0;
   }
 }
@@ -97,7 +97,7 @@ void nam_blocks_clear(nam_block_table *t) {
     nam_block *b = t->slots[i];
     if (!b) continue;
     b->client_ref = 0;
-    nam_block_unpin(b);
+    nam_block_unref(b);
   }
   free(t->slots);
   memset(t, 0, sizeof *t);

@@ -2,12 +2,15 @@
  * blocks.h - one client's blocks: id -> mapped bytes, with references.
  *
  * The client holds one reference until it releases the block (or goes
- * away); every task using the block holds another (a pin) until it is done.
- * The bytes are freed when the last reference goes.
+ * away); the engine's block cache holds one while it knows the block (its
+ * release callback drops it, on whatever thread frees the entry); every
+ * task using the block holds another (a pin) until it is done. The bytes
+ * are freed when the last reference goes.
  */
 #ifndef EMBER_NAM_BLOCKS_H
 #define EMBER_NAM_BLOCKS_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,7 +21,7 @@ typedef struct nam_block {
   const uint8_t *data;
   size_t size;
   unsigned flags;
-  int refs;
+  atomic_int refs;            /* the cache may drop its own from any thread */
   int client_ref;             /* the client still holds it */
   void *map;                  /* mmap'd memfd, or NULL */
   Ember__PutBlock *inline_msg; /* TCP: the unpacked frame owns the bytes */
@@ -39,7 +42,7 @@ int nam_blocks_release(nam_block_table *t, uint64_t id);
 /* Drop every client reference (disconnect); pinned blocks live on. */
 void nam_blocks_clear(nam_block_table *t);
 
-void nam_block_pin(nam_block *b);
-void nam_block_unpin(nam_block *b);
+void nam_block_ref(nam_block *b);
+void nam_block_unref(nam_block *b);
 
 #endif

@@ -17,8 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "block_cache.h"
 #include "clock.h"
 #include "ember/ember_errors.h"
+#include "listing.h"
 #include "log.h"
 
 #define REQUIRED_SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
@@ -123,6 +125,7 @@ void nam_conn_open(nam_server *s, int fd, int is_unix, const char *peer) {
   c->srv = s;
   c->fd = fd;
   c->is_unix = is_unix;
+  c->app = ++s->next_app;
   snprintf(c->peer, sizeof c->peer, "%s", peer);
   proto_reader_init(&c->reader, s->limits.max_frame);
   uv_poll_init(s->loop, &c->poll, fd);
@@ -163,6 +166,7 @@ void nam_conn_close(nam_conn *c, const char *why) {
   s->stats.clients--;
   /* the client is gone: its blocks go once their tasks are done */
   nam_blocks_clear(&c->blocks);
+  nam_block_cache_drop_app(nam_engine_block_cache(s->engine), c->app);
   for (conn_task *ct = c->tasks; ct; ct = ct->next) nam_task_cancel(ct->task);
 }
 
@@ -196,11 +200,19 @@ static void send_result(nam_conn *c, conn_task *ct) {
     r.output.len = out.size;
   }
   r.platform = (char *)nam_task_platform(t);
+  r.platform_kind = (char *)nam_task_platform_kind(t);
   if (tm->started) {
     times.has_queue_ns = times.has_exec_ns = 1;
     times.queue_ns = tm->started - tm->queued;
     times.exec_ns = tm->finished - tm->started;
   }
+  if (tm->staged && tm->executed >= tm->staged && tm->staged >= tm->started) {
+    times.has_stage_in_ns = times.has_stage_out_ns = 1;
+    times.stage_in_ns = tm->staged - tm->started;
+    times.stage_out_ns = tm->finished - tm->executed;
+  }
+  times.has_attempts = 1;
+  times.attempts = tm->attempts;
   times.has_total_ns = 1;
   times.total_ns = clock_now_ns() - ct->received_ns;
   r.times = &times;
@@ -218,7 +230,7 @@ void nam_conn_task_done(conn_task *ct) {
   s->stats.inflight--;
   nam_stats_task_done(&s->metrics, ct->acc, ct->task, ct->received_ns);
   if (!c->closing) send_result(c, ct);
-  for (size_t i = 0; i < ct->n_pins; i++) nam_block_unpin(ct->pins[i]);
+  for (size_t i = 0; i < ct->n_pins; i++) nam_block_unref(ct->pins[i]);
   nam_task_free(ct->task);
   free(ct);
   if (c->closing) {
@@ -292,22 +304,28 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
   ct->n_pins = m->n_input_blocks;
   nam_task_spec spec = {
     .acc = acc, .prepared = prepared, .inputs = inputs,
-    .n_inputs = m->n_input_blocks, .priority = m->has_priority ? m->priority : 0,
+    .n_inputs = m->n_input_blocks, .app = c->app,
+    .block_ids = m->input_blocks,
+    .priority = m->has_priority ? m->priority : 0,
     .platform_kind = m->platform && m->platform[0] ? m->platform : NULL,
+    .prefer_kind = m->prefer_platform && m->prefer_platform[0]
+                       ? m->prefer_platform : NULL,
     .done = on_engine_done, .user = ct,
   };
   rc = nam_engine_submit(s->engine, &spec, &ct->task);
   if (rc) {
+    char kinds[128];
+    nam_kinds_available(s->engine, acc, kinds, sizeof kinds);
     if (rc == EMBER_ENOPLATFORM && spec.platform_kind)
       send_error(c, rc, m->task_id, 0,
-                 "no platform of kind '%s' can run '%s' here (this NAM has: cpu)",
-                 spec.platform_kind, acc->name);
+                 "no platform of kind '%s' can run '%s' here (available: %s)",
+                 spec.platform_kind, acc->name, kinds);
     else
       send_error(c, rc, m->task_id, 0, "%s", ember_strerror(rc));
     free(ct);
     return rc;
   }
-  for (size_t i = 0; i < ct->n_pins; i++) nam_block_pin(ct->pins[i]);
+  for (size_t i = 0; i < ct->n_pins; i++) nam_block_ref(ct->pins[i]);
   ct->next = c->tasks;
   if (c->tasks) c->tasks->prev = ct;
   c->tasks = ct;
@@ -360,6 +378,25 @@ static int map_memfd(nam_conn *c, const Ember__PutBlock *m, int fd,
   b->map = p;
   b->data = p;
   return 0;
+}
+
+/* The block cache's reference: dropped on release, disconnect or when the
+ * cache frees the entry. */
+static void cache_released(void *user, const void *data, size_t size) {
+  (void)data, (void)size;
+  nam_block_unref(user);
+}
+
+/* Put a new block into the engine's cache, in this client's namespace,
+ * so that its device copies can outlive one task. */
+static int cache_block(nam_conn *c, nam_block *b) {
+  unsigned flags = b->flags & (EMBER_BLOCK_CACHE | EMBER_BLOCK_BROADCAST);
+  nam_block_ref(b);
+  int rc = nam_block_cache_put(nam_engine_block_cache(c->srv->engine), c->app,
+                               b->id, flags, b->data, b->size, cache_released,
+                               b);
+  if (rc) nam_block_unref(b);
+  return rc;
 }
 
 /* Returns 1 if m was adopted by the block (inline bytes), else 0. */
@@ -421,8 +458,12 @@ static int handle_put_block(nam_conn *c, Ember__PutBlock *m) {
     if (ok && nam_blocks_insert(&c->blocks, b) != 0) {
       send_error(c, EMBER_ENOMEM, 0, m->block_id, "out of memory");
       ok = 0;
+    } else if (ok && cache_block(c, b) != 0) {
+      nam_blocks_release(&c->blocks, b->id); /* frees b (and m if adopted) */
+      b = NULL;
+      send_error(c, EMBER_ENOMEM, 0, m->block_id, "out of memory");
     }
-    if (ok)
+    if (ok && b)
       nam_stats_block_received(&s->metrics, fd >= 0 ? NAM_TRANSPORT_FD
                                                     : NAM_TRANSPORT_INLINE,
                                b->size);
@@ -461,45 +502,14 @@ static void handle_hello(nam_conn *c, const Ember__Hello *m) {
 }
 
 static void handle_list(nam_conn *c) {
-  nam_server *s = c->srv;
-  size_t n_acc = acc_registry_count();
-  nam_platform_status ps[16];
-  size_t n_plat = nam_engine_platforms(s->engine, ps, 16);
-  Ember__AcceleratorInfo ai[16], *aip[16];
-  char plat_names[16][256];
-  char *plat_lists[16][1];
-  Ember__PlatformInfo pi[16], *pip[16];
-  if (n_acc > 16) n_acc = 16;
-  for (size_t i = 0; i < n_acc; i++) {
-    const acc_descriptor *d = acc_registry_get(i);
-    ember__accelerator_info__init(&ai[i]);
-    ai[i].name = (char *)d->name;
-    ai[i].version = d->version;
-    nam_engine_platforms_for(s->engine, d, plat_names[i], sizeof plat_names[i]);
-    plat_lists[i][0] = plat_names[i];
-    ai[i].n_platforms = plat_names[i][0] ? 1 : 0;
-    ai[i].platforms = plat_lists[i];
-    ai[i].has_queued = 1;
-    ai[i].queued = nam_engine_queue_length(s->engine, d);
-    aip[i] = &ai[i];
+  nam_listing *l = malloc(sizeof *l); /* large: not on the loop's stack */
+  if (!l) {
+    send_error(c, EMBER_ENOMEM, 0, 0, "out of memory");
+    return;
   }
-  for (size_t i = 0; i < n_plat; i++) {
-    ember__platform_info__init(&pi[i]);
-    pi[i].name = ps[i].name;
-    pi[i].kind = ps[i].kind;
-    pi[i].state = (char *)ps[i].state;
-    pi[i].has_workers = pi[i].has_queued = pi[i].has_running = 1;
-    pi[i].workers = ps[i].workers;
-    pi[i].queued = ps[i].queued;
-    pi[i].running = ps[i].running;
-    pip[i] = &pi[i];
-  }
-  Ember__AcceleratorList list = EMBER__ACCELERATOR_LIST__INIT;
-  list.n_accelerators = n_acc;
-  list.accelerators = aip;
-  list.n_platforms = n_plat;
-  list.platforms = pip;
-  send_msg(c, EMBER__MSG_TYPE__MSG_ACCELERATOR_LIST, &list.base);
+  nam_listing_build(c->srv->engine, l);
+  send_msg(c, EMBER__MSG_TYPE__MSG_ACCELERATOR_LIST, &l->msg.base);
+  free(l);
 }
 
 static void handle_stats(nam_conn *c) {
@@ -559,6 +569,8 @@ static void handle_frame(nam_conn *c, const proto_frame *f) {
     if (nam_blocks_release(&c->blocks, id) != 0)
       send_error(c, EMBER_ENOTFOUND, 0, id, "block %llu not found",
                  (unsigned long long)id);
+    else
+      nam_block_cache_drop(nam_engine_block_cache(c->srv->engine), c->app, id);
     break;
   }
   case EMBER__MSG_TYPE__MSG_SUBMIT: {

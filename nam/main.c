@@ -15,6 +15,7 @@
 
 #include "ember/ember_errors.h"
 #include "engine.h"
+#include "engine_setup.h"
 #include "log.h"
 #include "metrics_http.h"
 #include "nam_config.h"
@@ -29,6 +30,7 @@ typedef struct nam_daemon {
   const char *sets[MAX_SETS];
   int n_sets;
   struct nam_config cfg;
+  nam_engine_setup setup;    /* the engine's config, alive with it */
   nam_engine *engine;
   nam_server *server;
   nam_metrics_http *metrics;   /* NULL: metrics_listen is empty */
@@ -157,9 +159,12 @@ static int render_metrics(void *user, char **text, size_t *len) {
 
 static int start(nam_daemon *d) {
   char err[512];
-  nam_engine_config ec = {.cpu_workers = (unsigned)d->cfg.cpu_workers,
-                          .queue_capacity = (unsigned)d->cfg.queue_capacity};
-  int rc = nam_engine_create(&ec, &d->engine);
+  int rc = nam_engine_setup_build(&d->cfg, &d->setup, err, sizeof err);
+  if (rc) {
+    log_err("configuration: %s", rc == EMBER_ECONFIG ? err : ember_strerror(rc));
+    return -1;
+  }
+  rc = nam_engine_create(&d->setup.engine, &d->engine);
   if (rc) {
     log_err("cannot start the engine: %s", ember_strerror(rc));
     return -1;
@@ -191,8 +196,9 @@ static int start(nam_daemon *d) {
   nam_platform_status ps[16];
   size_t np = nam_engine_platforms(d->engine, ps, 16);
   for (size_t i = 0; i < np; i++)
-    log_notice("platform %s (%s): %u workers", ps[i].name, ps[i].kind,
-               ps[i].workers);
+    log_notice("platform %s (%s%s%s): %u %s", ps[i].name, ps[i].kind,
+               ps[i].device[0] ? ", " : "", ps[i].device, ps[i].workers,
+               strcmp(ps[i].kind, "cpu") == 0 ? "workers" : "tasks in flight");
   return 0;
 }
 
@@ -207,6 +213,7 @@ static void shutdown_all(nam_daemon *d) {
   nam_metrics_http_close(d->metrics);
   nam_engine_destroy(d->engine);
   d->engine = NULL;
+  nam_engine_setup_free(&d->setup);
   if (d->server) {
     nam_server_flush(d->server);
     nam_server_close(d->server);

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ember/ember_errors.h"
@@ -125,6 +126,56 @@ static int check_name(const char *text, char *why, size_t len) {
   return 0;
 }
 
+int nam_rate_parse(const char *text, double *out, char *why, size_t len) {
+  char *end;
+  double v = strtod(text, &end);
+  if (end == text || *end || !(v >= 0 && v <= 1))
+    return fail(why, len, "'%.32s' is not a rate from 0 to 1 (e.g. 0.1)", text);
+  if (out) *out = v;
+  return 0;
+}
+
+static int check_rate(const char *text, char *why, size_t len) {
+  return nam_rate_parse(text, NULL, why, len);
+}
+
+int nam_timing_parse(const char *text, char *acc, size_t acc_len,
+                     double *units, double *mhz, char *why, size_t len) {
+  const char *c1 = strchr(text, ':');
+  const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+  if (!c1 || !c2 || c1 == text)
+    return fail(why, len, "expected ACCELERATOR:UNITS_PER_CYCLE:MHZ, e.g. "
+                "sw:256:250");
+  if ((size_t)(c1 - text) >= (acc_len ? acc_len : 32))
+    return fail(why, len, "accelerator name too long");
+  char *end;
+  double u = strtod(c1 + 1, &end);
+  if (end != c2 || !(u > 0 && u < 1e9))
+    return fail(why, len, "units per cycle must be a positive number");
+  double m = strtod(c2 + 1, &end);
+  if (end == c2 + 1 || *end || !(m > 0 && m < 1e6))
+    return fail(why, len, "clock must be a positive number of MHz");
+  if (acc) {
+    memcpy(acc, text, (size_t)(c1 - text));
+    acc[c1 - text] = '\0';
+  }
+  if (units) *units = u;
+  if (mhz) *mhz = m;
+  return 0;
+}
+
+static int check_timing(const char *text, char *why, size_t len) {
+  return nam_timing_parse(text, NULL, 0, NULL, NULL, why, len);
+}
+
+static const config_enum_value schedulers[] = {
+  {"fcfs", 0}, {"fair", 1}, {NULL, 0},
+};
+
+static const config_enum_value clocks[] = {
+  {"real", 0}, {"virtual", 1}, {NULL, 0},
+};
+
 static const config_enum_value log_levels[] = {
   {"error", LOG_LVL_ERR},   {"warning", LOG_LVL_WARN},
   {"notice", LOG_LVL_NOTICE}, {"info", LOG_LVL_INFO},
@@ -199,5 +250,107 @@ const config_entry nam_config_table[] = {
            "address goes in brackets, e.g. [::1]:9464); empty turns the "
            "endpoint off. Anyone who can reach it sees the node's load and "
            "accelerator names: keep it on loopback or a trusted network."},
+  {.name = "scheduler", .type = CONFIG_ENUM, .offset = AT(scheduler, int),
+   .def = "fcfs", .enums = schedulers,
+   .help = "Order of the tasks of one priority in an accelerator's queue: "
+           "fcfs (first come, first served) or fair (round robin between "
+           "the connected applications). Higher priorities always go "
+           "first."},
+  {.name = "pipeline_depth", .type = CONFIG_INT,
+   .offset = AT(pipeline_depth, int), .def = "3", .min = 1, .max = 64,
+   .help = "Tasks in flight on each device platform: while one executes, "
+           "the next one's blocks are copied in and the previous one's "
+           "output copied out. 1 runs the stages one task at a time."},
+  {.name = "sticky", .type = CONFIG_BOOL, .offset = AT(sticky, bool),
+   .def = "true",
+   .help = "Keep an FPGA's loaded bitstream while tasks for it are queued "
+           "(up to reprogram_bound); false dispatches first come, first "
+           "served and reprograms whenever the next task needs another "
+           "accelerator."},
+  {.name = "reprogram_bound", .type = CONFIG_DURATION,
+   .offset = AT(reprogram_bound_ms, uint64_t), .def = "3s", .min = 0,
+   .max = 3600000,
+   .help = "With sticky on: an FPGA switches to another accelerator once "
+           "that accelerator's oldest task has waited this long, even if "
+           "the loaded one still has tasks (bounds the wait)."},
+  {.name = "fail_threshold", .type = CONFIG_INT,
+   .offset = AT(fail_threshold, int), .def = "3", .min = 1, .max = 1000,
+   .help = "Failures in a row after which an accelerator is disabled on a "
+           "platform; its tasks go to other platforms meanwhile."},
+  {.name = "probe_interval", .type = CONFIG_DURATION,
+   .offset = AT(probe_interval_ms, uint64_t), .def = "30s", .min = 1,
+   .max = 86400000,
+   .help = "How long a disabled accelerator/platform pair rests before one "
+           "task is sent there as a probe; success re-enables the pair."},
+  {.name = "task_timeout", .type = CONFIG_DURATION,
+   .offset = AT(task_timeout_ms, uint64_t), .def = "0", .min = 0,
+   .max = 86400000,
+   .help = "A device task executing longer than this has hung: it is "
+           "abandoned and retried on another platform. 0 uses "
+           "timeout_factor times the task's expected time (at least 2 s)."},
+  {.name = "timeout_factor", .type = CONFIG_INT,
+   .offset = AT(timeout_factor, int), .def = "10", .min = 1, .max = 10000,
+   .help = "With task_timeout 0: how many times its expected time (from "
+           "the platform's model or measured speed) a task may take."},
+  {.name = "opencl.enabled", .type = CONFIG_BOOL,
+   .offset = AT(opencl_enabled, bool), .def = "true",
+   .help = "Make every device the OpenCL ICD loader finds a platform (pocl's "
+           "CPU device, a GPU, an FPGA runtime)."},
+  {.name = "opencl.max_memory", .type = CONFIG_SIZE,
+   .offset = AT(opencl_max_memory, uint64_t), .def = "0", .min = 0,
+   .max = 64 * TiB,
+   .help = "Cap on the device memory each OpenCL device lends the block "
+           "cache; 0 takes what the device reports."},
+  {.name = "opencl.cache_dir", .type = CONFIG_STRING,
+   .offset = AT(opencl_cache_dir, char *),
+   .def = "/var/cache/ember/kernels", .max = 4000,
+   .help = "Directory of built kernel binaries, keyed by device, driver "
+           "version and source hash (created if missing); empty builds "
+           "from source at every start."},
+  {.name = "fpga-emu.boards", .type = CONFIG_INT,
+   .offset = AT(fpga_boards, int), .def = "1", .min = 0, .max = 8,
+   .help = "Emulated FPGA boards (platforms fpga0, fpga1, ...), all alike: "
+           "results are computed by the CPU code, time follows the board's "
+           "model. 0 for none."},
+  {.name = "fpga-emu.memory", .type = CONFIG_SIZE,
+   .offset = AT(fpga_memory, uint64_t), .def = "16GiB", .min = MiB,
+   .max = TiB,
+   .help = "Device memory of each board: the block cache's budget there."},
+  {.name = "fpga-emu.pcie_mbps", .type = CONFIG_INT,
+   .offset = AT(fpga_pcie_mbps, int), .def = "6000", .min = 1,
+   .max = 1000000,
+   .help = "Host-to-board bandwidth in MB/s (each direction)."},
+  {.name = "fpga-emu.reprogram_time", .type = CONFIG_DURATION,
+   .offset = AT(fpga_reprogram_ms, uint64_t), .def = "1500ms", .min = 0,
+   .max = 600000,
+   .help = "Time to load another bitstream; the board runs nothing "
+           "meanwhile."},
+  {.name = "fpga-emu.bitstreams", .type = CONFIG_LIST,
+   .offset = AT(fpga_bitstreams, config_list), .def = "sw", .min = 1,
+   .max = 8,
+   .help = "Accelerators the boards have bitstreams for."},
+  {.name = "fpga-emu.timing", .type = CONFIG_LIST,
+   .offset = AT(fpga_timing, config_list), .def = "", .min = 0, .max = 8,
+   .check = check_timing,
+   .help = "Timing model overrides, ACCELERATOR:UNITS_PER_CYCLE:MHZ items "
+           "(sw: processing elements and clock); empty keeps each "
+           "accelerator's defaults."},
+  {.name = "fpga-emu.fail_rate", .type = CONFIG_STRING,
+   .offset = AT(fpga_fail_rate, char *), .def = "0", .max = 32,
+   .check = check_rate,
+   .help = "Fault injection: the fraction of tasks that fail (0 to 1)."},
+  {.name = "fpga-emu.hang_rate", .type = CONFIG_STRING,
+   .offset = AT(fpga_hang_rate, char *), .def = "0", .max = 32,
+   .check = check_rate,
+   .help = "Fault injection: the fraction of tasks that hang until the "
+           "task timeout catches them (0 to 1)."},
+  {.name = "fpga-emu.seed", .type = CONFIG_INT, .offset = AT(fpga_seed, int),
+   .def = "1", .min = 0, .max = INT32_MAX,
+   .help = "Seed of the fault injection's random sequence (board N uses "
+           "seed + N)."},
+  {.name = "fpga-emu.clock", .type = CONFIG_ENUM,
+   .offset = AT(fpga_clock, int), .def = "real", .enums = clocks,
+   .help = "real: a task takes at least its modelled time; virtual: "
+           "modelled time is only counted (simulations)."},
   {.name = NULL},
 };

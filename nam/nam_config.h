@@ -11,6 +11,7 @@
 #ifndef EMBER_NAM_CONFIG_H
 #define EMBER_NAM_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,30 @@ struct nam_config {
   int log_level;             /* log_level: LOG_LVL_* of log.h */
   char *node_name;           /* node_name: "" = the host name */
   char *metrics_listen;      /* metrics_listen: HOST:PORT, "" = off */
+  /* scheduling and fault tolerance */
+  int scheduler;             /* scheduler: enum nam_scheduler */
+  int pipeline_depth;        /* pipeline_depth */
+  bool sticky;               /* sticky: keep an FPGA's bitstream */
+  uint64_t reprogram_bound_ms; /* reprogram_bound */
+  int fail_threshold;        /* fail_threshold */
+  uint64_t probe_interval_ms; /* probe_interval */
+  uint64_t task_timeout_ms;  /* task_timeout: 0 = timeout_factor x expected */
+  int timeout_factor;        /* timeout_factor */
+  /* [opencl] */
+  bool opencl_enabled;       /* opencl.enabled */
+  uint64_t opencl_max_memory; /* opencl.max_memory: 0 = the device's */
+  char *opencl_cache_dir;    /* opencl.cache_dir: "" = no binary cache */
+  /* [fpga-emu] */
+  int fpga_boards;           /* fpga-emu.boards */
+  uint64_t fpga_memory;      /* fpga-emu.memory */
+  int fpga_pcie_mbps;        /* fpga-emu.pcie_mbps: MB/s */
+  uint64_t fpga_reprogram_ms; /* fpga-emu.reprogram_time */
+  config_list fpga_bitstreams; /* fpga-emu.bitstreams */
+  config_list fpga_timing;   /* fpga-emu.timing: ACC:UNITS:MHZ items */
+  char *fpga_fail_rate;      /* fpga-emu.fail_rate: 0..1 */
+  char *fpga_hang_rate;      /* fpga-emu.hang_rate: 0..1 */
+  int fpga_seed;             /* fpga-emu.seed */
+  int fpga_clock;            /* fpga-emu.clock: 0 real, 1 virtual */
 };
 
 extern const config_entry nam_config_table[];
@@ -74,5 +99,14 @@ int nam_listen_parse(const char *item, nam_listen_addr *out, char *why,
  */
 int nam_hostport_parse(const char *text, nam_listen_addr *out, char *why,
                        size_t why_len);
+
+/* nam_rate_parse - a fail_rate/hang_rate value: a decimal from 0 to 1.
+ * Returns 0 or EMBER_ECONFIG (why may be NULL). */
+int nam_rate_parse(const char *text, double *out, char *why, size_t why_len);
+
+/* nam_timing_parse - a fpga-emu.timing item "ACC:UNITS_PER_CYCLE:MHZ"
+ * (e.g. "sw:256:250"). Returns 0 or EMBER_ECONFIG. */
+int nam_timing_parse(const char *text, char *acc, size_t acc_len,
+                     double *units, double *mhz, char *why, size_t why_len);
 
 #endif

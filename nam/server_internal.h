@@ -10,7 +10,7 @@
 #include "server.h"
 #include "stats.h"
 
-#define NAM_MAX_INPUTS 16
+
 #define NAM_MAX_LISTENERS 8
 
 typedef struct nam_conn nam_conn;
@@ -43,6 +43,7 @@ struct nam_conn {
   nam_block_table blocks;
   conn_task *tasks;     /* in flight */
   unsigned inflight;
+  uint64_t app;         /* namespace of its blocks in the engine's cache */
   char peer[96];
   nam_conn *prev, *next;
 };
@@ -63,6 +64,7 @@ struct nam_server {
   listener listeners[NAM_MAX_LISTENERS];
   size_t n_listeners;
   nam_conn *conns;
+  uint64_t next_app;        /* each connection is an app: its cache namespace */
   nam_server_stats stats;   /* clients, tasks in flight */
   nam_stats metrics;        /* counters for /metrics */
   uv_async_t done_async;

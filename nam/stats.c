@@ -23,7 +23,8 @@ const uint64_t nam_stats_bucket_ns[NAM_STATS_BUCKETS] = {
 
 static const char *const outcome_names[NAM_OUTCOME_N] = {"ok", "failed",
                                                          "canceled"};
-static const char *const stage_names[NAM_STAGE_N] = {"queue", "exec", "total"};
+static const char *const stage_names[NAM_STAGE_N] = {"queue", "exec", "total",
+                                                      "stage_in", "stage_out"};
 static const char *const transport_names[2] = {"fd", "inline"};
 
 /* ---- recording --------------------------------------------------------- */
@@ -84,6 +85,11 @@ void nam_stats_task_done(nam_stats *st, const acc_descriptor *acc,
     observe(&st->latency[NAM_STAGE_QUEUE], tm->started - tm->queued);
     observe(&st->latency[NAM_STAGE_EXEC], tm->finished - tm->started);
   }
+  /* device platforms: the copies in and out, parts of exec */
+  if (tm->staged >= tm->started && tm->executed >= tm->staged && tm->staged) {
+    observe(&st->latency[NAM_STAGE_STAGE_IN], tm->staged - tm->started);
+    observe(&st->latency[NAM_STAGE_STAGE_OUT], tm->finished - tm->executed);
+  }
   uint64_t now = clock_now_ns();
   observe(&st->latency[NAM_STAGE_TOTAL], now > received_ns ? now - received_ns : 0);
 }
@@ -110,7 +116,7 @@ void nam_stats_task_rejected(nam_stats *st, const acc_descriptor *acc,
 /* ---- rendering --------------------------------------------------------- */
 
 /* A label value with \, " and newline escaped, as the format requires. */
-static void put_label(FILE *f, const char *name, const char *value) {
+void nam_stats_put_label(FILE *f, const char *name, const char *value) {
   fprintf(f, "%s=\"", name);
   for (const char *p = value; *p; p++) {
     if (*p == '\\')
@@ -125,7 +131,7 @@ static void put_label(FILE *f, const char *name, const char *value) {
   fputc('"', f);
 }
 
-static void family(FILE *f, const char *name, const char *type,
+void nam_stats_family(FILE *f, const char *name, const char *type,
                    const char *help) {
   fprintf(f, "# HELP ember_nam_%s %s\n# TYPE ember_nam_%s %s\n", name, help,
           name, type);
@@ -134,10 +140,10 @@ static void family(FILE *f, const char *name, const char *type,
 /* A counter family with one series per block transport. */
 static void by_transport(FILE *f, const char *name, const char *help,
                          const uint64_t values[2]) {
-  family(f, name, "counter", help);
+  nam_stats_family(f, name, "counter", help);
   for (int t = 0; t < 2; t++) {
     fprintf(f, "ember_nam_%s{", name);
-    put_label(f, "transport", transport_names[t]);
+    nam_stats_put_label(f, "transport", transport_names[t]);
     fprintf(f, "} %llu\n", (unsigned long long)values[t]);
   }
 }
@@ -148,32 +154,32 @@ static void histogram(FILE *f, const char *name, const char *label,
   for (size_t i = 0; i < NAM_STATS_BUCKETS; i++) {
     cumulative += h->bucket[i];
     fprintf(f, "ember_nam_%s_bucket{", name);
-    put_label(f, label, value);
+    nam_stats_put_label(f, label, value);
     fprintf(f, ",le=\"%g\"} %llu\n", (double)nam_stats_bucket_ns[i] / NS_PER_S,
             (unsigned long long)cumulative);
   }
   fprintf(f, "ember_nam_%s_bucket{", name);
-  put_label(f, label, value);
+  nam_stats_put_label(f, label, value);
   fprintf(f, ",le=\"+Inf\"} %llu\n", (unsigned long long)h->count);
   fprintf(f, "ember_nam_%s_sum{", name);
-  put_label(f, label, value);
+  nam_stats_put_label(f, label, value);
   fprintf(f, "} %.9f\n", (double)h->sum_ns / NS_PER_S);
   fprintf(f, "ember_nam_%s_count{", name);
-  put_label(f, label, value);
+  nam_stats_put_label(f, label, value);
   fprintf(f, "} %llu\n", (unsigned long long)h->count);
 }
 
 static void render_counters(FILE *f, const nam_stats *st) {
-  family(f, "tasks_total", "counter",
+  nam_stats_family(f, "tasks_total", "counter",
          "Tasks finished, by accelerator, platform and outcome.");
   for (size_t i = 0; i < st->n_tasks; i++)
     for (int o = 0; o < NAM_OUTCOME_N; o++) {
       fputs("ember_nam_tasks_total{", f);
-      put_label(f, "accelerator", st->tasks[i].accelerator);
+      nam_stats_put_label(f, "accelerator", st->tasks[i].accelerator);
       fputc(',', f);
-      put_label(f, "platform", st->tasks[i].platform);
+      nam_stats_put_label(f, "platform", st->tasks[i].platform);
       fputc(',', f);
-      put_label(f, "outcome", outcome_names[o]);
+      nam_stats_put_label(f, "outcome", outcome_names[o]);
       fprintf(f, "} %llu\n", (unsigned long long)st->tasks[i].outcome[o]);
     }
   if (st->n_tasks == NAM_STATS_MAX_SERIES)
@@ -183,13 +189,13 @@ static void render_counters(FILE *f, const nam_stats *st) {
               "outcome=\"%s\"} %llu\n",
               outcome_names[o], (unsigned long long)st->tasks_other.outcome[o]);
 
-  family(f, "tasks_rejected_total", "counter",
+  nam_stats_family(f, "tasks_rejected_total", "counter",
          "Submits refused before queueing, by accelerator and error.");
   for (size_t i = 0; i < st->n_rejected; i++) {
     fputs("ember_nam_tasks_rejected_total{", f);
-    put_label(f, "accelerator", st->rejected[i].accelerator);
+    nam_stats_put_label(f, "accelerator", st->rejected[i].accelerator);
     fputc(',', f);
-    put_label(f, "error", ember_errname(st->rejected[i].error));
+    nam_stats_put_label(f, "error", ember_errname(st->rejected[i].error));
     fprintf(f, "} %llu\n", (unsigned long long)st->rejected[i].count);
   }
   if (st->n_rejected == NAM_STATS_MAX_SERIES)
@@ -198,14 +204,16 @@ static void render_counters(FILE *f, const nam_stats *st) {
             "error=\"other\"} %llu\n",
             (unsigned long long)st->rejected_other);
 
-  family(f, "task_latency_seconds", "histogram",
-         "Task latency by stage: queue (waiting for a worker), exec (on the "
-         "platform), total (Submit received to result, inside the NAM).");
+  nam_stats_family(f, "task_latency_seconds", "histogram",
+         "Task latency by stage: queue (waiting for a platform), exec (on "
+         "the platform), total (Submit received to result, inside the NAM); "
+         "on device platforms also stage_in (blocks copied to the device) "
+         "and stage_out (output copied back), both within exec.");
   for (int s = 0; s < NAM_STAGE_N; s++)
     histogram(f, "task_latency_seconds", "stage", stage_names[s],
               &st->latency[s]);
 
-  family(f, "results_sent_total", "counter",
+  nam_stats_family(f, "results_sent_total", "counter",
          "Result frames queued to clients still connected.");
   fprintf(f, "ember_nam_results_sent_total %llu\n",
           (unsigned long long)st->results_sent);
@@ -216,19 +224,19 @@ static void render_counters(FILE *f, const nam_stats *st) {
   by_transport(f, "block_received_bytes_total",
                "Bytes of input blocks accepted, by transport.", st->block_bytes);
 
-  family(f, "connections_total", "counter",
+  nam_stats_family(f, "connections_total", "counter",
          "Client connections accepted, by socket kind.");
   fprintf(f, "ember_nam_connections_total{socket=\"unix\"} %llu\n",
           (unsigned long long)st->connections_unix);
   fprintf(f, "ember_nam_connections_total{socket=\"tcp\"} %llu\n",
           (unsigned long long)st->connections_tcp);
 
-  family(f, "protocol_errors_total", "counter",
+  nam_stats_family(f, "protocol_errors_total", "counter",
          "Frames that broke the protocol (bad, unknown or out of place).");
   fprintf(f, "ember_nam_protocol_errors_total %llu\n",
           (unsigned long long)st->protocol_errors);
 
-  family(f, "frames_received_total", "counter",
+  nam_stats_family(f, "frames_received_total", "counter",
          "Frames received from clients, by message type.");
   uint64_t unknown = 0;
   for (int t = 0; t < 256; t++) {
@@ -237,7 +245,7 @@ static void render_counters(FILE *f, const nam_stats *st) {
       continue;
     }
     fputs("ember_nam_frames_received_total{", f);
-    put_label(f, "type", proto_type_name((uint8_t)t));
+    nam_stats_put_label(f, "type", proto_type_name((uint8_t)t));
     fprintf(f, "} %llu\n", (unsigned long long)st->frames[t]);
   }
   fprintf(f, "ember_nam_frames_received_total{type=\"unknown\"} %llu\n",
@@ -247,48 +255,49 @@ static void render_counters(FILE *f, const nam_stats *st) {
 static void render_gauges(FILE *f, nam_server *server, nam_engine *engine) {
   nam_server_stats ss;
   nam_server_get_stats(server, &ss);
-  family(f, "info", "gauge", "Always 1; labels name this NAM and its version.");
+  nam_stats_family(f, "info", "gauge", "Always 1; labels name this NAM and its version.");
   fputs("ember_nam_info{", f);
-  put_label(f, "node", nam_server_name(server));
+  nam_stats_put_label(f, "node", nam_server_name(server));
   fputc(',', f);
-  put_label(f, "version", EMBER_VERSION);
+  nam_stats_put_label(f, "version", EMBER_VERSION);
   fputs("} 1\n", f);
-  family(f, "clients", "gauge", "Clients connected now.");
+  nam_stats_family(f, "clients", "gauge", "Clients connected now.");
   fprintf(f, "ember_nam_clients %u\n", ss.clients);
-  family(f, "tasks_in_flight", "gauge",
+  nam_stats_family(f, "tasks_in_flight", "gauge",
          "Tasks received and not yet finished, all clients.");
   fprintf(f, "ember_nam_tasks_in_flight %u\n", ss.inflight);
-  family(f, "block_bytes", "gauge", "Bytes of input blocks held now.");
+  nam_stats_family(f, "block_bytes", "gauge", "Bytes of input blocks held now.");
   fprintf(f, "ember_nam_block_bytes %llu\n", (unsigned long long)ss.block_bytes);
   if (!engine) return;
 
-  family(f, "queue_length", "gauge",
+  nam_stats_family(f, "queue_length", "gauge",
          "Tasks waiting in each accelerator's queue.");
   for (size_t i = 0; i < acc_registry_count(); i++) {
     const acc_descriptor *acc = acc_registry_get(i);
     fputs("ember_nam_queue_length{", f);
-    put_label(f, "accelerator", acc->name);
+    nam_stats_put_label(f, "accelerator", acc->name);
     fprintf(f, "} %u\n", nam_engine_queue_length(engine, acc));
   }
   nam_platform_status ps[16];
   size_t np = nam_engine_platforms(engine, ps, 16);
-  family(f, "platform_workers", "gauge", "Worker threads of each platform.");
+  nam_stats_family(f, "platform_workers", "gauge", "Worker threads of each platform.");
   for (size_t i = 0; i < np; i++) {
     fputs("ember_nam_platform_workers{", f);
-    put_label(f, "platform", ps[i].name);
+    nam_stats_put_label(f, "platform", ps[i].name);
     fputc(',', f);
-    put_label(f, "kind", ps[i].kind);
+    nam_stats_put_label(f, "kind", ps[i].kind);
     fputc(',', f);
-    put_label(f, "state", ps[i].state);
+    nam_stats_put_label(f, "state", ps[i].state);
     fprintf(f, "} %u\n", ps[i].workers);
   }
-  family(f, "platform_tasks_running", "gauge",
+  nam_stats_family(f, "platform_tasks_running", "gauge",
          "Tasks running on each platform now.");
   for (size_t i = 0; i < np; i++) {
     fputs("ember_nam_platform_tasks_running{", f);
-    put_label(f, "platform", ps[i].name);
+    nam_stats_put_label(f, "platform", ps[i].name);
     fprintf(f, "} %u\n", ps[i].running);
   }
+  nam_stats_render_platforms(f, engine, ps, np);
 }
 
 int nam_stats_render(const nam_stats *st, nam_server *server,

@@ -12,6 +12,7 @@
 #define EMBER_NAM_STATS_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "accel.h"
@@ -39,6 +40,8 @@ enum nam_stats_stage {
   NAM_STAGE_QUEUE,  /* queued in the engine until a worker took it */
   NAM_STAGE_EXEC,   /* run on the platform */
   NAM_STAGE_TOTAL,  /* Submit received to result ready, inside the NAM */
+  NAM_STAGE_STAGE_IN,  /* device platforms: input blocks copied in */
+  NAM_STAGE_STAGE_OUT, /* device platforms: output copied back */
   NAM_STAGE_N
 };
 
@@ -103,5 +106,14 @@ void nam_stats_result_sent(nam_stats *st);
  */
 int nam_stats_render(const nam_stats *st, nam_server *server,
                      nam_engine *engine, char **text, size_t *len);
+
+/* Rendering helpers shared by stats.c and stats_platforms.c. */
+void nam_stats_put_label(FILE *f, const char *name, const char *value);
+void nam_stats_family(FILE *f, const char *name, const char *type,
+                      const char *help);
+/* The engine's platform families: tasks and failures per platform, block
+ * cache, reprograms, accelerator/platform pair health, retries. */
+void nam_stats_render_platforms(FILE *f, nam_engine *engine,
+                                const nam_platform_status *ps, size_t np);
 
 #endif

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "cli.h"
 #include "ember/ember.h"
 
@@ -16,8 +18,11 @@ static const char accelerators_help[] =
     "Usage: ember accelerators [--nam ADDR | --embedded] [--json]\n"
     "\n"
     "List the accelerators a NAM offers (name, version, platforms that run\n"
-    "them, tasks queued) and its platforms (name, kind, state, workers, tasks\n"
-    "queued and running).\n"
+    "them, tasks queued) and its platforms: kind, state, loaded bitstream\n"
+    "(fpga-emu), tasks queued, running, done, failed and retried elsewhere,\n"
+    "block cache use (resident/budget, hits/misses/evictions), and each\n"
+    "accelerator's health on each platform (ready, disabled or probing, with\n"
+    "its error counters).\n"
     "\n"
     "  --nam ADDR      ask the NAM at unix:PATH or tcp:HOST:PORT\n"
     "  --embedded      describe the in-process engine instead\n"
@@ -43,6 +48,32 @@ static int width(int w, const char *s) {
   return n > w ? n : w;
 }
 
+/* 1536 MiB -> "1.5G", for the cache column. */
+static void human(uint64_t bytes, char *buf, size_t len) {
+  static const char units[] = "BKMGTP";
+  double v = (double)bytes;
+  int u = 0;
+  while (v >= 1024 && u < 5) {
+    v /= 1024;
+    u++;
+  }
+  if (u == 0)
+    snprintf(buf, len, "%lluB", (unsigned long long)bytes);
+  else
+    snprintf(buf, len, v < 10 ? "%.1f%c" : "%.0f%c", v, units[u]);
+}
+
+static void print_pairs(const ember_platform_info *p) {
+  for (unsigned k = 0; k < p->n_pairs; k++) {
+    const ember_pair_info *q = &p->pairs[k];
+    printf("  %-10s %-4s %-8s done %llu  errors %llu  timeouts %llu  "
+           "failures in a row %u  disabled %llu times\n", p->name,
+           q->accelerator, q->state, (unsigned long long)q->completed,
+           (unsigned long long)q->errors, (unsigned long long)q->timeouts,
+           q->consecutive_failures, (unsigned long long)q->disabled_count);
+  }
+}
+
 static void print_tables(const char *address, const ember_accel_info *a,
                          size_t na, const ember_platform_info *p, size_t np) {
   printf("NAM: %s\n\n", address);
@@ -64,59 +95,101 @@ static void print_tables(const char *address, const ember_accel_info *a,
     pk = width(pk, p[i].kind);
     ps = width(ps, p[i].state);
   }
-  printf("\n%-*s  %-*s  %-*s  %7s  %6s  %7s\n", pn, "PLATFORM", pk, "KIND", ps,
-         "STATE", "WORKERS", "QUEUED", "RUNNING");
-  for (size_t i = 0; i < np; i++)
-    printf("%-*s  %-*s  %-*s  %7u  %6u  %7u\n", pn, p[i].name, pk, p[i].kind, ps,
-           p[i].state, p[i].workers, p[i].queued, p[i].running);
+  printf("\n%-*s  %-*s  %-*s  %-9s  %6s  %7s  %6s  %6s  %7s  %-13s  %s\n", pn,
+         "PLATFORM", pk, "KIND", ps, "STATE", "LOADED", "QUEUED", "RUNNING",
+         "DONE", "FAILED", "RETRIED", "CACHE", "HITS/MISSES/EVICTIONS");
+  for (size_t i = 0; i < np; i++) {
+    char cache[32] = "-", used[16], budget[16];
+    if (p[i].cache_budget) {
+      human(p[i].cache_resident, used, sizeof used);
+      if (p[i].cache_budget == UINT64_MAX)
+        snprintf(budget, sizeof budget, "-");
+      else
+        human(p[i].cache_budget, budget, sizeof budget);
+      snprintf(cache, sizeof cache, "%s/%s", used, budget);
+    }
+    printf("%-*s  %-*s  %-*s  %-9s  %6u  %7u  %6llu  %6llu  %7llu  %-13s  "
+           "%llu/%llu/%llu\n", pn, p[i].name, pk, p[i].kind, ps, p[i].state,
+           p[i].loaded[0] ? p[i].loaded : "-", p[i].queued, p[i].running,
+           (unsigned long long)p[i].completed, (unsigned long long)p[i].failed,
+           (unsigned long long)p[i].retried, cache,
+           (unsigned long long)p[i].cache_hits,
+           (unsigned long long)p[i].cache_misses,
+           (unsigned long long)p[i].cache_evictions);
+  }
   if (np == 0) printf("(none)\n");
+  int any = 0;
+  for (size_t i = 0; i < np; i++) any |= p[i].n_pairs > 0;
+  if (any) printf("\nPER ACCELERATOR AND PLATFORM\n");
+  for (size_t i = 0; i < np; i++) print_pairs(&p[i]);
+  for (size_t i = 0; i < np; i++)
+    if (p[i].device[0]) printf("%s%s: %s\n", i == 0 || !p[i - 1].device[0]
+                                                 ? "\n" : "",
+                               p[i].name, p[i].device);
 }
 
-/* The comma-separated platform list as a JSON array of strings. */
-static void json_platform_list(const char *list) {
-  char item[sizeof ((ember_accel_info *)0)->platforms];
+/* The comma-separated platform list as a JSON array. */
+static json_t *platform_list(const char *list) {
+  json_t *arr = json_array();
   const char *s = list;
-  int first = 1;
-  putchar('[');
   while (*s) {
     size_t n = strcspn(s, ",");
-    if (n > 0) {
-      memcpy(item, s, n);
-      item[n] = '\0';
-      if (!first) fputs(", ", stdout);
-      cli_json_string(stdout, item);
-      first = 0;
-    }
+    if (n > 0) json_array_append_new(arr, json_stringn(s, n));
     s += n;
     if (*s == ',') s++;
   }
-  putchar(']');
+  return arr;
 }
 
-static void print_json(const char *address, const ember_accel_info *a,
-                       size_t na, const ember_platform_info *p, size_t np) {
-  fputs("{\n  \"address\": ", stdout);
-  cli_json_string(stdout, address);
-  fputs(",\n  \"accelerators\": [", stdout);
-  for (size_t i = 0; i < na; i++) {
-    fputs(i ? ",\n    {\"name\": " : "\n    {\"name\": ", stdout);
-    cli_json_string(stdout, a[i].name);
-    printf(", \"version\": %u, \"platforms\": ", a[i].version);
-    json_platform_list(a[i].platforms);
-    printf(", \"queued\": %u}", a[i].queued);
+static json_t *platform_json(const ember_platform_info *p) {
+  json_t *pairs = json_array();
+  for (unsigned k = 0; k < p->n_pairs; k++) {
+    const ember_pair_info *q = &p->pairs[k];
+    json_array_append_new(pairs, json_pack(
+        "{s:s, s:s, s:I, s:I, s:I, s:i, s:I}", "accelerator", q->accelerator,
+        "state", q->state, "completed", (json_int_t)q->completed, "errors",
+        (json_int_t)q->errors, "timeouts", (json_int_t)q->timeouts,
+        "consecutive_failures", (int)q->consecutive_failures,
+        "disabled_count", (json_int_t)q->disabled_count));
   }
-  fputs(na ? "\n  ],\n  \"platforms\": [" : "],\n  \"platforms\": [", stdout);
-  for (size_t i = 0; i < np; i++) {
-    fputs(i ? ",\n    {\"name\": " : "\n    {\"name\": ", stdout);
-    cli_json_string(stdout, p[i].name);
-    fputs(", \"kind\": ", stdout);
-    cli_json_string(stdout, p[i].kind);
-    fputs(", \"state\": ", stdout);
-    cli_json_string(stdout, p[i].state);
-    printf(", \"workers\": %u, \"queued\": %u, \"running\": %u}", p[i].workers,
-           p[i].queued, p[i].running);
-  }
-  fputs(np ? "\n  ]\n}\n" : "]\n}\n", stdout);
+  json_t *o = json_pack(
+      "{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:I}", "name",
+      p->name, "kind", p->kind, "state", p->state, "device", p->device,
+      "workers", (int)p->workers, "queued", (int)p->queued, "running",
+      (int)p->running, "completed", (json_int_t)p->completed, "failed",
+      (json_int_t)p->failed, "retried", (json_int_t)p->retried, "timeouts",
+      (json_int_t)p->timeouts, "reprograms", (json_int_t)p->reprograms);
+  json_object_set_new(o, "loaded", p->loaded[0] ? json_string(p->loaded)
+                                                : json_null());
+  json_object_set_new(o, "cache", json_pack(
+      "{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "budget",
+      p->cache_budget == UINT64_MAX ? json_null()
+                                    : json_integer((json_int_t)p->cache_budget),
+      "resident", (json_int_t)p->cache_resident, "blocks",
+      (json_int_t)p->cache_blocks, "hits", (json_int_t)p->cache_hits,
+      "misses", (json_int_t)p->cache_misses, "evictions",
+      (json_int_t)p->cache_evictions, "bytes_to", (json_int_t)p->bytes_to,
+      "bytes_from", (json_int_t)p->bytes_from));
+  json_object_set_new(o, "pairs", pairs);
+  return o;
+}
+
+static int print_json(const char *address, const ember_accel_info *a,
+                      size_t na, const ember_platform_info *p, size_t np) {
+  json_t *accs = json_array(), *plats = json_array();
+  for (size_t i = 0; i < na; i++)
+    json_array_append_new(accs, json_pack(
+        "{s:s, s:i, s:o, s:i}", "name", a[i].name, "version",
+        (int)a[i].version, "platforms", platform_list(a[i].platforms),
+        "queued", (int)a[i].queued));
+  for (size_t i = 0; i < np; i++)
+    json_array_append_new(plats, platform_json(&p[i]));
+  json_t *root = json_pack("{s:s, s:o, s:o}", "address", address,
+                           "accelerators", accs, "platforms", plats);
+  int rc = root ? json_dumpf(root, stdout, JSON_INDENT(2)) : -1;
+  if (rc == 0) putchar('\n');
+  json_decref(root);
+  return rc == 0 ? 0 : -1;
 }
 
 static int accelerators_main(int argc, char **argv) {
@@ -162,13 +235,13 @@ static int accelerators_main(int argc, char **argv) {
     return CLI_FAIL;
   }
   if (json)
-    print_json(ember_client_address(client), accels, na, platforms, np);
+    rc = print_json(ember_client_address(client), accels, na, platforms, np);
   else
     print_tables(ember_client_address(client), accels, na, platforms, np);
   free(accels);
   free(platforms);
   ember_close(client);
-  if (fflush(stdout) != 0 || ferror(stdout)) {
+  if (rc || fflush(stdout) != 0 || ferror(stdout)) {
     cli_error(CMD, "cannot write standard output");
     return CLI_FAIL;
   }

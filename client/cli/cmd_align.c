@@ -49,6 +49,11 @@ static const char align_help[] =
     "  --threads N         threads of the in-process engine and of the CPU\n"
     "                      fallback (default: one per core)\n"
     "  --platform KIND     only platforms of this kind: cpu, opencl, fpga-emu\n"
+    "                      (an error, naming the kinds there are, if the NAM\n"
+    "                      has none)\n"
+    "  --prefer KIND       platforms of this kind first; others take tasks\n"
+    "                      only while those are busy (default: the NAM\n"
+    "                      spreads tasks by expected finish time)\n"
     "\n"
     "Output:\n"
     "  --out FILE          write the results to FILE (default: standard output)\n"
@@ -67,7 +72,7 @@ static const char align_help[] =
 enum {
   OPT_QUERY = 256, OPT_REF, OPT_PROTEIN, OPT_MATCH, OPT_MISMATCH, OPT_MATRIX,
   OPT_GAP_OPEN, OPT_GAP_EXTEND, OPT_NAM, OPT_EMBEDDED, OPT_THREADS,
-  OPT_PLATFORM, OPT_OUT, OPT_JSON, OPT_TIMINGS
+  OPT_PLATFORM, OPT_PREFER, OPT_OUT, OPT_JSON, OPT_TIMINGS
 };
 
 static const struct option align_options[] = {
@@ -83,6 +88,7 @@ static const struct option align_options[] = {
     {"embedded", no_argument, NULL, OPT_EMBEDDED},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"platform", required_argument, NULL, OPT_PLATFORM},
+    {"prefer", required_argument, NULL, OPT_PREFER},
     {"out", required_argument, NULL, OPT_OUT},
     {"json", no_argument, NULL, OPT_JSON},
     {"timings", no_argument, NULL, OPT_TIMINGS},
@@ -90,7 +96,7 @@ static const struct option align_options[] = {
     {NULL, 0, NULL, 0}};
 
 typedef struct align_args {
-  const char *query, *ref, *matrix, *nam, *platform, *out;
+  const char *query, *ref, *matrix, *nam, *platform, *prefer, *out;
   int protein, embedded, json, timings;
   int match, mismatch, gap_open, gap_extend, threads;
   int has_match, has_mismatch, has_gap_open, has_gap_extend;
@@ -137,6 +143,7 @@ static int parse_args(int argc, char **argv, align_args *a) {
       rc = cli_parse_int(CMD, "--threads", optarg, 1, 1024, &a->threads);
       break;
     case OPT_PLATFORM: a->platform = optarg; break;
+    case OPT_PREFER: a->prefer = optarg; break;
     case OPT_OUT: a->out = optarg; break;
     case OPT_JSON: a->json = 1; break;
     case OPT_TIMINGS: a->timings = 1; break;
@@ -166,6 +173,9 @@ static int parse_args(int argc, char **argv, align_args *a) {
   if (a->platform && !is_platform_kind(a->platform))
     return cli_usage_error(CMD, "--platform: unknown kind '%s' (cpu, opencl or "
                                 "fpga-emu)", a->platform);
+  if (a->prefer && !is_platform_kind(a->prefer))
+    return cli_usage_error(CMD, "--prefer: unknown kind '%s' (cpu, opencl or "
+                                "fpga-emu)", a->prefer);
   if (a->out && !a->out[0]) return cli_usage_error(CMD, "--out: an empty path");
   return 0;
 }
@@ -264,12 +274,12 @@ static void print_summary(const ember_sw_report *rep, size_t pairs,
   snprintf(wall, sizeof wall, ms < 10 ? "%.1f ms" : ms < 10000 ? "%.0f ms" : "%.1f s",
            ms < 10000 ? ms : ms / 1000);
   fprintf(stderr,
-          "ember: %s pair%s, %s, %s GCUPS, %zu task%s%s%s%s, %zu fallback%s, "
-          "via %s, %s\n",
+          "ember: %s pair%s, %s, %s GCUPS, %zu task%s%s%s%s, %zu retried, "
+          "%zu fallback%s, via %s, %s\n",
           cli_group_digits(pairs, p, sizeof p), pairs == 1 ? "" : "s", cells, gcups, rep->tasks,
           rep->tasks == 1 ? "" : "s", used ? " (" : "", tasks, used ? ")" : "",
-          rep->tasks_fallback, rep->tasks_fallback == 1 ? "" : "s", address,
-          wall);
+          rep->tasks_retried, rep->tasks_fallback,
+          rep->tasks_fallback == 1 ? "" : "s", address, wall);
 }
 
 static void print_timings(const ember_sw_report *rep) {
@@ -337,6 +347,7 @@ static int align(const align_args *a, const seqio_set *q, const seqio_set *r,
   if (a->has_gap_open) params.gap_open = a->gap_open;
   if (a->has_gap_extend) params.gap_extend = a->gap_extend;
   params.platform = a->platform;
+  params.prefer = a->prefer;
 
   size_t n = q->n;
   ember_seq *qs = calloc(n, sizeof *qs);

@@ -83,6 +83,7 @@ struct ember_task {
   size_t n_inputs;
   int priority;
   char platform_req[32];
+  char platform_pref[32];
   ember_task_cb callback;
   void *user;
   uint64_t submit_ns;
@@ -97,6 +98,7 @@ struct ember_task {
   uint8_t *output;           /* malloc'd */
   size_t output_len;
   char platform[64];
+  char platform_kind[32];
   ember_task_info info;
   nam_task *local;           /* running on the in-process engine */
 };

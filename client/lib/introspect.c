@@ -27,13 +27,40 @@ static int from_engine(nam_engine *e, ember_accel_info **accels, size_t *n_accel
     a->queued = nam_engine_queue_length(e, d);
   }
   for (size_t i = 0; i < np; i++) {
+    const nam_platform_status *s = &ps[i];
     ember_platform_info *p = &(*platforms)[i];
-    snprintf(p->name, sizeof p->name, "%.63s", ps[i].name);
-    snprintf(p->kind, sizeof p->kind, "%.31s", ps[i].kind);
-    snprintf(p->state, sizeof p->state, "%s", ps[i].state);
-    p->workers = ps[i].workers;
-    p->queued = ps[i].queued;
-    p->running = ps[i].running;
+    snprintf(p->name, sizeof p->name, "%.63s", s->name);
+    snprintf(p->kind, sizeof p->kind, "%.31s", s->kind);
+    snprintf(p->state, sizeof p->state, "%s", s->state);
+    snprintf(p->device, sizeof p->device, "%s", s->device);
+    snprintf(p->loaded, sizeof p->loaded, "%s", s->loaded);
+    p->workers = s->workers;
+    p->queued = s->queued;
+    p->running = s->running;
+    p->completed = s->completed;
+    p->failed = s->failed;
+    p->retried = s->retried_away;
+    p->timeouts = s->timeouts;
+    p->reprograms = s->reprograms;
+    p->cache_budget = s->cache_budget;
+    p->cache_resident = s->cache_resident;
+    p->cache_blocks = s->cache_blocks;
+    p->cache_hits = s->cache_hits;
+    p->cache_misses = s->cache_misses;
+    p->cache_evictions = s->cache_evictions;
+    p->bytes_to = s->bytes_to;
+    p->bytes_from = s->bytes_from;
+    for (unsigned k = 0; k < s->n_pairs && k < EMBER_MAX_PAIRS; k++) {
+      ember_pair_info *q = &p->pairs[p->n_pairs++];
+      snprintf(q->accelerator, sizeof q->accelerator, "%s",
+               s->pairs[k].accelerator);
+      snprintf(q->state, sizeof q->state, "%s", s->pairs[k].state);
+      q->completed = s->pairs[k].completed;
+      q->errors = s->pairs[k].errors;
+      q->timeouts = s->pairs[k].timeouts;
+      q->disabled_count = s->pairs[k].disabled_count;
+      q->consecutive_failures = s->pairs[k].consecutive_failures;
+    }
   }
   *n_accels = na;
   *n_platforms = np;
@@ -69,9 +96,35 @@ static int from_reply(const Ember__AcceleratorList *l, ember_accel_info **accels
     snprintf(p->name, sizeof p->name, "%s", s->name);
     snprintf(p->kind, sizeof p->kind, "%s", s->kind);
     snprintf(p->state, sizeof p->state, "%s", s->state);
+    snprintf(p->device, sizeof p->device, "%s", s->device ? s->device : "");
+    snprintf(p->loaded, sizeof p->loaded, "%s", s->loaded ? s->loaded : "");
     p->workers = s->workers;
     p->queued = s->queued;
     p->running = s->running;
+    p->completed = s->completed;
+    p->failed = s->failed;
+    p->retried = s->retried;
+    p->timeouts = s->timeouts;
+    p->reprograms = s->reprograms;
+    p->cache_budget = s->cache_budget;
+    p->cache_resident = s->cache_resident;
+    p->cache_blocks = s->cache_blocks;
+    p->cache_hits = s->cache_hits;
+    p->cache_misses = s->cache_misses;
+    p->cache_evictions = s->cache_evictions;
+    p->bytes_to = s->bytes_to;
+    p->bytes_from = s->bytes_from;
+    for (size_t k = 0; k < s->n_pairs && k < EMBER_MAX_PAIRS; k++) {
+      const Ember__PairInfo *r = s->pairs[k];
+      ember_pair_info *q = &p->pairs[p->n_pairs++];
+      snprintf(q->accelerator, sizeof q->accelerator, "%s", r->accelerator);
+      snprintf(q->state, sizeof q->state, "%s", r->state);
+      q->completed = r->completed;
+      q->errors = r->errors;
+      q->timeouts = r->timeouts;
+      q->disabled_count = r->disabled_count;
+      q->consecutive_failures = r->consecutive_failures;
+    }
   }
   *n_accels = l->n_accelerators;
   *n_platforms = l->n_platforms;

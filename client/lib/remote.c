@@ -294,6 +294,16 @@ static void on_result(ember_client *c, Ember__Result *r) {
     info.queue_ns = r->times->queue_ns;
     info.exec_ns = r->times->exec_ns;
     info.server_ns = r->times->total_ns;
+    info.stage_in_ns = r->times->stage_in_ns;
+    info.stage_out_ns = r->times->stage_out_ns;
+    info.attempts = r->times->attempts;
+  }
+  info.platform_kind = r->platform_kind;
+  /* every platform that could run it failed: the CPU code still can,
+   * unless the app required a device */
+  if (r->status == EMBER_EPLATFORM && !t->platform_req[0]) {
+    task_fallback(t, r->status, r->message);
+    return;
   }
   uint8_t *out = NULL;
   if (r->has_output && r->output.len) {
@@ -318,8 +328,11 @@ static void on_error(ember_client *c, Ember__Error *e) {
   ember_task *t = inflight_take(c, e->task_id);
   pthread_mutex_unlock(&c->lock);
   if (!t) return;
-  /* the NAM cannot run it now: the CPU can */
-  if (e->code == EMBER_ENOPLATFORM || e->code == EMBER_ESHUTDOWN ||
+  /* the NAM cannot run it now: the CPU can (but a platform kind the app
+   * required and the NAM lacks is the app's error, with the NAM's list) */
+  if (e->code == EMBER_ENOPLATFORM && t->platform_req[0])
+    task_complete(t, e->code, e->message, NULL, 0, NULL, NULL);
+  else if (e->code == EMBER_ENOPLATFORM || e->code == EMBER_ESHUTDOWN ||
       e->code == EMBER_EBUSY)
     task_fallback(t, e->code, e->message);
   else

@@ -181,7 +181,8 @@ static int collect(const chunk *ch, ember_sw_result *results,
     const ember_task_info *info = ember_task_get_info(t);
     report->tasks++;
     if (info->fell_back) report->tasks_fallback++;
-    report->tasks_by_platform[platform_index(info->platform)]++;
+    report->tasks_by_platform[platform_index(info->platform_kind)]++;
+    if (info->attempts > 1) report->tasks_retried++;
     report->queue_ns += info->queue_ns;
     report->exec_ns += info->exec_ns;
     report->server_ns += info->server_ns;
@@ -220,6 +221,7 @@ int ember_sw_align(ember_client *c, const ember_sw_params *params,
   align_progress prog;
   atomic_init(&prog.pairs_done, 0);
   ember_submit_options so = {.platform = params->platform,
+                             .prefer = params->prefer,
                              .callback = on_chunk_done};
   size_t submitted = 0;
   for (; submitted < n_chunks && rc == 0; submitted++) {

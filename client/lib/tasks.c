@@ -45,6 +45,13 @@ void task_complete(ember_task *t, int status, const char *message,
   snprintf(t->platform, sizeof t->platform, "%s",
            fell_back ? "fallback" : platform ? platform : "");
   t->info.platform = t->platform;
+  /* an older NAM sends no kind: its only platform was cpu */
+  snprintf(t->platform_kind, sizeof t->platform_kind, "%s",
+           fell_back ? "fallback"
+           : info && info->platform_kind && info->platform_kind[0]
+               ? info->platform_kind
+               : "cpu");
+  t->info.platform_kind = t->platform_kind;
   t->info.round_trip_ns = client_now_ns() - t->submit_ns;
   t->done = 1;
   pthread_mutex_unlock(&t->mu);
@@ -77,6 +84,8 @@ static void on_local_done(nam_task *nt, void *user) {
     info.exec_ns = tm->finished - tm->started;
   }
   info.server_ns = tm->finished - tm->queued;
+  info.platform_kind = nam_task_platform_kind(nt);
+  info.attempts = tm->attempts;
   task_complete(t, nam_task_status(nt), nam_task_message(nt), out.data,
                 out.size, nam_task_platform(nt), &info);
 }
@@ -118,6 +127,7 @@ static void run_local(ember_task *t) {
     .acc = t->acc, .prepared = prepared, .inputs = inputs,
     .n_inputs = t->n_inputs, .priority = t->priority,
     .platform_kind = t->platform_req[0] ? t->platform_req : NULL,
+    .prefer_kind = t->platform_pref[0] ? t->platform_pref : NULL,
     .done = on_local_done, .user = t,
   };
   nam_task *nt = NULL;
@@ -177,6 +187,7 @@ static int send_task(ember_client *c, ember_task *t, uint64_t gen) {
     s.priority = t->priority;
   }
   if (t->platform_req[0]) s.platform = t->platform_req;
+  if (t->platform_pref[0]) s.prefer_platform = t->platform_pref;
   if (rc == 0) rc = proto_wbuf_append(&w, EMBER__MSG_TYPE__MSG_SUBMIT, &s.base,
                                       c->max_frame);
   if (rc == 0) rc = remote_send_locked(c, &w, fds, nfds);
@@ -257,6 +268,8 @@ int ember_submit(ember_client *c, const char *accelerator, const void *params,
     t->priority = opts->priority;
     if (opts->platform)
       snprintf(t->platform_req, sizeof t->platform_req, "%s", opts->platform);
+    if (opts->prefer)
+      snprintf(t->platform_pref, sizeof t->platform_pref, "%s", opts->prefer);
     t->callback = opts->callback;
     t->user = opts->user;
   }

@@ -1,8 +1,23 @@
 /*
- * dispatch.c - scheduler 2: moves tasks from the accelerators' task queues
- * to the platform that asks for work. Among the queues this platform can
- * serve it takes the highest-priority head, and among equals the oldest, so
- * across accelerators the order is FCFS.
+ * dispatch.c - scheduler 2: task queues -> platforms.
+ *
+ * Platforms pull: a worker (cpu) or a pipeline's stage-in thread (device)
+ * with room for a task asks for one. Among the task queues it can serve it
+ * takes the best head - highest priority, then oldest - subject to:
+ *
+ *  - constraints: a task that requires a platform kind goes only there; a
+ *    task that prefers a kind goes elsewhere only while no platform of that
+ *    kind has room; a platform that failed the task is not tried again;
+ *  - health: a disabled (accelerator, platform) pair gets nothing, except
+ *    one probe task once probe_ms has passed since it was disabled;
+ *  - load: a task with no constraint is left for another platform when
+ *    that one would finish it sooner, counting the work each already holds
+ *    (expected times come from the platform's model or from measured speed;
+ *    an unmeasured pair takes its task, which measures it);
+ *  - stickiness (reprogrammable platforms): the accelerator loaded last
+ *    keeps the platform while it has tasks, unless another accelerator's
+ *    oldest task has waited reprogram_bound_ms - so an FPGA is reprogrammed
+ *    when its queue runs dry or to bound another queue's wait (Blaze 5.1).
  */
 #include "engine_internal.h"
 
@@ -10,30 +25,112 @@
 
 #include "clock.h"
 
-static int platform_may_run(const nam_platform *p, const nam_task *t) {
-  if (t->platform_kind[0] && strcmp(t->platform_kind, p->ops->kind) != 0)
+static nam_pair *pair_of(nam_platform *p, const nam_task *t) {
+  return &p->pairs[t->acc_index];
+}
+
+/* A disabled pair may take one probe task once probe_ms has passed. */
+static int pair_usable(const nam_engine *e, const nam_pair *pair,
+                       uint64_t now) {
+  if (!pair->disabled) return 1;
+  return !pair->probing && now - pair->disabled_at >= e->cfg.probe_ms * 1000000;
+}
+
+/* Could platform q run t at all (ignoring load)? */
+static int can_run(const nam_engine *e, nam_platform *q, const nam_task *t,
+                   uint64_t now) {
+  if (q->disabled || (t->excluded & (1u << q->index))) return 0;
+  if (!q->ops->supports(q, t->acc)) return 0;
+  if (t->platform_kind[0] && strcmp(t->platform_kind, q->ops->kind) != 0)
     return 0;
+  return pair_usable(e, &q->pairs[t->acc_index], now);
+}
+
+uint64_t nam_expected_ns(nam_platform *p, const nam_task *t) {
+  if (p->ops->model_ns) {
+    uint64_t m = p->ops->model_ns(p, t);
+    if (m) return m;
+  }
+  double per = p->pairs[t->acc_index].ns_per_unit;
+  return per > 0 ? (uint64_t)(per * (double)t->work) : 0;
+}
+
+/* When would q be done with t if it were given t now? 0: unknown. */
+static uint64_t finish_estimate(nam_platform *q, const nam_task *t) {
+  uint64_t run = nam_expected_ns(q, t);
+  if (!run) return 0;
+  uint64_t ahead = q->running < q->workers ? 0 : q->inflight_ns / q->workers;
+  return ahead + run;
+}
+
+static int has_room(const nam_platform *q) { return q->running < q->workers; }
+
+static int may_take(nam_platform *p, const nam_task *t, uint64_t now) {
+  nam_engine *e = p->engine;
+  if (!can_run(e, p, t, now)) return 0;
+  if (t->platform_kind[0]) return 1;
+  if (t->prefer_kind[0] && strcmp(t->prefer_kind, p->ops->kind) != 0) {
+    for (size_t i = 0; i < e->n_platforms; i++) {
+      nam_platform *q = &e->platforms[i];
+      if (q != p && strcmp(q->ops->kind, t->prefer_kind) == 0 &&
+          can_run(e, q, t, now) && has_room(q))
+        return 0;
+    }
+    return 1;
+  }
+  uint64_t mine = finish_estimate(p, t);
+  if (!mine) return 1; /* unmeasured: take it and learn */
+  for (size_t i = 0; i < e->n_platforms; i++) {
+    nam_platform *q = &e->platforms[i];
+    if (q == p || !can_run(e, q, t, now)) continue;
+    uint64_t theirs = finish_estimate(q, t);
+    if (theirs && theirs < mine) return 0;
+  }
   return 1;
 }
 
-static nam_task *pick(nam_platform *p) {
+/* The first task of q this platform may take (q is in dispatch order). */
+static nam_task *first_for(nam_platform *p, nam_task_queue *q, uint64_t now) {
+  if (!q->head || !p->ops->supports(p, q->acc)) return NULL;
+  for (nam_task *t = q->head; t; t = t->next)
+    if (may_take(p, t, now)) return t;
+  return NULL;
+}
+
+static int better(const nam_task *a, const nam_task *b) {
+  if (!b) return 1;
+  if (a->priority != b->priority) return a->priority > b->priority;
+  return a->seq < b->seq;
+}
+
+static nam_task *pick(nam_platform *p, uint64_t now) {
   nam_engine *e = p->engine;
-  nam_task *best = NULL;
-  nam_task_queue *best_q = NULL;
+  nam_task *best = NULL, *sticky = NULL, *oldest_other = NULL;
   for (size_t i = 0; i < e->n_queues; i++) {
-    nam_task_queue *q = &e->queues[i];
-    if (!q->head || !p->ops->supports(p, q->acc)) continue;
-    /* the head is the best candidate unless it needs another platform */
-    nam_task *t = q->head;
-    while (t && !platform_may_run(p, t)) t = t->next;
+    nam_task *t = first_for(p, &e->queues[i], now);
     if (!t) continue;
-    if (!best || t->priority > best->priority ||
-        (t->priority == best->priority && t->seq < best->seq)) {
-      best = t;
-      best_q = q;
-    }
+    if (better(t, best)) best = t;
+    if (t->acc == p->sticky)
+      sticky = t;
+    else if (!oldest_other || t->times.queued < oldest_other->times.queued)
+      oldest_other = t;
   }
-  if (best) nam_queue_remove(best_q, best);
+  if (best && sticky && best != sticky && p->ops->reprogrammable &&
+      !e->cfg.sticky_off) {
+    /* keep the loaded bitstream unless another accelerator waited too long */
+    uint64_t waited = now - oldest_other->times.queued;
+    if (waited < e->cfg.reprogram_bound_ms * 1000000)
+      best = sticky;
+    else if (best->acc == p->sticky)
+      best = oldest_other;
+  }
+  if (!best) return NULL;
+  nam_task_queue *q = &e->queues[best->acc_index];
+  nam_queue_remove(q, best);
+  nam_queue_served(q, best->round);
+  nam_pair *pair = pair_of(p, best);
+  if (pair->disabled) pair->probing = 1;
+  p->sticky = best->acc;
   return best;
 }
 
@@ -41,12 +138,22 @@ nam_task *nam_dispatch_next(nam_platform *p) {
   nam_engine *e = p->engine;
   pthread_mutex_lock(&e->lock);
   nam_task *t;
-  while (!(t = pick(p)) && !e->stopping)
-    pthread_cond_wait(&e->work, &e->lock);
+  for (;;) {
+    uint64_t now = clock_now_ns();
+    if ((t = pick(p, now)) || e->stopping) break;
+    /* a probe may come due, and load estimates change as others finish:
+     * look again now and then even when nobody signals */
+    struct timespec at = clock_ts_at(now + 50000000u);
+    pthread_cond_timedwait(&e->work, &e->lock, &at);
+  }
   if (t) {
     t->state = NAM_TASK_RUNNING;
     t->platform = p->name;
+    t->ran_kind = p->ops->kind;
     t->times.started = clock_now_ns();
+    t->times.attempts++;
+    t->expected_ns = nam_expected_ns(p, t);
+    p->inflight_ns += t->expected_ns;
     p->running++;
     e->counters.queued--;
     e->counters.running++;

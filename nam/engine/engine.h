@@ -20,25 +20,102 @@
 
 #include "accel.h"
 
+#define NAM_MAX_INPUTS 16 /* input blocks per task */
+
 typedef struct nam_engine nam_engine;
 typedef struct nam_task nam_task;
 
+/* Scheduler 1 (apps -> task queues): the order within one priority. */
+enum nam_scheduler {
+  NAM_SCHED_FCFS,  /* first come, first served */
+  NAM_SCHED_FAIR,  /* round robin between apps */
+};
+
+/* The opencl platform: every device the ICD loader finds. */
+typedef struct nam_opencl_config {
+  int enabled;
+  uint64_t max_memory;   /* cap on each device's block budget; 0: none */
+  const char *cache_dir; /* built kernel binaries; NULL: no cache */
+} nam_opencl_config;
+
+#define NAM_FPGA_MAX_BITSTREAMS 8
+
+/* One accelerator's timing on a board, overriding its acc_fpga_model. */
+typedef struct nam_fpga_timing {
+  char accelerator[32];
+  double units_per_cycle;
+  double clock_mhz;
+} nam_fpga_timing;
+
+/* One emulated FPGA board (fpga_emu_board.h has the model). */
+typedef struct nam_fpga_emu_config {
+  char name[32];           /* platform name, e.g. "fpga0" */
+  uint64_t memory;         /* device memory in bytes (the block budget) */
+  double pcie_gbps;        /* host <-> board bandwidth, GB/s (1e9 B/s) */
+  uint64_t reprogram_ms;   /* time to load another bitstream */
+  char bitstreams[NAM_FPGA_MAX_BITSTREAMS][32]; /* accelerators it can load */
+  unsigned n_bitstreams;
+  nam_fpga_timing timing[NAM_FPGA_MAX_BITSTREAMS];
+  unsigned n_timing;
+  double fail_rate;        /* 0..1: a task fails (EPLATFORM) */
+  double hang_rate;        /* 0..1: a task hangs until aborted */
+  uint64_t seed;           /* fault injection's random sequence */
+  int virtual_clock;       /* 0: real time; 1: simulated time */
+} nam_fpga_emu_config;
+
+/* Fills what a board gets by default (the Blaze paper's board, section
+ * 6.1; see fpga_emu_board.h): name and bitstreams are left empty. */
+void nam_fpga_emu_config_defaults(nam_fpga_emu_config *c);
+
+/* Something the engine reports (a pair disabled, re-enabled, a platform
+ * that did not start). The engine itself never logs; level is a LOG_*
+ * value of log.h. Called from any engine thread, without engine locks. */
+typedef void (*nam_engine_event_fn)(void *user, int level, const char *msg);
+
 typedef struct nam_engine_config {
   unsigned cpu_workers;    /* 0: one per online core */
+  int no_cpu;              /* 1: no cpu platform (tests, device-only nodes) */
   unsigned queue_capacity; /* tasks per accelerator queue; 0: 4096 */
+  int scheduler;           /* enum nam_scheduler */
+  unsigned pipeline_depth; /* tasks in flight per device platform; 0: 3 */
+  unsigned fail_threshold; /* consecutive failures that disable an
+                              (accelerator, platform) pair; 0: 3 */
+  uint64_t probe_ms;       /* a disabled pair is probed after this; 0: 30 s */
+  uint64_t task_timeout_ms;/* a device task running longer has hung; 0:
+                              timeout_factor x its expected time */
+  unsigned timeout_factor; /* 0: 10 */
+  uint64_t reprogram_bound_ms; /* an FPGA keeps its bitstream while another
+                              accelerator's oldest task has waited less
+                              than this; 0 with sticky off = FCFS */
+  int sticky_off;          /* 1: naive dispatch (for comparison) */
+  nam_opencl_config opencl;
+  const nam_fpga_emu_config *fpga; /* boards */
+  unsigned n_fpga;
+  /* the accelerators served; NULL: the built-in registry */
+  const acc_descriptor *const *accelerators;
+  size_t n_accelerators;
+  nam_engine_event_fn event;
+  void *event_user;
 } nam_engine_config;
 
 typedef void (*nam_task_done_fn)(nam_task *task, void *user);
 
 /* What to run. The engine copies the input array (not the bytes: they must
- * stay valid until the done callback) and takes ownership of prepared. */
+ * stay valid until the done callback) and takes ownership of prepared.
+ * With block_ids, input i is block block_ids[i] of app in the engine's
+ * block cache (nam_engine_block_cache) and its device copies are reused
+ * across tasks; without, device platforms copy the inputs for this task
+ * only. */
 typedef struct nam_task_spec {
   const acc_descriptor *acc;
   void *prepared;              /* from acc->validate() */
   const acc_block *inputs;
   size_t n_inputs;
+  uint64_t app;                /* who submits: cache namespace, fairness */
+  const uint64_t *block_ids;   /* NULL, or n_inputs ids in app's namespace */
   int priority;                /* higher first; FIFO within a priority */
   const char *platform_kind;   /* required platform kind; NULL: any */
+  const char *prefer_kind;     /* preferred kind; NULL: load decides */
   nam_task_done_fn done;
   void *user;
 } nam_task_spec;
@@ -48,6 +125,9 @@ enum nam_task_state { NAM_TASK_QUEUED, NAM_TASK_RUNNING, NAM_TASK_DONE };
 /* Timestamps in CLOCK_MONOTONIC nanoseconds. */
 typedef struct nam_task_times {
   uint64_t queued, started, finished;
+  /* of the last attempt, on device platforms: stage-in done, execute done */
+  uint64_t staged, executed;
+  unsigned attempts;       /* platforms tried (1 unless retried) */
 } nam_task_times;
 
 int nam_engine_create(const nam_engine_config *config, nam_engine **out);
@@ -74,6 +154,7 @@ int nam_task_cancel(nam_task *task);
 int nam_task_status(const nam_task *task);
 const char *nam_task_message(const nam_task *task);
 const char *nam_task_platform(const nam_task *task);
+const char *nam_task_platform_kind(const nam_task *task);
 const nam_task_times *nam_task_get_times(const nam_task *task);
 /* nam_task_take_output - move the output out of the task (caller frees
  * out->data with free()). */
@@ -83,18 +164,44 @@ void nam_task_take_output(nam_task *task, acc_output *out);
 void nam_task_free(nam_task *task);
 
 /* Introspection (snapshots). */
+typedef struct nam_pair_status {  /* one accelerator on one platform */
+  const char *accelerator;
+  const char *state;      /* "ready", "disabled", "probing" */
+  uint64_t completed, errors, timeouts;
+  unsigned consecutive_failures;
+  uint64_t disabled_count;  /* times it was disabled */
+} nam_pair_status;
+
+#define NAM_MAX_PAIRS 8
+
 typedef struct nam_platform_status {
   char name[64];
   char kind[32];
+  char device[96];        /* the device's own name ("" for cpu) */
   const char *state;      /* "ready", "disabled" */
   unsigned workers, queued, running;
-  uint64_t completed, failed;
+  uint64_t completed, failed, retried_away, timeouts;
+  char loaded[32];        /* bitstream loaded (fpga-emu), "" otherwise */
+  uint64_t reprograms;
+  uint64_t virtual_ns;    /* fpga-emu with a virtual clock: its time now */
+  /* block cache on this platform (zero for cpu) */
+  uint64_t cache_budget, cache_resident, cache_pinned, cache_blocks;
+  uint64_t cache_hits, cache_misses, cache_evictions;
+  uint64_t bytes_to, bytes_from;
+  nam_pair_status pairs[NAM_MAX_PAIRS];
+  unsigned n_pairs;
 } nam_platform_status;
 
 typedef struct nam_engine_counters {
   uint64_t submitted, completed, failed, canceled;
+  uint64_t retries;        /* attempts moved to another platform */
+  uint64_t pairs_disabled; /* times a pair was disabled */
   unsigned queued, running;
 } nam_engine_counters;
+
+/* The engine's block cache: ember-nam puts its clients' blocks here (app =
+ * the connection) and drops them on release and disconnect. */
+struct nam_block_cache *nam_engine_block_cache(nam_engine *engine);
 
 size_t nam_engine_platforms(nam_engine *engine, nam_platform_status *out,
                             size_t max);
@@ -104,5 +211,8 @@ unsigned nam_engine_queue_length(nam_engine *engine, const acc_descriptor *acc);
 void nam_engine_platforms_for(nam_engine *engine, const acc_descriptor *acc,
                               char *buf, size_t len);
 void nam_engine_get_counters(nam_engine *engine, nam_engine_counters *out);
+/* The accelerators this engine serves (its task queues), in order. */
+size_t nam_engine_accelerators(nam_engine *engine, const acc_descriptor **out,
+                               size_t max);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * engine_internal.h - what the engine's own files share: the task and
- * engine structs, the task queues, and the platform back-end table.
+ * engine structs, the task queues, the platform back-end table and the
+ * pipeline that drives device platforms.
  */
 #ifndef EMBER_NAM_ENGINE_INTERNAL_H
 #define EMBER_NAM_ENGINE_INTERNAL_H
@@ -8,18 +9,29 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "block_cache.h"
 #include "engine.h"
 
 #define NAM_MAX_PLATFORMS 16
 
+#define NAM_MAX_ACCELS NAM_MAX_PAIRS
+
 struct nam_task {
   nam_engine *engine;
   const acc_descriptor *acc;
+  unsigned acc_index;         /* its task queue */
   void *prepared;
+  uint64_t work;              /* acc->work(prepared) */
   acc_block *inputs;
   size_t n_inputs;
+  uint64_t app;
+  uint64_t *block_ids;        /* NULL: anonymous inputs (see anon_id) */
+  uint64_t anon_id;           /* ids of anonymous inputs: anon_id + i in
+                                 the engine's own cache namespace */
   int priority;
+  uint64_t round;             /* fair scheduling: the app's turn */
   char platform_kind[32];
+  char prefer_kind[32];
   uint64_t seq;               /* arrival order, for FCFS */
   nam_task_done_fn done;
   void *user;
@@ -30,45 +42,127 @@ struct nam_task {
   char message[256];
   acc_output output;
   const char *platform;       /* name of the platform that ran it */
+  const char *ran_kind;       /* and its kind */
   nam_task_times times;
 
-  nam_task *prev, *next;      /* links in its task queue */
+  /* attempts */
+  uint32_t excluded;          /* platforms that failed it (bit per index) */
+  char last_error[200];       /* why the last attempt failed */
+  uint64_t expected_ns;       /* estimate on the platform it runs on */
+  uint64_t deadline_ns;       /* execute must return by then (0: none) */
+  atomic_int timed_out;       /* the watchdog gave up on this attempt */
+  nam_block_pin pins[NAM_MAX_INPUTS]; /* device copies while on a device */
+  unsigned n_pins;
+  uint64_t device_clock_ns;   /* the platform's own use (fpga-emu's
+                                 virtual time of this task) */
+
+  nam_task *prev, *next;      /* links in its task queue or a stage queue */
 };
 
-/* A task queue: one per accelerator, ordered by priority then arrival. */
+/* A task queue: one per accelerator, ordered by priority, then (fair
+ * scheduling) the app's round, then arrival. */
+typedef struct nam_app_round {
+  uint64_t app, round;
+} nam_app_round;
+
 typedef struct nam_task_queue {
   const acc_descriptor *acc;
   nam_task *head, *tail;
   unsigned length, capacity;
+  /* fair scheduling: the round of the last task dispatched, and each app's
+   * last assigned round (entries at or below served are dropped) */
+  uint64_t served;
+  nam_app_round *rounds;
+  size_t n_rounds, cap_rounds;
 } nam_task_queue;
 
 void nam_queue_insert(nam_task_queue *q, nam_task *t);
 void nam_queue_remove(nam_task_queue *q, nam_task *t);
+/* Fair scheduling: the round a new task of app gets (0 under FCFS). */
+uint64_t nam_queue_assign_round(nam_task_queue *q, int scheduler,
+                                uint64_t app);
+/* A task of round r was dispatched. */
+void nam_queue_served(nam_task_queue *q, uint64_t round);
 
 typedef struct nam_platform nam_platform;
 
-/* A platform back end: a const table of functions (cpu now; opencl and
- * fpga-emu later). */
+/*
+ * A platform back end: a const table of functions.
+ *
+ * Whole-task platforms (cpu) set run: their own workers take tasks with
+ * nam_dispatch_next() and run each start to end.
+ *
+ * Device platforms (opencl, fpga-emu) leave run NULL and set execute: the
+ * engine's pipeline (pipeline.c) drives them with three threads - stage-in
+ * (takes a task, copies its input blocks to the device through the block
+ * cache and cache_ops), execute, stage-out - and up to p->workers (the
+ * pipeline depth) tasks between dispatch and completion.
+ */
 typedef struct nam_platform_ops {
   const char *kind;
-  /* start workers; they take tasks with nam_dispatch_next() */
+  /* open the device (p->arg is the platform's config); set p->impl,
+   * p->cache_budget, p->device. cpu: start its workers too. */
   int (*start)(nam_platform *p);
-  /* workers return from nam_dispatch_next() once the engine stops: join */
+  /* stop: workers/pipeline are gone when this is called for device
+   * platforms; cpu joins its workers here. Frees p->impl. */
   void (*stop)(nam_platform *p);
   int (*supports)(const nam_platform *p, const acc_descriptor *acc);
-  /* run one task to completion on the calling worker thread */
+  int reprogrammable;   /* switching accelerators is costly (FPGA) */
+
+  /* whole-task platforms: run one task on the calling worker thread */
   int (*run)(nam_platform *p, nam_task *t, acc_output *out, char *err,
              size_t err_len);
+
+  /* device platforms */
+  const nam_block_cache_ops *cache_ops; /* ctx passed to alloc: p->impl */
+  /* all of t's inputs are on the device (called on the stage-in thread
+   * after the fetches); may be NULL */
+  void (*staged)(nam_platform *p, nam_task *t);
+  /* run t; dev_inputs[i] is the cache handle of input i */
+  int (*execute)(nam_platform *p, nam_task *t, void *const *dev_inputs,
+                 acc_output *out, char *err, size_t err_len);
+  /* bring the output back to the host (fpga-emu models the DMA); NULL:
+   * execute already did */
+  int (*stage_out)(nam_platform *p, nam_task *t, const acc_output *out,
+                   char *err, size_t err_len);
+  /* t overran its deadline: make a hung execute return soon (with an
+   * error) if the device allows it; NULL: it cannot be interrupted */
+  void (*abort)(nam_platform *p, nam_task *t);
+  /* expected execute time of t in ns (a model), 0: unknown (measured) */
+  uint64_t (*model_ns)(const nam_platform *p, const nam_task *t);
+  /* device-specific status (loaded bitstream, reprograms, virtual time);
+   * called with the engine lock held: quick, no engine calls */
+  void (*describe)(const nam_platform *p, nam_platform_status *s);
 } nam_platform_ops;
+
+/* One (accelerator, platform) pair's health. */
+typedef struct nam_pair {
+  unsigned consecutive;       /* failures in a row */
+  uint64_t completed, errors, timeouts, disabled_count;
+  int disabled;
+  int probing;                /* a probe task is running */
+  uint64_t disabled_at;       /* CLOCK_MONOTONIC ns */
+  double ns_per_unit;         /* measured execute speed (EWMA), 0: none */
+} nam_pair;
+
+typedef struct nam_pipeline nam_pipeline;
 
 struct nam_platform {
   const nam_platform_ops *ops;
   nam_engine *engine;
+  unsigned index;             /* in engine->platforms and the cache */
   char name[64];
-  unsigned workers;
-  unsigned running;           /* under engine->lock */
-  uint64_t completed, failed; /* under engine->lock */
+  char device[96];            /* set by start() */
+  const void *arg;            /* the platform's config (start() reads it) */
+  unsigned workers;           /* cpu: threads; device: pipeline depth */
+  unsigned running;           /* dispatched, not complete; engine->lock */
+  uint64_t completed, failed, retried_away, timeouts; /* engine->lock */
   int disabled;
+  uint64_t cache_budget;      /* set by start(): device memory for blocks */
+  uint64_t inflight_ns;       /* expected work dispatched here, not done */
+  const acc_descriptor *sticky; /* accelerator of the last task dispatched */
+  nam_pair pairs[NAM_MAX_ACCELS];
+  nam_pipeline *pipeline;
   void *impl;
 };
 
@@ -77,22 +171,75 @@ struct nam_engine {
   pthread_cond_t work;        /* a task was queued, or the engine stops */
   int stopping;
   uint64_t next_seq;
-  nam_task_queue *queues;     /* one per registered accelerator */
+  uint64_t next_anon;
+  nam_engine_config cfg;      /* defaults filled in */
+  nam_task_queue *queues;     /* one per accelerator */
   size_t n_queues;
   nam_platform platforms[NAM_MAX_PLATFORMS];
   size_t n_platforms;
+  nam_block_cache *cache;
   nam_engine_counters counters;
+  pthread_t watchdog;
+  int watchdog_started;
+  pthread_cond_t watchdog_wake;
 };
 
+/* The engine's own cache namespace for anonymous inputs. */
+#define NAM_ANON_APP UINT64_MAX
+
 extern const nam_platform_ops nam_platform_cpu_ops;
+extern const nam_platform_ops nam_platform_fpga_emu_ops;
+#ifdef EMBER_HAVE_OPENCL
+/* nam_opencl_add_platforms - one platform per OpenCL device found; adds
+ * them with nam_engine_add_platform. Returns how many were added (0 when
+ * the ICD loader finds none); reasons for devices skipped go to the
+ * engine's event callback. */
+unsigned nam_opencl_add_platforms(nam_engine *e, const nam_opencl_config *c);
+extern const nam_platform_ops nam_platform_opencl_ops;
+#endif
+
+/* nam_engine_add_platform - add and start a platform (before the engine
+ * serves tasks; called while creating it). arg is kept for start(). */
+int nam_engine_add_platform(nam_engine *e, const nam_platform_ops *ops,
+                            const char *name, unsigned workers,
+                            const void *arg);
+
+/* nam_engine_event - report through the config's event callback. */
+void nam_engine_event(nam_engine *e, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* nam_dispatch_next - block until a task this platform may run is queued,
  * mark it RUNNING and return it; NULL once the engine stops. Called by
- * platform workers. */
+ * platform workers (and the pipeline's stage-in thread). */
 nam_task *nam_dispatch_next(nam_platform *p);
 
-/* nam_task_complete - record the outcome and call the done callback. */
+/* Lock held: the accelerator's queue; mark t done (callback after unlock);
+ * could any platform still take t. */
+nam_task_queue *nam_queue_of(nam_engine *e, const acc_descriptor *acc);
+void nam_finish_locked(nam_engine *e, nam_task *t, int status,
+                       const char *message);
+int nam_platform_exists(nam_engine *e, const nam_task *t);
+
+/* nam_expected_ns - how long t should take on p (model or measured), 0
+ * when unknown. Engine lock held. */
+uint64_t nam_expected_ns(nam_platform *p, const nam_task *t);
+
+/* nam_task_complete - record the attempt's outcome: success, or a final
+ * failure, calls the done callback; a device failure sends the task back
+ * to its queue for another platform when one can take it. */
 void nam_task_complete(nam_platform *p, nam_task *t, int status,
                        const char *message, acc_output *out);
+
+/* Pipeline for device platforms (pipeline.c). */
+int nam_pipeline_start(nam_platform *p);
+void nam_pipeline_stop(nam_platform *p);
+/* Watchdog's check: a task executing past its deadline is marked timed out
+ * and the platform asked to abort it. Returns the running task's deadline
+ * (0: none to watch). */
+uint64_t nam_pipeline_check(nam_platform *p, uint64_t now);
+
+/* Watchdog (watchdog.c): catches device tasks past their deadline. */
+int nam_watchdog_start(nam_engine *e);
+void nam_watchdog_stop(nam_engine *e);
 
 #endif

@@ -96,6 +96,9 @@ static int spawn(nam_proc *p) {
   argv[n++] = "log_level=debug";
   argv[n++] = "--set";
   argv[n++] = "metrics_listen=";  /* no fixed port; a test may set one */
+  /* kernels built once for all tests (pocl builds take seconds) */
+  argv[n++] = "--set";
+  argv[n++] = "opencl.cache_dir=" EMBER_BINARY_DIR "/kernel-cache";
   if (p->config_path) {
     argv[n++] = "--config";
     argv[n++] = p->config_path;

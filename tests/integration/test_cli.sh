@@ -139,7 +139,7 @@ checks=$((checks + 1))
 header=$(head -n 1 "$WORK/out")
 [ "$header" = "$(printf 'query\tref\tscore\tquery_start\tquery_end\tref_start\tref_end')" ] ||
   fail "TSV header is '$header'"
-grep -q "task[s]* (cpu [0-9]*), 0 fallbacks, via embedded" "$WORK/err" ||
+grep -q "task[s]* (cpu [0-9]*), 0 retried, 0 fallbacks, via embedded" "$WORK/err" ||
   fail "summary line: $(cat "$WORK/err")"
 
 # the same through --out, a gzip'd query, FASTQ, and standard input

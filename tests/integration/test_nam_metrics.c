@@ -132,6 +132,7 @@ int main(void) {
   snprintf(metrics_set, sizeof metrics_set, "metrics_listen=127.0.0.1:%d", port);
   nam_proc nam;
   const char *sets[] = {"cpu_workers=2", "node_name=metrics-test", metrics_set,
+                        "fpga-emu.memory=64MiB", "fpga-emu.reprogram_time=10ms",
                         NULL};
   CHECK_EQ(nam_start(&nam, sets), 0);
 
@@ -146,13 +147,30 @@ int main(void) {
   int refused = refused_submit(nam.unix_addr);
 
   CHECK_EQ(http(port, "GET", "/metrics", &text), 200);
-  CHECK_SAMPLE(text,
-               "ember_nam_tasks_total{accelerator=\"sw\",platform=\"cpu\",outcome=\"ok\"}",
-               tasks);
-  CHECK_SAMPLE(text,
-               "ember_nam_tasks_total{accelerator=\"sw\",platform=\"cpu\",outcome=\"failed\"}",
-               0);
+  /* every task ran on one of the platforms, none failed */
+  double ok = 0;
+  const char *platforms[] = {"cpu", "opencl0", "fpga0"};
   char series[160];
+  for (int i = 0; i < 3; i++) {
+    snprintf(series, sizeof series, "ember_nam_tasks_total{accelerator=\"sw\","
+             "platform=\"%s\",outcome=\"ok\"}", platforms[i]);
+    double v = sample(text, series);
+    if (v > 0) ok += v;
+    snprintf(series, sizeof series, "ember_nam_tasks_total{accelerator=\"sw\","
+             "platform=\"%s\",outcome=\"failed\"}", platforms[i]);
+    CHECK(sample(text, series) <= 0);
+  }
+  CHECK_EQ(ok, (double)tasks);
+  /* the device platforms' families: cache, pairs, reprograms */
+  CHECK_SAMPLE(text, "ember_nam_pair_state{accelerator=\"sw\",platform=\"fpga0\","
+                     "state=\"ready\"}", 1);
+  CHECK_SAMPLE(text, "ember_nam_pair_errors_total{accelerator=\"sw\","
+                     "platform=\"fpga0\"}", 0);
+  CHECK_SAMPLE(text, "ember_nam_cache_budget_bytes{platform=\"fpga0\"}",
+               64.0 * 1024 * 1024);
+  CHECK(sample(text, "ember_nam_reprograms_total{platform=\"fpga0\"}") >= 0);
+  CHECK(sample(text, "ember_nam_cache_misses_total{platform=\"fpga0\"}") >= 0);
+  CHECK_SAMPLE(text, "ember_nam_retries_total", 0);
   snprintf(series, sizeof series,
            "ember_nam_tasks_rejected_total{accelerator=\"sw\",error=\"%s\"}",
            ember_errname(refused));

@@ -120,12 +120,20 @@ void ember_block_release(ember_block *block);
 
 /* Where and how a finished task ran. Times are in nanoseconds. */
 typedef struct ember_task_info {
-  const char *platform;   /* "cpu", or "fallback" when run in-process */
+  const char *platform;   /* the NAM platform's name ("cpu", "opencl0",
+                             "fpga0"), or "fallback" when run in-process */
+  const char *platform_kind; /* its kind: "cpu", "opencl", "fpga-emu",
+                             or "fallback" */
   int fell_back;          /* 1 if the CPU fallback produced the result */
   uint64_t queue_ns;      /* waiting in the NAM's queues */
   uint64_t exec_ns;       /* running on the platform */
   uint64_t server_ns;     /* received -> result sent, inside the NAM */
   uint64_t round_trip_ns; /* submit -> result, seen by the client */
+  uint64_t stage_in_ns;   /* device platforms: blocks copied in (part of
+                             exec_ns); 0 when all were cached */
+  uint64_t stage_out_ns;  /* device platforms: output copied back */
+  unsigned attempts;      /* platforms tried in the NAM: >1 after a
+                             device failure was retried elsewhere */
 } ember_task_info;
 
 typedef void (*ember_task_cb)(ember_task *task, void *user);
@@ -133,7 +141,13 @@ typedef void (*ember_task_cb)(ember_task *task, void *user);
 /* Options for ember_submit; zero-initialise. */
 typedef struct ember_submit_options {
   int priority;           /* higher runs first; default 0 */
-  const char *platform;   /* require a platform kind ("cpu"); NULL: any */
+  const char *platform;   /* require a platform kind ("cpu", "opencl",
+                             "fpga-emu"); NULL: any. A kind the NAM lacks
+                             is an error (EMBER_ENOPLATFORM, the message
+                             names the kinds it has), not a fallback. */
+  const char *prefer;     /* prefer a platform kind; others take the task
+                             only while that kind is busy; NULL: the NAM's
+                             load decides */
   ember_task_cb callback; /* called once when the task is done, on a
                              library thread; it must not block for long and
                              may free the task */
@@ -210,6 +224,7 @@ typedef struct ember_sw_params {
                                to an NCBI-format matrix file; NULL: BLOSUM62 */
   int gap_open, gap_extend; /* e.g. 6 and 1 */
   const char *platform;     /* require a platform kind; NULL: any */
+  const char *prefer;       /* prefer a platform kind; NULL: load decides */
   size_t pairs_per_task;    /* 0: chosen from the sequence lengths */
 } ember_sw_params;
 
@@ -234,6 +249,7 @@ typedef struct ember_sw_report {
   size_t tasks;
   size_t tasks_fallback;       /* run by the in-process CPU fallback */
   size_t tasks_by_platform[4]; /* indexed like ember_platform_names */
+  size_t tasks_retried;        /* moved to another platform in the NAM */
   uint64_t cells;              /* DP cell updates */
   uint64_t queue_ns, exec_ns, server_ns, round_trip_ns; /* summed */
   uint64_t wall_ns;
@@ -260,11 +276,29 @@ int ember_sw_align(ember_client *client, const ember_sw_params *params,
 /* ------------------------------------------------------------------------ */
 /* Introspection                                                            */
 
+/* One accelerator's health on one platform. */
+typedef struct ember_pair_info {
+  char accelerator[64];
+  char state[16];            /* ready, disabled, probing */
+  uint64_t completed, errors, timeouts, disabled_count;
+  unsigned consecutive_failures;
+} ember_pair_info;
+
+#define EMBER_MAX_PAIRS 8
+
 typedef struct ember_platform_info {
   char name[64];
-  char kind[32];
+  char kind[32];             /* cpu, opencl, fpga-emu */
   char state[32];
-  unsigned workers, queued, running;
+  char device[96];           /* the device's description ("" for cpu) */
+  char loaded[32];           /* fpga-emu: the loaded bitstream */
+  unsigned workers, queued, running; /* workers: pipeline depth on devices */
+  uint64_t completed, failed, retried, timeouts, reprograms;
+  uint64_t cache_budget, cache_resident, cache_blocks; /* bytes, blocks */
+  uint64_t cache_hits, cache_misses, cache_evictions;
+  uint64_t bytes_to, bytes_from;
+  ember_pair_info pairs[EMBER_MAX_PAIRS];
+  unsigned n_pairs;
 } ember_platform_info;
 
 typedef struct ember_accel_info {

@@ -1,0 +1,129 @@
+/*
+ * completion.c - the end of an attempt: success, a final failure, or a
+ * device failure that sends the task to another platform.
+ *
+ * Fault tolerance (Blaze 5.4): each (accelerator, platform) pair counts its
+ * errors. A task that fails on a device platform goes back to its queue,
+ * barred from that platform, as long as another platform could take it;
+ * the app sees one result either way. fail_threshold failures in a row
+ * disable the pair; once probe_ms has passed, dispatch lets one real task
+ * through as a probe, and its success re-enables the pair. Failures on the
+ * cpu platform are the task's own (it is the reference implementation)
+ * and are final.
+ */
+#include "engine_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "clock.h"
+#include "ember/ember_errors.h"
+#include "log.h"
+
+/* Execute time per unit of work, smoothed, so dispatch can compare
+ * platforms (an exponentially weighted moving average). */
+static void learn_speed(nam_platform *p, nam_pair *pair, const nam_task *t,
+                        uint64_t now) {
+  if (!t->work) return;
+  uint64_t ns = p->ops->run ? now - t->times.started
+                            : t->times.executed - t->times.staged;
+  double per = (double)ns / (double)t->work;
+  pair->ns_per_unit = pair->ns_per_unit ? 0.7 * pair->ns_per_unit + 0.3 * per
+                                        : per;
+}
+
+static void requeue_locked(nam_engine *e, nam_platform *p, nam_task *t) {
+  t->state = NAM_TASK_QUEUED;
+  t->platform = NULL;
+  t->ran_kind = NULL;
+  atomic_store(&t->timed_out, 0);
+  nam_queue_insert(&e->queues[t->acc_index], t);
+  e->counters.queued++;
+  e->counters.retries++;
+  p->retried_away++;
+  pthread_cond_broadcast(&e->work);
+}
+
+/* A device attempt failed: count it against the pair. Lock held. */
+static void pair_failed(nam_engine *e, nam_platform *p, nam_pair *pair,
+                        const nam_task *t, int status, uint64_t now) {
+  pair->errors++;
+  pair->consecutive++;
+  if (status == EMBER_ETIMEDOUT) {
+    pair->timeouts++;
+    p->timeouts++;
+  }
+  if (pair->disabled) {
+    pair->probing = 0;
+    pair->disabled_at = now;
+    nam_engine_event(e, LOG_LVL_WARN, "probe of %s on %s failed: stays "
+                     "disabled", t->acc->name, p->name);
+  } else if (pair->consecutive >= e->cfg.fail_threshold) {
+    pair->disabled = 1;
+    pair->disabled_count++;
+    pair->disabled_at = now;
+    e->counters.pairs_disabled++;
+    nam_engine_event(e, LOG_LVL_WARN, "%s on %s disabled after %u failures "
+                     "in a row (last: %s); probing again in %llu ms",
+                     t->acc->name, p->name, pair->consecutive, t->last_error,
+                     (unsigned long long)e->cfg.probe_ms);
+  }
+}
+
+void nam_task_complete(nam_platform *p, nam_task *t, int status,
+                       const char *message, acc_output *out) {
+  nam_engine *e = p->engine;
+  if (atomic_load(&t->cancel) && status != EMBER_ECANCELED) {
+    status = EMBER_ECANCELED; /* it may have finished, but the owner asked */
+    message = "canceled while running";
+  }
+  if (status != 0) {
+    free(out->data);
+    out->data = NULL;
+    out->size = 0;
+  }
+  if (status && (!message || !message[0])) message = ember_strerror(status);
+  uint64_t now = clock_now_ns();
+  char final[256];
+  pthread_mutex_lock(&e->lock);
+  p->running--;
+  e->counters.running--;
+  p->inflight_ns -= t->expected_ns < p->inflight_ns ? t->expected_ns
+                                                    : p->inflight_ns;
+  nam_pair *pair = &p->pairs[t->acc_index];
+  if (status == 0) {
+    p->completed++;
+    pair->completed++;
+    pair->consecutive = 0;
+    learn_speed(p, pair, t, now);
+    if (pair->disabled) {
+      pair->disabled = 0;
+      pair->probing = 0;
+      nam_engine_event(e, LOG_LVL_NOTICE, "%s on %s re-enabled: the probe "
+                       "task succeeded", t->acc->name, p->name);
+    }
+  } else if (status == EMBER_ECANCELED) {
+    pair->probing = 0; /* the probe told nothing: probe again */
+  } else {
+    p->failed++;
+    if (!p->ops->run) {
+      snprintf(t->last_error, sizeof t->last_error, "%s: %s", p->name,
+               message);
+      pair_failed(e, p, pair, t, status, now);
+      t->excluded |= 1u << p->index;
+      if (!e->stopping && nam_platform_exists(e, t)) {
+        requeue_locked(e, p, t);
+        pthread_mutex_unlock(&e->lock);
+        return;
+      }
+      snprintf(final, sizeof final, "no platform left to run it (last "
+               "failure: %s)", t->last_error);
+      status = EMBER_EPLATFORM;
+      message = final;
+    }
+  }
+  t->output = *out;
+  nam_finish_locked(e, t, status, message);
+  pthread_mutex_unlock(&e->lock);
+  t->done(t, t->user);
+}
