@@ -166,7 +166,8 @@ void nam_conn_close(nam_conn *c, const char *why) {
   s->stats.clients--;
   /* the client is gone: its blocks go once their tasks are done */
   nam_blocks_clear(&c->blocks);
-  nam_block_cache_drop_app(nam_engine_block_cache(s->engine), c->app);
+  if (s->engine)
+    nam_block_cache_drop_app(nam_engine_block_cache(s->engine), c->app);
   for (conn_task *ct = c->tasks; ct; ct = ct->next) nam_task_cancel(ct->task);
 }
 
@@ -594,7 +595,8 @@ static void handle_frame(nam_conn *c, const proto_frame *f) {
 static void process_frames(nam_conn *c) {
   proto_frame f;
   int rc;
-  while (!c->closing && !c->close_after_flush &&
+  /* without the engine (shutting down) frames wait; the sockets close */
+  while (!c->closing && !c->close_after_flush && c->srv->engine &&
          c->inflight < c->srv->limits.max_inflight &&
          (rc = proto_reader_next(&c->reader, &f)) != 0) {
     if (rc < 0) {

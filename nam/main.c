@@ -215,6 +215,7 @@ static void shutdown_all(nam_daemon *d) {
   d->engine = NULL;
   nam_engine_setup_free(&d->setup);
   if (d->server) {
+    nam_server_forget_engine(d->server);
     nam_server_flush(d->server);
     nam_server_close(d->server);
   }

@@ -32,6 +32,8 @@ void nam_server_flush(nam_server *s) {
   nam_server_check_idle(s);
 }
 
+void nam_server_forget_engine(nam_server *s) { s->engine = NULL; }
+
 static void on_tasks_done(uv_async_t *async) { nam_server_flush(async->data); }
 
 int nam_server_create(uv_loop_t *loop, nam_engine *engine,

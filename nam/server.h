@@ -62,6 +62,10 @@ const char *nam_server_name(const nam_server *s);
  * engine was destroyed, so every task has finished. */
 void nam_server_flush(nam_server *s);
 
+/* nam_server_forget_engine - the engine was destroyed (its block cache
+ * with it): connections closed from now on leave it alone. */
+void nam_server_forget_engine(nam_server *s);
+
 /* Close every connection and handle; the loop can then end. Tasks still
  * running are canceled and their results dropped. */
 void nam_server_close(nam_server *s);
