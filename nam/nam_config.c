@@ -287,7 +287,7 @@ const config_entry nam_config_table[] = {
    .max = 86400000,
    .help = "A device task executing longer than this has hung: it is "
            "abandoned and retried on another platform. 0 uses "
-           "timeout_factor times the task's expected time (at least 2 s)."},
+           "timeout_factor times the task's expected time (at least 10 s)."},
   {.name = "timeout_factor", .type = CONFIG_INT,
    .offset = AT(timeout_factor, int), .def = "10", .min = 1, .max = 10000,
    .help = "With task_timeout 0: how many times its expected time (from "

@@ -69,7 +69,9 @@ static int may_take(nam_platform *p, const nam_task *t, uint64_t now) {
   nam_engine *e = p->engine;
   if (!can_run(e, p, t, now)) return 0;
   if (t->platform_kind[0]) return 1;
-  if (t->prefer_kind[0] && strcmp(t->prefer_kind, p->ops->kind) != 0) {
+  /* a preferred platform takes the task whatever the others' load */
+  if (t->prefer_kind[0] && strcmp(t->prefer_kind, p->ops->kind) == 0) return 1;
+  if (t->prefer_kind[0]) {
     for (size_t i = 0; i < e->n_platforms; i++) {
       nam_platform *q = &e->platforms[i];
       if (q != p && strcmp(q->ops->kind, t->prefer_kind) == 0 &&
@@ -117,8 +119,12 @@ static nam_task *pick(nam_platform *p, uint64_t now) {
   }
   if (best && sticky && best != sticky && p->ops->reprogrammable &&
       !e->cfg.sticky_off) {
-    /* keep the loaded bitstream unless another accelerator waited too long */
-    uint64_t waited = now - oldest_other->times.queued;
+    /* keep the loaded bitstream unless another accelerator waited too long;
+     * a wait counts from the last switch, so that two long backlogs take
+     * turns of at least the bound instead of a reprogram per task */
+    uint64_t since = oldest_other->times.queued > p->sticky_since
+                         ? oldest_other->times.queued : p->sticky_since;
+    uint64_t waited = now > since ? now - since : 0;
     if (waited < e->cfg.reprogram_bound_ms * 1000000)
       best = sticky;
     else if (best->acc == p->sticky)
@@ -130,6 +136,7 @@ static nam_task *pick(nam_platform *p, uint64_t now) {
   nam_queue_served(q, best->round);
   nam_pair *pair = pair_of(p, best);
   if (pair->disabled) pair->probing = 1;
+  if (p->sticky != best->acc) p->sticky_since = now;
   p->sticky = best->acc;
   return best;
 }

@@ -161,6 +161,7 @@ struct nam_platform {
   uint64_t cache_budget;      /* set by start(): device memory for blocks */
   uint64_t inflight_ns;       /* expected work dispatched here, not done */
   const acc_descriptor *sticky; /* accelerator of the last task dispatched */
+  uint64_t sticky_since;      /* when it became that one */
   nam_pair pairs[NAM_MAX_ACCELS];
   nam_pipeline *pipeline;
   void *impl;

@@ -186,6 +186,8 @@ static void *stage_in_thread(void *arg) {
   return NULL;
 }
 
+#define NAM_TIMEOUT_FLOOR_NS 10000000000u /* 10 s */
+
 /* How long execute may take before the task counts as hung. */
 static uint64_t timeout_ns(nam_platform *p, nam_task *t) {
   nam_engine *e = p->engine;
@@ -197,8 +199,9 @@ static uint64_t timeout_ns(nam_platform *p, nam_task *t) {
   uint64_t measured = (uint64_t)(per * (double)t->work);
   if (measured > expected) expected = measured;
   uint64_t ns = expected * e->cfg.timeout_factor;
-  /* no model and no measurement yet, or a tiny task: a generous floor */
-  return ns > 2000000000u ? ns : 2000000000u;
+  /* no model and no measurement yet, a tiny task, or speed that varies
+   * with the sequences (an average per cell): a generous floor */
+  return ns > NAM_TIMEOUT_FLOOR_NS ? ns : NAM_TIMEOUT_FLOOR_NS;
 }
 
 static void *execute_thread(void *arg) {

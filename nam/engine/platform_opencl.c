@@ -210,7 +210,7 @@ static int ocl_start(nam_platform *p) {
   info_string(arg->device, CL_DEVICE_VENDOR, vendor, sizeof vendor);
   impl->max_alloc = info_ulong(arg->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
   uint64_t global = info_ulong(arg->device, CL_DEVICE_GLOBAL_MEM_SIZE);
-  snprintf(p->device, sizeof p->device, "%s (%s), %.3g GiB", name, vendor,
+  snprintf(p->device, sizeof p->device, "%.40s (%.30s), %.3g GiB", name, vendor,
            (double)global / (double)(1ull << 30));
 
   cl_int rc;
