@@ -41,17 +41,10 @@ echo "== ember accelerators"
 "$EMBER" accelerators --nam "unix:$SOCK"
 
 echo
-echo "== DNA: 150 bp reads against 300-600 bp windows of human EMBL entries"
-echo "   (any platform: the NAM spreads tasks by expected finish time)"
-"$EMBER" align --nam "unix:$SOCK" --timings \
-  --query "$DATA/dna_queries.fa" --ref "$DATA/dna_refs.fa" --out "$WORK/dna.tsv"
-head -n 6 "$WORK/dna.tsv" | column -t
-echo "... $(($(wc -l < "$WORK/dna.tsv") - 1)) pairs in all"
-
-echo
-echo "== the same reads on each platform kind, required with --platform"
-head -n 400 "$DATA/dna_queries.fa" > "$WORK/q200.fa"
-head -n 400 "$DATA/dna_refs.fa" > "$WORK/r200.fa"
+echo "== 200 DNA reads on each platform kind, required with --platform"
+echo "   (the first fpga-emu task loads the sw bitstream: 1.5 s)"
+awk '/^>/ { n++ } n <= 200' "$DATA/dna_queries.fa" > "$WORK/q200.fa"
+awk '/^>/ { n++ } n <= 200' "$DATA/dna_refs.fa" > "$WORK/r200.fa"
 for kind in cpu opencl fpga-emu; do
   "$EMBER" align --nam "unix:$SOCK" --platform "$kind" \
     --query "$WORK/q200.fa" --ref "$WORK/r200.fa" --out "$WORK/dna_$kind.tsv"
@@ -62,6 +55,14 @@ if cmp -s "$WORK/dna_cpu.tsv" "$WORK/dna_opencl.tsv" &&
 else
   echo "demo: the platforms disagree" >&2; exit 1
 fi
+
+echo
+echo "== DNA: 150 bp reads against 300-600 bp windows of human EMBL entries"
+echo "   (any platform: the NAM spreads tasks by expected finish time)"
+"$EMBER" align --nam "unix:$SOCK" --timings \
+  --query "$DATA/dna_queries.fa" --ref "$DATA/dna_refs.fa" --out "$WORK/dna.tsv"
+head -n 6 "$WORK/dna.tsv" | column -t
+echo "... $(($(wc -l < "$WORK/dna.tsv") - 1)) pairs in all"
 
 echo
 echo "== protein: 630 globins aligned in pairs (1st with 2nd, ...), BLOSUM62, gaps 11/1"
