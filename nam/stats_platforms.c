@@ -81,6 +81,15 @@ static void cache_families(FILE *f, const nam_platform_status *ps,
   }
 }
 
+/* "ember_nam_NAME{accelerator="A",platform="P"": a pair's series, open. */
+static void pair_series(FILE *f, const char *name,
+                        const nam_platform_status *s, unsigned k) {
+  fprintf(f, "ember_nam_%s{", name);
+  nam_stats_put_label(f, "accelerator", s->pairs[k].accelerator);
+  fputc(',', f);
+  nam_stats_put_label(f, "platform", s->name);
+}
+
 static void pair_families(FILE *f, const nam_platform_status *ps, size_t np) {
   static const char *const states[] = {"ready", "disabled", "probing"};
   nam_stats_family(f, "pair_state", "gauge",
@@ -89,10 +98,7 @@ static void pair_families(FILE *f, const nam_platform_status *ps, size_t np) {
   for (size_t i = 0; i < np; i++)
     for (unsigned k = 0; k < ps[i].n_pairs; k++)
       for (int s = 0; s < 3; s++) {
-        fputs("ember_nam_pair_state{", f);
-        nam_stats_put_label(f, "accelerator", ps[i].pairs[k].accelerator);
-        fputc(',', f);
-        nam_stats_put_label(f, "platform", ps[i].name);
+        pair_series(f, "pair_state", &ps[i], k);
         fputc(',', f);
         nam_stats_put_label(f, "state", states[s]);
         fprintf(f, "} %d\n", strcmp(ps[i].pairs[k].state, states[s]) == 0);
@@ -102,20 +108,14 @@ static void pair_families(FILE *f, const nam_platform_status *ps, size_t np) {
                    "(timeouts included).");
   for (size_t i = 0; i < np; i++)
     for (unsigned k = 0; k < ps[i].n_pairs; k++) {
-      fputs("ember_nam_pair_errors_total{", f);
-      nam_stats_put_label(f, "accelerator", ps[i].pairs[k].accelerator);
-      fputc(',', f);
-      nam_stats_put_label(f, "platform", ps[i].name);
+      pair_series(f, "pair_errors_total", &ps[i], k);
       fprintf(f, "} %llu\n", (unsigned long long)ps[i].pairs[k].errors);
     }
   nam_stats_family(f, "pair_disabled_total", "counter",
                    "Times each accelerator was disabled on each platform.");
   for (size_t i = 0; i < np; i++)
     for (unsigned k = 0; k < ps[i].n_pairs; k++) {
-      fputs("ember_nam_pair_disabled_total{", f);
-      nam_stats_put_label(f, "accelerator", ps[i].pairs[k].accelerator);
-      fputc(',', f);
-      nam_stats_put_label(f, "platform", ps[i].name);
+      pair_series(f, "pair_disabled_total", &ps[i], k);
       fprintf(f, "} %llu\n", (unsigned long long)ps[i].pairs[k].disabled_count);
     }
 }

@@ -36,9 +36,8 @@ static int pair_usable(const nam_engine *e, const nam_pair *pair,
   return !pair->probing && now - pair->disabled_at >= e->cfg.probe_ms * 1000000;
 }
 
-/* Could platform q run t at all (ignoring load)? */
-static int can_run(const nam_engine *e, nam_platform *q, const nam_task *t,
-                   uint64_t now) {
+int nam_platform_can_run(const nam_engine *e, const nam_platform *q,
+                         const nam_task *t, uint64_t now) {
   if (q->disabled || (t->excluded & (1u << q->index))) return 0;
   if (!q->ops->supports(q, t->acc)) return 0;
   if (t->platform_kind[0] && strcmp(t->platform_kind, q->ops->kind) != 0)
@@ -67,7 +66,7 @@ static int has_room(const nam_platform *q) { return q->running < q->workers; }
 
 static int may_take(nam_platform *p, const nam_task *t, uint64_t now) {
   nam_engine *e = p->engine;
-  if (!can_run(e, p, t, now)) return 0;
+  if (!nam_platform_can_run(e, p, t, now)) return 0;
   if (t->platform_kind[0]) return 1;
   /* a preferred platform takes the task whatever the others' load */
   if (t->prefer_kind[0] && strcmp(t->prefer_kind, p->ops->kind) == 0) return 1;
@@ -75,7 +74,7 @@ static int may_take(nam_platform *p, const nam_task *t, uint64_t now) {
     for (size_t i = 0; i < e->n_platforms; i++) {
       nam_platform *q = &e->platforms[i];
       if (q != p && strcmp(q->ops->kind, t->prefer_kind) == 0 &&
-          can_run(e, q, t, now) && has_room(q))
+          nam_platform_can_run(e, q, t, now) && has_room(q))
         return 0;
     }
     return 1;
@@ -84,7 +83,7 @@ static int may_take(nam_platform *p, const nam_task *t, uint64_t now) {
   if (!mine) return 1; /* unmeasured: take it and learn */
   for (size_t i = 0; i < e->n_platforms; i++) {
     nam_platform *q = &e->platforms[i];
-    if (q == p || !can_run(e, q, t, now)) continue;
+    if (q == p || !nam_platform_can_run(e, q, t, now)) continue;
     uint64_t theirs = finish_estimate(q, t);
     if (theirs && theirs < mine) return 0;
   }

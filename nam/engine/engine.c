@@ -219,21 +219,10 @@ void nam_engine_destroy(nam_engine *e) {
   free(e);
 }
 
-/* Could any platform take a task of acc (with this kind)? Lock held. */
 int nam_platform_exists(nam_engine *e, const nam_task *t) {
   uint64_t now = clock_now_ns();
-  for (size_t i = 0; i < e->n_platforms; i++) {
-    nam_platform *p = &e->platforms[i];
-    if (p->disabled || (t->excluded & (1u << p->index))) continue;
-    if (!p->ops->supports(p, t->acc)) continue;
-    if (t->platform_kind[0] && strcmp(t->platform_kind, p->ops->kind) != 0)
-      continue;
-    const nam_pair *pair = &p->pairs[t->acc_index];
-    if (pair->disabled && (pair->probing ||
-                           now - pair->disabled_at < e->cfg.probe_ms * 1000000))
-      continue;
-    return 1;
-  }
+  for (size_t i = 0; i < e->n_platforms; i++)
+    if (nam_platform_can_run(e, &e->platforms[i], t, now)) return 1;
   return 0;
 }
 

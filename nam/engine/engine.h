@@ -1,12 +1,16 @@
 /*
  * engine.h - the NAM engine: per-accelerator task queues, a dispatcher that
- * hands tasks to platforms, the platforms themselves (cpu for now) and the
- * task life cycle. A library: ember-nam runs it behind its sockets and
- * libember runs it in-process (embedded mode, CPU fallback). It never logs.
+ * hands tasks to platforms, the platforms themselves (cpu, opencl,
+ * fpga-emu), the block cache, the device pipeline and the task life cycle.
+ * A library: ember-nam runs it behind its sockets and libember runs it
+ * in-process (embedded mode, CPU fallback). It never logs; it reports
+ * through the config's event callback.
  *
  * Life cycle: submit -> QUEUED (in its accelerator's task queue) -> RUNNING
- * (taken by a platform worker) -> DONE (done callback called exactly once).
- * A queued task that is canceled goes straight to DONE with ECANCELED.
+ * (taken by a platform) -> DONE (done callback called exactly once). A task
+ * that fails on a device platform goes back to QUEUED for another platform
+ * (completion.c). A queued task that is canceled goes straight to DONE with
+ * ECANCELED.
  *
  * Threads: every function may be called from any thread. Done callbacks run
  * on a platform worker thread, or on the thread that canceled a queued task,

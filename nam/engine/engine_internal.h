@@ -221,6 +221,12 @@ void nam_finish_locked(nam_engine *e, nam_task *t, int status,
                        const char *message);
 int nam_platform_exists(nam_engine *e, const nam_task *t);
 
+/* nam_platform_can_run - could q run t at all, load aside: not disabled,
+ * not failed t before, supports its accelerator, of the required kind, and
+ * the pair healthy (or due for a probe). Lock held. */
+int nam_platform_can_run(const nam_engine *e, const nam_platform *q,
+                         const nam_task *t, uint64_t now);
+
 /* nam_expected_ns - how long t should take on p (model or measured), 0
  * when unknown. Engine lock held. */
 uint64_t nam_expected_ns(nam_platform *p, const nam_task *t);
