@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 PACKAGES="build-essential cmake pkg-config gzip python3 bsdextrautils
   libuv1-dev libjansson-dev protobuf-c-compiler libprotobuf-c-dev libinih-dev libsystemd-dev
-  libhts-dev zlib1g-dev libmicrohttpd-dev
+  libhts-dev zlib1g-dev libmicrohttpd-dev libsqlite3-dev libsodium-dev libcurl4-openssl-dev
+  gnuplot-nox sqlite3
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libcmocka-dev libparasail-dev libssw-dev clang libclang-rt-14-dev
   prometheus"

@@ -31,6 +31,17 @@ static const struct {
   [EMBER__MSG_TYPE__MSG_STATS_REQUEST] =
       {"StatsRequest", &ember__stats_request__descriptor},
   [EMBER__MSG_TYPE__MSG_STATS] = {"Stats", &ember__stats__descriptor},
+  [EMBER__MSG_TYPE__MSG_REGISTER] = {"Register", &ember__register__descriptor},
+  [EMBER__MSG_TYPE__MSG_HEARTBEAT] =
+      {"Heartbeat", &ember__heartbeat__descriptor},
+  [EMBER__MSG_TYPE__MSG_HEARTBEAT_ACK] =
+      {"HeartbeatAck", &ember__heartbeat_ack__descriptor},
+  [EMBER__MSG_TYPE__MSG_ACQUIRE] = {"Acquire", &ember__acquire__descriptor},
+  [EMBER__MSG_TYPE__MSG_ALLOCATION] =
+      {"Allocation", &ember__allocation__descriptor},
+  [EMBER__MSG_TYPE__MSG_RELEASE] = {"Release", &ember__release__descriptor},
+  [EMBER__MSG_TYPE__MSG_LEASE_ENDED] =
+      {"LeaseEnded", &ember__lease_ended__descriptor},
 };
 
 #define N_TYPES (sizeof message_types / sizeof message_types[0])

@@ -29,7 +29,9 @@
   X(ESHUTDOWN,  -18, "shutting down")                                        \
   X(EFORMAT,    -19, "malformed input")                                      \
   X(EINTERNAL,  -20, "internal error")                                       \
-  X(EPLATFORM,  -21, "platform failure")
+  X(EPLATFORM,  -21, "platform failure")                                   \
+  X(ELEASE,     -22, "no valid lease")                                     \
+  X(EDENIED,    -23, "permission denied")
 
 #define EMBER_ERRNO_ENUM_(name, value, text) EMBER_##name = (value),
 typedef enum ember_error {

@@ -1,0 +1,137 @@
+/*
+ * store.h - ember-gam's state in SQLite: nodes, labels, apps, leases and
+ * an event log. The daemon's in-memory state is a cache of this; every
+ * change is committed here before the GAM acknowledges it, so a kill -9
+ * and restart loses nothing, and ids come from AUTOINCREMENT so nothing
+ * is handed out twice.
+ *
+ * The database runs in WAL mode with synchronous=FULL. The schema carries
+ * its version in PRAGMA user_version; gam_store_open() migrates an older
+ * file step by step inside one transaction and refuses a newer one.
+ *
+ * Labels: a node's effective labels are those its NAM reports (origin
+ * "nam") plus those an admin added (origin "admin", on), minus those an
+ * admin removed (origin "admin", off). Disabled accelerators are volatile
+ * (heartbeat state) and live in memory only.
+ *
+ * Threads: one gam_store is used by one thread at a time (the daemon holds
+ * its core lock). Errors: 0 or a negative EMBER_E* with SQLite's message
+ * in the store (gam_store_error).
+ */
+#ifndef EMBER_GAM_STORE_H
+#define EMBER_GAM_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GAM_STORE_SCHEMA_VERSION 1
+
+typedef struct gam_store gam_store;
+
+/* Open (creating) the database at path ("" or ":memory:" for a private
+ * in-memory one, for tests) and migrate it. EMBER_EIO with the reason in
+ * err when it cannot be opened, EMBER_EVERSION when its user_version is
+ * newer than this build. */
+int gam_store_open(const char *path, gam_store **out, char *err,
+                   size_t err_len);
+void gam_store_close(gam_store *s);
+const char *gam_store_error(const gam_store *s);  /* the last failure */
+int gam_store_user_version(gam_store *s);
+
+/* Group several changes into one commit (nesting is not supported). */
+int gam_store_begin(gam_store *s);
+int gam_store_commit(gam_store *s);
+int gam_store_rollback(gam_store *s);
+
+/* ---- nodes */
+typedef enum gam_node_state { GAM_NODE_UP = 0, GAM_NODE_LOST = 1 } gam_node_state;
+
+/* Insert or update a node on Register: address, state up, last_seen. */
+int gam_store_node_register(gam_store *s, const char *id, const char *address,
+                            uint64_t now_ms);
+int gam_store_node_set_state(gam_store *s, const char *id,
+                             gam_node_state state, uint64_t now_ms);
+int gam_store_node_set_drained(gam_store *s, const char *id, bool drained);
+/* Replace the labels the NAM reports (origin "nam"). */
+int gam_store_node_set_reported(gam_store *s, const char *id,
+                                const char *const *labels, size_t n);
+/* Admin override: on adds the label, off removes it (even a reported one).
+ * EMBER_ENOTFOUND for an unknown node. */
+int gam_store_label_override(gam_store *s, const char *node,
+                             const char *label, bool on);
+/* Drop an admin override, going back to what the NAM reports. */
+int gam_store_label_clear(gam_store *s, const char *node, const char *label);
+
+/* ---- apps and leases */
+typedef enum gam_app_state {
+  GAM_APP_PENDING = 0,   /* waiting for leases */
+  GAM_APP_RUNNING = 1,   /* holds every lease it asked for */
+  GAM_APP_ENDED = 2,
+} gam_app_state;
+
+int gam_store_app_create(gam_store *s, const char *name, const char *label,
+                         unsigned wanted, uint64_t now_ms, uint64_t *id_out);
+int gam_store_app_set_state(gam_store *s, uint64_t id, gam_app_state state,
+                            uint64_t now_ms);
+
+int gam_store_lease_create(gam_store *s, uint64_t app_id, const char *node,
+                           const char *label, uint64_t issued_unix_ms,
+                           uint64_t expires_unix_ms, uint64_t *id_out);
+/* End a lease (no-op if it already ended); reason: "released", "node
+ * lost", "drained", "label removed", "expired". */
+int gam_store_lease_end(gam_store *s, uint64_t id, const char *reason,
+                        uint64_t now_ms);
+
+/* ---- event log */
+int gam_store_event(gam_store *s, uint64_t now_ms, const char *kind,
+                    const char *node, uint64_t app_id, const char *detail);
+
+/* ---- loading at start: each row once, in id order. A callback returning
+ * nonzero stops the load and gam_store_load returns that value. */
+typedef struct gam_store_node_row {
+  const char *id, *address;
+  gam_node_state state;
+  bool drained;
+  uint64_t registered_ms, last_seen_ms;
+} gam_store_node_row;
+
+typedef struct gam_store_label_row {
+  const char *node, *label;
+  bool admin;   /* origin admin (else nam) */
+  bool on;      /* admin: added (true) or removed (false) */
+} gam_store_label_row;
+
+typedef struct gam_store_app_row {
+  uint64_t id;
+  const char *name, *label;
+  unsigned wanted;
+  gam_app_state state;
+  uint64_t created_ms;
+} gam_store_app_row;
+
+typedef struct gam_store_lease_row {
+  uint64_t id, app_id;
+  const char *node, *label;
+  uint64_t issued_unix_ms, expires_unix_ms;
+} gam_store_lease_row;
+
+typedef struct gam_store_visitor {
+  int (*node)(void *user, const gam_store_node_row *row);
+  int (*label)(void *user, const gam_store_label_row *row);
+  int (*app)(void *user, const gam_store_app_row *row);      /* not ended */
+  int (*lease)(void *user, const gam_store_lease_row *row);  /* active */
+} gam_store_visitor;
+
+int gam_store_load(gam_store *s, const gam_store_visitor *v, void *user);
+
+/* The newest events, newest first (for GET /v1/events); callback as above. */
+typedef struct gam_store_event_row {
+  uint64_t id, at_ms, app_id;
+  const char *kind, *node, *detail;
+} gam_store_event_row;
+int gam_store_events(gam_store *s, unsigned limit,
+                     int (*fn)(void *user, const gam_store_event_row *row),
+                     void *user);
+
+#endif
