@@ -1,0 +1,80 @@
+/*
+ * core.h - ember-gam's core: the cluster state (nodes, labels, apps,
+ * leases) kept in memory over the SQLite store, and what changes it: NAM
+ * registrations and heartbeats, app acquires and releases, liveness. The
+ * server (loop thread) calls these; the admin API calls core_admin.h from
+ * its own thread; one lock covers both.
+ *
+ * Every change is committed to the store before the call returns, so the
+ * reply the server sends afterwards never acknowledges something a crash
+ * could lose.
+ *
+ * Messages for apps (Allocation, Error, LeaseEnded) can arise on any
+ * thread (an admin drains a node): the core queues them as packed frames
+ * in an outbox and calls wake(); the server takes them on its loop.
+ */
+#ifndef EMBER_GAM_CORE_H
+#define EMBER_GAM_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core_admin.h"
+#include "lease.h"
+#include "policy.h"
+#include "store.h"
+
+typedef struct gam_core_options {
+  gam_policy_params policy;        /* rules are copied */
+  uint64_t heartbeat_interval_ms;
+  unsigned lost_after;             /* missed heartbeats */
+  unsigned slots_per_node;         /* 0 = no limit */
+  uint64_t lease_ttl_ms;
+  uint64_t acquire_timeout_ms;
+  lease_key key;
+  const char *version;
+} gam_core_options;
+
+/* A frame for an app, already packed. */
+typedef struct gam_outbox_item {
+  uint64_t app_id;
+  uint8_t type;                    /* EMBER__MSG_TYPE__* */
+  uint8_t *payload;
+  size_t len;
+  struct gam_outbox_item *next;
+} gam_outbox_item;
+
+/* Loads the store's state. Nodes come back lost until they heartbeat;
+ * their leases and apps stay. */
+int gam_core_create(const gam_core_options *o, gam_store *store,
+                    gam_core **out, char *err, size_t err_len);
+void gam_core_destroy(gam_core *c);
+void gam_core_set_wake(gam_core *c, void (*wake)(void *user), void *user);
+
+int gam_core_register(gam_core *c, const Ember__Register *m, char *err,
+                      size_t err_len);
+/* Fills ack (free its arrays with gam_core_ack_clear). EMBER_ENOTFOUND
+ * for a node that never registered. */
+int gam_core_heartbeat(gam_core *c, const Ember__Heartbeat *m,
+                       Ember__HeartbeatAck *ack, char *err, size_t err_len);
+void gam_core_ack_clear(Ember__HeartbeatAck *ack);
+
+/* Records a pending app; it is answered through the outbox once placed
+ * (Allocation) or when its wait runs out. */
+int gam_core_acquire(gam_core *c, const Ember__Acquire *m, uint64_t *app_id,
+                     char *err, size_t err_len);
+int gam_core_release(gam_core *c, const Ember__Release *m, char *err,
+                     size_t err_len);
+/* The app's connection closed: a pending app ends; a running one keeps
+ * its leases (it may come back and Release them) until they expire. */
+void gam_core_app_disconnected(gam_core *c, uint64_t app_id);
+
+/* Liveness, acquire timeouts, lease expiry. Call a few times per
+ * heartbeat interval. */
+void gam_core_tick(gam_core *c);
+
+/* Everything queued for apps, oldest first; free with gam_outbox_free. */
+gam_outbox_item *gam_core_take_outbox(gam_core *c);
+void gam_outbox_free(gam_outbox_item *items);
+
+#endif

@@ -1,0 +1,174 @@
+/* gam_config.c - ember-gam's configuration table (gam_config.h). */
+#include "gam_config.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "core_admin.h"
+#include "ember/ember_errors.h"
+#include "log.h"
+#include "policy.h"
+
+static int fail(char *why, size_t len, const char *text) {
+  snprintf(why, len, "%s", text);
+  return EMBER_ECONFIG;
+}
+
+int gam_hostport_parse(const char *text, struct sockaddr_storage *out,
+                       char *why, size_t why_len) {
+  char host[256];
+  const char *colon = strrchr(text, ':');
+  if (!colon || colon == text) return fail(why, why_len, "expected HOST:PORT");
+  size_t hl = (size_t)(colon - text);
+  if (hl >= sizeof host) return fail(why, why_len, "host name too long");
+  memcpy(host, text, hl);
+  host[hl] = '\0';
+  char *end;
+  long port = strtol(colon + 1, &end, 10);
+  if (!colon[1] || *end || port < 0 || port > 65535)
+    return fail(why, why_len, "the port must be 0..65535");
+  struct sockaddr_storage ss;
+  memset(&ss, 0, sizeof ss);
+  struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+  struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+  if (strcmp(host, "localhost") == 0) strcpy(host, "127.0.0.1");
+  if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
+    host[hl - 1] = '\0';
+    if (inet_pton(AF_INET6, host + 1, &v6->sin6_addr) != 1)
+      return fail(why, why_len, "not an IPv6 address");
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons((uint16_t)port);
+  } else if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons((uint16_t)port);
+  } else {
+    return fail(why, why_len,
+                "the host must be an IPv4 address, [IPv6] or localhost");
+  }
+  if (out) *out = ss;
+  return 0;
+}
+
+static int check_hostport(const char *text, char *why, size_t len) {
+  return gam_hostport_parse(text, NULL, why, len);
+}
+
+static int check_optional_hostport(const char *text, char *why, size_t len) {
+  return text[0] ? gam_hostport_parse(text, NULL, why, len) : 0;
+}
+
+/* static_partition items: LABEL=NODE */
+static int check_rule(const char *text, char *why, size_t len) {
+  const char *eq = strchr(text, '=');
+  if (!eq) return fail(why, len, "expected LABEL=NODE");
+  char label[128];
+  size_t ll = (size_t)(eq - text);
+  if (ll == 0 || ll >= sizeof label || !eq[1])
+    return fail(why, len, "expected LABEL=NODE");
+  memcpy(label, text, ll);
+  label[ll] = '\0';
+  if (!gam_label_valid(label))
+    return fail(why, len, "labels are 1..64 characters of [A-Za-z0-9_.@-]");
+  return 0;
+}
+
+static const config_enum_value log_levels[] = {
+  {"error", LOG_LVL_ERR},   {"warning", LOG_LVL_WARN},
+  {"notice", LOG_LVL_NOTICE}, {"info", LOG_LVL_INFO},
+  {"debug", LOG_LVL_DEBUG}, {NULL, 0},
+};
+
+static const config_enum_value policies[] = {
+  {"delay", GAM_POLICY_DELAY}, {"naive", GAM_POLICY_NAIVE},
+  {"static", GAM_POLICY_STATIC}, {NULL, 0},
+};
+
+#define AT(field, ctype) CONFIG_AT(struct gam_config, field, ctype)
+#define KiB (INT64_C(1) << 10)
+#define MiB (INT64_C(1) << 20)
+#define DAY_MS INT64_C(86400000)
+
+const config_entry gam_config_table[] = {
+  {.name = "listen", .type = CONFIG_STRING, .offset = AT(listen, char *),
+   .def = "127.0.0.1:7070", .max = 300, .check = check_hostport,
+   .help = "HOST:PORT where NAMs register and send heartbeats and apps "
+           "acquire nodes (the binary protocol). Anyone who can reach it can "
+           "register a node: keep it on a trusted network."},
+  {.name = "admin_listen", .type = CONFIG_STRING,
+   .offset = AT(admin_listen, char *), .def = "127.0.0.1:7080", .max = 300,
+   .check = check_optional_hostport,
+   .help = "HOST:PORT of the HTTP admin API (/v1/..., /healthz, /metrics); "
+           "empty turns it off. Reads are open to whoever reaches it, "
+           "changes need the bearer token."},
+  {.name = "admin_token_file", .type = CONFIG_STRING,
+   .offset = AT(admin_token_file, char *), .def = "/etc/ember/gam.token",
+   .max = 4096,
+   .help = "File holding the admin API's bearer token (one line); it must "
+           "be mode 0600 or stricter."},
+  {.name = "cluster_key_file", .type = CONFIG_STRING,
+   .offset = AT(cluster_key_file, char *), .def = "/etc/ember/cluster.key",
+   .max = 4096,
+   .help = "File holding the cluster key (64 hex digits, mode 0600) that "
+           "signs leases; every NAM has the same file."},
+  {.name = "database", .type = CONFIG_STRING, .offset = AT(database, char *),
+   .def = "/var/lib/ember/gam.db", .min = 1, .max = 4096,
+   .help = "SQLite file holding nodes, labels, apps, leases and the event "
+           "log (WAL mode: keep it on a local disk)."},
+  {.name = "heartbeat_interval", .type = CONFIG_DURATION,
+   .offset = AT(heartbeat_interval_ms, uint64_t), .def = "1s", .min = 10,
+   .max = 600000,
+   .help = "How often NAMs send heartbeats (told to them in each "
+           "acknowledgement). Each heartbeat is a scheduling opportunity."},
+  {.name = "lost_after", .type = CONFIG_INT, .offset = AT(lost_after, int),
+   .def = "3", .min = 1, .max = 1000,
+   .help = "Heartbeats a node may miss before it is declared lost; its "
+           "leases then end and their apps are told."},
+  {.name = "policy", .type = CONFIG_ENUM, .offset = AT(policy, int),
+   .def = "delay", .enums = policies,
+   .help = "Placement policy: delay (accelerator-affinity delay scheduling: "
+           "apps wait a few heartbeats for a node already running their "
+           "label), naive (first fit) or static (a fixed label-to-node "
+           "partition, static_partition)."},
+  {.name = "delay_max_skips", .type = CONFIG_INT,
+   .offset = AT(delay_max_skips, int), .def = "4", .min = 1, .max = 100000,
+   .help = "delay: scheduling opportunities after which a pending app takes "
+           "any node; its affinity threshold falls linearly from 1 to 0 "
+           "over this many skipped heartbeats."},
+  {.name = "static_partition", .type = CONFIG_LIST,
+   .offset = AT(static_partition, config_list), .def = "", .min = 0,
+   .max = 4096, .check = check_rule,
+   .help = "static: LABEL=NODE pairs giving each node the labels it runs; "
+           "empty splits the nodes evenly between the labels asked for."},
+  {.name = "slots_per_node", .type = CONFIG_INT,
+   .offset = AT(slots_per_node, int), .def = "16", .min = 0, .max = 100000,
+   .help = "Leases one node holds at once; 0 sets no limit."},
+  {.name = "lease_ttl", .type = CONFIG_DURATION,
+   .offset = AT(lease_ttl_ms, uint64_t), .def = "1h", .min = 1000,
+   .max = 30 * DAY_MS,
+   .help = "How long a lease is valid; the NAM refuses it afterwards and "
+           "the GAM ends it."},
+  {.name = "acquire_timeout", .type = CONFIG_DURATION,
+   .offset = AT(acquire_timeout_ms, uint64_t), .def = "60s", .min = 100,
+   .max = DAY_MS,
+   .help = "How long an Acquire may wait to be placed when the app gives "
+           "no wait; it then gets the nodes placed so far, or an error if "
+           "none."},
+  {.name = "max_frame", .type = CONFIG_SIZE, .offset = AT(max_frame, uint64_t),
+   .def = "1MiB", .min = 4 * KiB, .max = 64 * MiB,
+   .help = "Largest protocol frame accepted; a peer that sends a larger one "
+           "is disconnected."},
+  {.name = "max_connections", .type = CONFIG_INT,
+   .offset = AT(max_connections, int), .def = "20000", .min = 1,
+   .max = 1000000,
+   .help = "NAM and app connections at once; more are refused."},
+  {.name = "log_level", .type = CONFIG_ENUM, .flags = CONFIG_RELOADABLE,
+   .offset = AT(log_level, int), .def = "info", .enums = log_levels,
+   .help = "Most detailed level of the messages logged to stderr (the "
+           "journal under systemd)."},
+  {0},
+};

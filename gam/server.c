@@ -1,0 +1,377 @@
+/*
+ * server.c - ember-gam's protocol connections (server.h). The loop thread
+ * owns every connection; the core's outbox (frames for apps, which an
+ * admin's change on the HTTP thread may produce) arrives through a
+ * uv_async_t.
+ */
+#include "server.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ember/ember_errors.h"
+#include "frame.h"
+#include "gam_config.h"
+#include "log.h"
+
+enum conn_role { ROLE_NEW, ROLE_NAM, ROLE_APP };
+
+typedef struct gam_conn {
+  uv_tcp_t tcp;
+  gam_server *srv;
+  proto_reader reader;
+  int greeted;
+  int closing;
+  enum conn_role role;
+  char node[129];            /* ROLE_NAM: the node it registered */
+  uint64_t app_id;           /* ROLE_APP */
+  char peer[64];
+  struct gam_conn *prev, *next;
+} gam_conn;
+
+struct gam_server {
+  uv_loop_t *loop;
+  gam_core *core;
+  gam_server_options opt;
+  uv_tcp_t listener;
+  uv_async_t outbox;
+  uv_timer_t tick;
+  gam_conn *conns;
+  unsigned n_conns;
+  int closed_handles;
+};
+
+typedef struct write_req {
+  uv_write_t req;
+  uint8_t *data;
+} write_req;
+
+static void on_written(uv_write_t *req, int status) {
+  write_req *w = (write_req *)req;
+  free(w->data);
+  free(w);
+}
+
+static void conn_close(gam_conn *c, const char *why);
+
+/* Frame header + payload in one buffer, written asynchronously. */
+static void send_packed(gam_conn *c, uint8_t type, const uint8_t *payload,
+                        size_t len) {
+  if (c->closing) return;
+  write_req *w = malloc(sizeof *w);
+  uint8_t *data = malloc(PROTO_HEADER_SIZE + len);
+  if (!w || !data) {
+    free(w);
+    free(data);
+    conn_close(c, "out of memory");
+    return;
+  }
+  data[0] = (uint8_t)len;
+  data[1] = (uint8_t)(len >> 8);
+  data[2] = (uint8_t)(len >> 16);
+  data[3] = (uint8_t)(len >> 24);
+  data[4] = type;
+  if (len) memcpy(data + PROTO_HEADER_SIZE, payload, len);
+  w->data = data;
+  uv_buf_t buf = uv_buf_init((char *)data, (unsigned)(PROTO_HEADER_SIZE + len));
+  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written) != 0) {
+    free(data);
+    free(w);
+    conn_close(c, "write failed");
+  }
+}
+
+static void send_msg(gam_conn *c, uint8_t type, const ProtobufCMessage *m) {
+  size_t len = protobuf_c_message_get_packed_size(m);
+  uint8_t stack[512];
+  uint8_t *buf = len <= sizeof stack ? stack : malloc(len);
+  if (!buf) {
+    conn_close(c, "out of memory");
+    return;
+  }
+  protobuf_c_message_pack(m, buf);
+  send_packed(c, type, buf, len);
+  if (buf != stack) free(buf);
+}
+
+static void send_error(gam_conn *c, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void send_error(gam_conn *c, int code, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  Ember__Error e = EMBER__ERROR__INIT;
+  e.code = code;
+  e.message = msg;
+  send_msg(c, EMBER__MSG_TYPE__MSG_ERROR, &e.base);
+}
+
+/* ------------------------------------------------------------ handling */
+
+static void handle_hello(gam_conn *c, const Ember__Hello *m) {
+  if (m->protocol_version != PROTO_VERSION) {
+    send_error(c, EMBER_EVERSION, "protocol version %u, this GAM speaks %u",
+               m->protocol_version, PROTO_VERSION);
+    conn_close(c, "protocol version mismatch");
+    return;
+  }
+  Ember__Welcome w = EMBER__WELCOME__INIT;
+  w.protocol_version = PROTO_VERSION;
+  w.server_name = "ember-gam";
+  w.has_max_frame = 1;
+  w.max_frame = c->srv->opt.max_frame;
+  send_msg(c, EMBER__MSG_TYPE__MSG_WELCOME, &w.base);
+  c->greeted = 1;
+}
+
+static void handle_register(gam_conn *c, const Ember__Register *m) {
+  char err[256];
+  if (c->role == ROLE_APP) {
+    send_error(c, EMBER_EPROTO, "an app connection cannot register a node");
+    return;
+  }
+  int rc = gam_core_register(c->srv->core, m, err, sizeof err);
+  if (rc) {
+    send_error(c, rc, "register: %s", err);
+    return;
+  }
+  c->role = ROLE_NAM;
+  snprintf(c->node, sizeof c->node, "%s", m->node);
+  /* a HeartbeatAck with seq 0 acknowledges the registration */
+  Ember__HeartbeatAck ack = EMBER__HEARTBEAT_ACK__INIT;
+  ack.seq = 0;
+  ack.has_interval_ms = 1;
+  ack.interval_ms = (uint32_t)c->srv->opt.heartbeat_interval_ms;
+  send_msg(c, EMBER__MSG_TYPE__MSG_HEARTBEAT_ACK, &ack.base);
+}
+
+static void handle_heartbeat(gam_conn *c, const Ember__Heartbeat *m) {
+  char err[256];
+  if (c->role != ROLE_NAM || strcmp(c->node, m->node) != 0) {
+    send_error(c, EMBER_EPROTO, "heartbeat for '%.128s' before it registered "
+               "on this connection", m->node);
+    return;
+  }
+  Ember__HeartbeatAck ack;
+  int rc = gam_core_heartbeat(c->srv->core, m, &ack, err, sizeof err);
+  if (rc) {
+    send_error(c, rc, "heartbeat: %s", err);
+    return;
+  }
+  send_msg(c, EMBER__MSG_TYPE__MSG_HEARTBEAT_ACK, &ack.base);
+  gam_core_ack_clear(&ack);
+}
+
+static void handle_acquire(gam_conn *c, const Ember__Acquire *m) {
+  char err[256];
+  if (c->role == ROLE_NAM || (c->role == ROLE_APP && c->app_id)) {
+    send_error(c, EMBER_EPROTO, "one Acquire per app connection");
+    return;
+  }
+  uint64_t id = 0;
+  int rc = gam_core_acquire(c->srv->core, m, &id, err, sizeof err);
+  if (rc) {
+    send_error(c, rc, "acquire: %s", err);
+    return;
+  }
+  c->role = ROLE_APP;
+  c->app_id = id;
+}
+
+static void handle_release(gam_conn *c, const Ember__Release *m) {
+  char err[256];
+  if (c->role == ROLE_NAM) {
+    send_error(c, EMBER_EPROTO, "a NAM connection cannot release leases");
+    return;
+  }
+  int rc = gam_core_release(c->srv->core, m, err, sizeof err);
+  if (rc) send_error(c, rc, "release: %s", err);
+  else if (m->n_lease_ids == 0 && m->app_id == c->app_id)
+    c->app_id = 0;  /* ended: the connection may acquire again */
+}
+
+static void handle_frame(gam_conn *c, const proto_frame *f) {
+  if (!c->greeted && f->type != EMBER__MSG_TYPE__MSG_HELLO) {
+    send_error(c, EMBER_EPROTO, "the first message must be Hello");
+    conn_close(c, "no Hello");
+    return;
+  }
+  ProtobufCMessage *m = proto_unpack(f);
+  if (!m) {
+    if (!proto_descriptor(f->type))
+      send_error(c, EMBER_EPROTO, "unknown message type %u", f->type);
+    else
+      send_error(c, EMBER_EFORMAT, "malformed %s message",
+                 proto_type_name(f->type));
+    return;
+  }
+  switch (f->type) {
+  case EMBER__MSG_TYPE__MSG_HELLO:
+    if (c->greeted) send_error(c, EMBER_EPROTO, "Hello sent twice");
+    else handle_hello(c, (Ember__Hello *)m);
+    break;
+  case EMBER__MSG_TYPE__MSG_REGISTER:
+    handle_register(c, (Ember__Register *)m);
+    break;
+  case EMBER__MSG_TYPE__MSG_HEARTBEAT:
+    handle_heartbeat(c, (Ember__Heartbeat *)m);
+    break;
+  case EMBER__MSG_TYPE__MSG_ACQUIRE:
+    handle_acquire(c, (Ember__Acquire *)m);
+    break;
+  case EMBER__MSG_TYPE__MSG_RELEASE:
+    handle_release(c, (Ember__Release *)m);
+    break;
+  default:
+    send_error(c, EMBER_EPROTO, "%s is not a message the GAM takes",
+               proto_type_name(f->type));
+  }
+  protobuf_c_message_free_unpacked(m, NULL);
+}
+
+/* ------------------------------------------------------------ plumbing */
+
+static void on_conn_closed(uv_handle_t *h) {
+  gam_conn *c = h->data;
+  proto_reader_free(&c->reader);
+  free(c);
+}
+
+static void conn_close(gam_conn *c, const char *why) {
+  if (c->closing) return;
+  c->closing = 1;
+  gam_server *s = c->srv;
+  log_debug("%s: closed (%s)", c->peer, why);
+  if (c->role == ROLE_APP && c->app_id)
+    gam_core_app_disconnected(s->core, c->app_id);
+  if (c->prev) c->prev->next = c->next;
+  else s->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  s->n_conns--;
+  uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  gam_conn *c = h->data;
+  size_t avail = 0;
+  int err = 0;
+  uint8_t *p = proto_reader_space(&c->reader, &avail, &err);
+  *buf = uv_buf_init((char *)p, p ? (unsigned)avail : 0);
+}
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
+  gam_conn *c = st->data;
+  if (nread < 0) {
+    conn_close(c, nread == UV_EOF ? "peer closed" : uv_strerror((int)nread));
+    return;
+  }
+  if (nread == 0) return;
+  proto_reader_commit(&c->reader, (size_t)nread);
+  proto_frame f;
+  int rc;
+  while (!c->closing && (rc = proto_reader_next(&c->reader, &f)) == 1)
+    handle_frame(c, &f);
+  if (!c->closing && rc == EMBER_ETOOBIG) {
+    send_error(c, EMBER_ETOOBIG, "frame over the %zu-byte limit",
+               c->srv->opt.max_frame);
+    conn_close(c, "frame too big");
+  }
+}
+
+static void on_connection(uv_stream_t *listener, int status) {
+  gam_server *s = listener->data;
+  if (status < 0) {
+    log_warn("accept: %s", uv_strerror(status));
+    return;
+  }
+  gam_conn *c = calloc(1, sizeof *c);
+  if (!c) return;
+  c->srv = s;
+  uv_tcp_init(s->loop, &c->tcp);
+  c->tcp.data = c;
+  proto_reader_init(&c->reader, s->opt.max_frame);
+  if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
+    uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+    return;
+  }
+  struct sockaddr_storage ss;
+  int len = sizeof ss;
+  char host[48] = "?";
+  if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
+    uv_ip_name((struct sockaddr *)&ss, host, sizeof host);
+  snprintf(c->peer, sizeof c->peer, "%s", host);
+  if (s->n_conns >= s->opt.max_connections) {
+    log_warn("refusing %s: %u connections already", c->peer, s->n_conns);
+    uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+    return;
+  }
+  c->next = s->conns;
+  if (s->conns) s->conns->prev = c;
+  s->conns = c;
+  s->n_conns++;
+  uv_tcp_nodelay(&c->tcp, 1);
+  uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+static void on_outbox(uv_async_t *a) {
+  gam_server *s = a->data;
+  gam_outbox_item *items = gam_core_take_outbox(s->core);
+  for (gam_outbox_item *it = items; it; it = it->next)
+    for (gam_conn *c = s->conns; c; c = c->next)
+      if (c->role == ROLE_APP && c->app_id == it->app_id) {
+        send_packed(c, it->type, it->payload, it->len);
+        break;
+      }
+  gam_outbox_free(items);
+}
+
+static void wake(void *user) { uv_async_send(user); }
+
+static void on_tick(uv_timer_t *t) {
+  gam_server *s = t->data;
+  gam_core_tick(s->core);
+}
+
+int gam_server_start(uv_loop_t *loop, gam_core *core,
+                     const gam_server_options *o, gam_server **out,
+                     char *err, size_t err_len) {
+  struct sockaddr_storage addr;
+  int rc = gam_hostport_parse(o->listen, &addr, err, err_len);
+  if (rc) return rc;
+  gam_server *s = calloc(1, sizeof *s);
+  if (!s) return EMBER_ENOMEM;
+  s->loop = loop;
+  s->core = core;
+  s->opt = *o;
+  uv_tcp_init(loop, &s->listener);
+  s->listener.data = s;
+  uv_async_init(loop, &s->outbox, on_outbox);
+  s->outbox.data = s;
+  uv_timer_init(loop, &s->tick);
+  s->tick.data = s;
+  *out = s;
+  int uv = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0);
+  if (uv == 0) uv = uv_listen((uv_stream_t *)&s->listener, 4096, on_connection);
+  if (uv != 0) {
+    snprintf(err, err_len, "listen %s: %s", o->listen, uv_strerror(uv));
+    return EMBER_EIO;
+  }
+  gam_core_set_wake(core, wake, &s->outbox);
+  uv_timer_start(&s->tick, on_tick, o->tick_ms, o->tick_ms);
+  return 0;
+}
+
+void gam_server_close(gam_server *s) {
+  if (!s) return;
+  gam_core_set_wake(s->core, NULL, NULL);
+  while (s->conns) conn_close(s->conns, "shutting down");
+  uv_close((uv_handle_t *)&s->listener, NULL);
+  uv_close((uv_handle_t *)&s->outbox, NULL);
+  uv_close((uv_handle_t *)&s->tick, NULL);
+}
+
+void gam_server_destroy(gam_server *s) { free(s); }
