@@ -116,9 +116,9 @@ const config_entry gam_config_table[] = {
    .help = "File holding the cluster key (64 hex digits, mode 0600) that "
            "signs leases; every NAM has the same file."},
   {.name = "database", .type = CONFIG_STRING, .offset = AT(database, char *),
-   .def = "/var/lib/ember/gam.db", .min = 1, .max = 4096,
+   .def = "/var/lib/ember/gam.db", .max = 4096,
    .help = "SQLite file holding nodes, labels, apps, leases and the event "
-           "log (WAL mode: keep it on a local disk)."},
+           "log (WAL mode: keep it on a local disk); empty keeps the state in memory only, lost at exit (for tests)."},
   {.name = "heartbeat_interval", .type = CONFIG_DURATION,
    .offset = AT(heartbeat_interval_ms, uint64_t), .def = "1s", .min = 10,
    .max = 600000,
