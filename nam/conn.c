@@ -20,6 +20,7 @@
 #include "block_cache.h"
 #include "clock.h"
 #include "ember/ember_errors.h"
+#include "lease_check.h"
 #include "listing.h"
 #include "log.h"
 
@@ -114,6 +115,14 @@ static void fatal(nam_conn *c, int code, const char *fmt, const char *detail) {
   c->close_after_flush = 1; /* say why, then close */
 }
 
+void nam_conn_refuse(nam_conn *c, int code, const char *detail) {
+  if (c->closing) return;
+  log_notice("client %s: %s", c->peer, detail);
+  send_error(c, code, 0, 0, "%s", detail);
+  c->close_after_flush = 1;
+  flush(c);
+}
+
 /* ---- connection life --------------------------------------------------- */
 
 void nam_conn_open(nam_server *s, int fd, int is_unix, const char *peer) {
@@ -173,6 +182,17 @@ void nam_conn_close(nam_conn *c, const char *why) {
 
 /* ---- tasks ------------------------------------------------------------- */
 
+/* Tasks in flight by accelerator: what the GAM link samples. */
+static void count_inflight(nam_server *s, const acc_descriptor *acc, int delta) {
+  for (size_t i = 0; i < NAM_MAX_PAIRS; i++) {
+    if (!s->inflight_acc[i]) s->inflight_acc[i] = acc;
+    if (s->inflight_acc[i] == acc) {
+      s->inflight_by_acc[i] += (unsigned)delta;
+      return;
+    }
+  }
+}
+
 /* Engine worker thread: hand the task to the loop. */
 static void on_engine_done(nam_task *task, void *user) {
   conn_task *ct = user;
@@ -229,6 +249,7 @@ void nam_conn_task_done(conn_task *ct) {
   if (ct->next) ct->next->prev = ct->prev;
   c->inflight--;
   s->stats.inflight--;
+  count_inflight(s, ct->acc, -1);
   nam_stats_task_done(&s->metrics, ct->acc, ct->task, ct->received_ns);
   if (!c->closing) send_result(c, ct);
   for (size_t i = 0; i < ct->n_pins; i++) nam_block_unref(ct->pins[i]);
@@ -332,6 +353,7 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
   c->tasks = ct;
   c->inflight++;
   s->stats.inflight++;
+  count_inflight(s, acc, +1);
   return 0;
 }
 
@@ -487,6 +509,14 @@ static void handle_hello(nam_conn *c, const Ember__Hello *m) {
              "protocol version %u is not supported (this NAM speaks %u)",
              m->protocol_version, PROTO_VERSION);
     fatal(c, EMBER_EVERSION, "%s", detail);
+    return;
+  }
+  char why[256];
+  if (!c->is_unix && nam_lease_admit(c->srv, c, m, why, sizeof why) != 0) {
+    nam_stats_lease_refused(&c->srv->metrics);
+    log_notice("client %s refused: %s", c->peer, why);
+    send_error(c, EMBER_ELEASE, 0, 0, "%s", why);
+    c->close_after_flush = 1;
     return;
   }
   c->greeted = 1;

@@ -16,24 +16,32 @@
 #include "ember/ember_errors.h"
 #include "engine.h"
 #include "engine_setup.h"
+#include "gam_link.h"
+#include "lease_check.h"
 #include "log.h"
 #include "metrics_http.h"
 #include "nam_config.h"
+#include "node_labels.h"
 #include "server.h"
 #include "stats.h"
 
 #define MAX_SETS 64
+#define MAX_LABEL_FLAGS 64
 
 typedef struct nam_daemon {
   uv_loop_t *loop;
   const char *config_path;   /* NULL: defaults and --set only */
   const char *sets[MAX_SETS];
   int n_sets;
+  const char *label_flags[MAX_LABEL_FLAGS]; /* --label */
+  int n_label_flags;
   struct nam_config cfg;
   nam_engine_setup setup;    /* the engine's config, alive with it */
   nam_engine *engine;
   nam_server *server;
   nam_metrics_http *metrics;   /* NULL: metrics_listen is empty */
+  nam_node_labels labels;    /* offered at the GAM, checked in leases */
+  nam_gam_link *gam;         /* NULL: standalone */
   uv_signal_t sig_term, sig_int, sig_hup;
   uv_timer_t watchdog, drain_timer;
   int draining;
@@ -51,6 +59,8 @@ static void usage(FILE *out) {
     "  -c, --config FILE          read FILE (INI; default: none, or %s\n"
     "                             when it exists)\n"
     "  -s, --set KEY=VALUE        override one config key (repeatable)\n"
+    "  -l, --label LABEL          offer LABEL at the GAM, besides the labels\n"
+    "                             key (repeatable)\n"
     "      --check-config         validate the configuration and exit\n"
     "      --print-config         print the effective configuration and exit\n"
     "      --print-config-example print the commented example config and exit\n"
@@ -134,6 +144,17 @@ static void note_reload(const char *key, int applied, void *user) {
     log_warn("reload: %s changed but is not reloadable: restart to apply", key);
 }
 
+/* fpga-emu.fail_rate and hang_rate apply to the running boards. */
+static void apply_fault_rates(nam_daemon *d) {
+  double fail = 0, hang = 0;
+  if (nam_rate_parse(d->cfg.fpga_fail_rate, &fail, NULL, 0) ||
+      nam_rate_parse(d->cfg.fpga_hang_rate, &hang, NULL, 0) ||
+      nam_engine_set_fault_rates(d->engine, fail, hang) != 0)
+    log_err("reload: fpga-emu.fail_rate %s and hang_rate %s not applied "
+            "(their sum must be at most 1)", d->cfg.fpga_fail_rate,
+            d->cfg.fpga_hang_rate);
+}
+
 static void on_reload(uv_signal_t *sig, int signum) {
   nam_daemon *d = sig->data;
   struct nam_config fresh;
@@ -146,6 +167,7 @@ static void on_reload(uv_signal_t *sig, int signum) {
     log_threshold = d->cfg.log_level;
     nam_server_limits l = limits_of(&d->cfg);
     nam_server_set_limits(d->server, &l);
+    apply_fault_rates(d);
   }
   sd_notify(0, "READY=1");
 }
@@ -155,6 +177,75 @@ static int render_metrics(void *user, char **text, size_t *len) {
   nam_daemon *d = user;
   return nam_stats_render(nam_server_metrics(d->server), d->server, d->engine,
                           text, len);
+}
+
+/* Lease checks ask whether the node serves a label now. */
+static int label_served(void *user, const char *label) {
+  nam_daemon *d = user;
+  nam_disabled dis;
+  nam_disabled_now(d->engine, &dis);
+  return nam_label_served(&d->labels, &dis, label);
+}
+
+/* advertise, or tcp: of the first tcp listen address (a wildcard address
+ * replaced by the host name: apps elsewhere cannot use 0.0.0.0). */
+static void advertised_address(const nam_daemon *d, char *out, size_t len) {
+  out[0] = '\0';
+  if (d->cfg.advertise[0]) {
+    snprintf(out, len, "%s", d->cfg.advertise);
+    return;
+  }
+  for (size_t i = 0; i < d->cfg.listen.count; i++) {
+    nam_listen_addr a;
+    if (nam_listen_parse(d->cfg.listen.items[i], &a, NULL, 0) || a.is_unix)
+      continue;
+    char host[256];
+    if (strcmp(a.host, "0.0.0.0") == 0 || strcmp(a.host, "::") == 0) {
+      if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "localhost");
+    } else {
+      snprintf(host, sizeof host, strchr(a.host, ':') ? "[%s]" : "%s", a.host);
+    }
+    snprintf(out, len, "tcp:%s:%d", host, a.port);
+    return;
+  }
+}
+
+/* Labels, lease checking and the GAM link, once the server listens. */
+static int start_cluster(nam_daemon *d) {
+  char err[512];
+  if (nam_node_labels_build(d->engine, &d->cfg.labels, d->label_flags,
+                            (size_t)d->n_label_flags, &d->labels) != 0)
+    log_warn("more than %d labels: the rest are not offered", NAM_MAX_LABELS);
+  if (d->cfg.cluster_key_file[0]) {
+    int rc = nam_lease_check_start(d->server, d->cfg.cluster_key_file,
+                                   nam_server_name(d->server), label_served,
+                                   d, err, sizeof err);
+    if (rc) {
+      log_err("cluster_key_file: %s", err);
+      return -1;
+    }
+    log_notice("TCP clients need a lease signed with %s",
+               d->cfg.cluster_key_file);
+  }
+  if (!d->cfg.gam[0]) return 0;
+  char address[320];
+  advertised_address(d, address, sizeof address);
+  if (!address[0])
+    log_warn("no tcp listen address and no advertise: the GAM cannot send "
+             "apps here");
+  nam_gam_link_config lc = {
+    .gam = d->cfg.gam, .node = nam_server_name(d->server),
+    .address = address, .labels = &d->labels,
+    .interval_ms = d->cfg.heartbeat_interval_ms, .version = EMBER_VERSION,
+  };
+  if (nam_gam_link_start(d->loop, d->server, d->engine, &lc, &d->gam, err,
+                         sizeof err) != 0) {
+    log_err("gam: %s", err);
+    return -1;
+  }
+  log_notice("reporting to the GAM at %s as %s", d->cfg.gam,
+             nam_server_name(d->server));
+  return 0;
 }
 
 static int start(nam_daemon *d) {
@@ -193,6 +284,7 @@ static int start(nam_daemon *d) {
     }
     log_notice("metrics on http://%s/metrics", d->cfg.metrics_listen);
   }
+  if (start_cluster(d) != 0) return -1;
   nam_platform_status ps[16];
   size_t np = nam_engine_platforms(d->engine, ps, 16);
   for (size_t i = 0; i < np; i++)
@@ -211,6 +303,9 @@ static void shutdown_all(nam_daemon *d) {
    * out to the clients still connected, then the sockets close; the
    * metrics thread stops first, while the engine it reports on is there */
   nam_metrics_http_close(d->metrics);
+  nam_gam_link_close(d->gam); /* it reads the engine and the server */
+  d->gam = NULL;
+  if (d->server) nam_lease_check_close(d->server);
   nam_engine_destroy(d->engine);
   d->engine = NULL;
   nam_engine_setup_free(&d->setup);
@@ -229,6 +324,7 @@ int main(int argc, char **argv) {
   static const struct option long_opts[] = {
     {"config", required_argument, 0, 'c'},
     {"set", required_argument, 0, 's'},
+    {"label", required_argument, 0, 'l'},
     {"check-config", no_argument, 0, 1},
     {"print-config", no_argument, 0, 2},
     {"print-config-example", no_argument, 0, 3},
@@ -238,7 +334,7 @@ int main(int argc, char **argv) {
   };
   nam_daemon d = {0};
   int check = 0, print = 0, example = 0, opt;
-  while ((opt = getopt_long(argc, argv, "c:s:hV", long_opts, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, "c:s:l:hV", long_opts, NULL)) != -1) {
     switch (opt) {
     case 'c': d.config_path = optarg; break;
     case 's':
@@ -247,6 +343,19 @@ int main(int argc, char **argv) {
         return 2;
       }
       d.sets[d.n_sets++] = optarg;
+      break;
+    case 'l':
+      if (!nam_label_valid(optarg)) {
+        fprintf(stderr, "ember-nam: --label '%s': a label is 1 to 64 letters, "
+                "digits, '_', '.', '-' or '@'\n", optarg);
+        return 2;
+      }
+      if (d.n_label_flags == MAX_LABEL_FLAGS) {
+        fprintf(stderr, "ember-nam: at most %d --label options\n",
+                MAX_LABEL_FLAGS);
+        return 2;
+      }
+      d.label_flags[d.n_label_flags++] = optarg;
       break;
     case 1: check = 1; break;
     case 2: print = 1; break;

@@ -126,6 +126,35 @@ static int check_name(const char *text, char *why, size_t len) {
   return 0;
 }
 
+bool nam_label_valid(const char *label) {
+  size_t n = strlen(label);
+  if (n < 1 || n > 64) return false;
+  for (const char *p = label; *p; p++)
+    if (!isalnum((unsigned char)*p) && !strchr("_.-@", *p)) return false;
+  return true;
+}
+
+static int check_label(const char *text, char *why, size_t len) {
+  if (nam_label_valid(text)) return 0;
+  return fail(why, len, "a label is 1 to 64 letters, digits, '_', '.', '-' "
+              "or '@' (e.g. sw or sw@fpga-emu)");
+}
+
+/* gam: HOST:PORT (a tcp: in front is taken too), or empty. */
+static int check_gam(const char *text, char *why, size_t len) {
+  if (!text[0]) return 0;
+  return nam_hostport_parse(strncmp(text, "tcp:", 4) == 0 ? text + 4 : text,
+                            NULL, why, len);
+}
+
+/* advertise: tcp:HOST:PORT, or empty. */
+static int check_advertise(const char *text, char *why, size_t len) {
+  if (!text[0]) return 0;
+  if (strncmp(text, "tcp:", 4) != 0)
+    return fail(why, len, "expected tcp:HOST:PORT (where apps reach this NAM)");
+  return nam_listen_parse(text, NULL, why, len);
+}
+
 int nam_rate_parse(const char *text, double *out, char *why, size_t len) {
   char *end;
   double v = strtod(text, &end);
@@ -250,6 +279,35 @@ const config_entry nam_config_table[] = {
            "address goes in brackets, e.g. [::1]:9464); empty turns the "
            "endpoint off. Anyone who can reach it sees the node's load and "
            "accelerator names: keep it on loopback or a trusted network."},
+  {.name = "gam", .type = CONFIG_STRING, .offset = AT(gam, char *),
+   .def = "", .max = 300, .check = check_gam,
+   .help = "HOST:PORT of ember-gam, the cluster manager this NAM registers "
+           "with and sends heartbeats to; empty runs the NAM standalone. "
+           "While the GAM cannot be reached the NAM keeps serving its local "
+           "clients and retries with backoff."},
+  {.name = "heartbeat_interval", .type = CONFIG_DURATION,
+   .offset = AT(heartbeat_interval_ms, uint64_t), .def = "1s", .min = 10,
+   .max = 3600000,
+   .help = "Time between two heartbeats to the GAM, until the GAM answers "
+           "with its own interval, which then applies."},
+  {.name = "labels", .type = CONFIG_LIST, .offset = AT(labels, config_list),
+   .def = "", .min = 0, .max = 64, .check = check_label,
+   .help = "Labels this node offers at the GAM, comma-separated; each "
+           "--label flag adds one. Empty: one per accelerator served "
+           "(e.g. sw) plus ACC@KIND for each non-cpu platform kind that can "
+           "run it (e.g. sw@fpga-emu). A label naming an accelerator (or "
+           "ACC@KIND) is withdrawn while that accelerator is disabled."},
+  {.name = "advertise", .type = CONFIG_STRING, .offset = AT(advertise, char *),
+   .def = "", .max = 300, .check = check_advertise,
+   .help = "tcp:HOST:PORT where applications reach this NAM, as the GAM "
+           "hands it out; empty uses the first tcp: listen address."},
+  {.name = "cluster_key_file", .type = CONFIG_STRING,
+   .offset = AT(cluster_key_file, char *), .def = "", .max = 4000,
+   .help = "File holding the 64 hex digits of the key shared with the GAM "
+           "(mode 0600). When set, a TCP client must present a lease the "
+           "GAM signed with it, unexpired, for this node and a label it "
+           "serves; unix-socket clients are trusted as before. Empty: no "
+           "lease checking."},
   {.name = "scheduler", .type = CONFIG_ENUM, .offset = AT(scheduler, int),
    .def = "fcfs", .enums = schedulers,
    .help = "Order of the tasks of one priority in an accelerator's queue: "
@@ -336,12 +394,13 @@ const config_entry nam_config_table[] = {
            "(sw: processing elements and clock); empty keeps each "
            "accelerator's defaults."},
   {.name = "fpga-emu.fail_rate", .type = CONFIG_STRING,
-   .offset = AT(fpga_fail_rate, char *), .def = "0", .max = 32,
-   .check = check_rate,
-   .help = "Fault injection: the fraction of tasks that fail (0 to 1)."},
+   .flags = CONFIG_RELOADABLE, .offset = AT(fpga_fail_rate, char *),
+   .def = "0", .max = 32, .check = check_rate,
+   .help = "Fault injection: the fraction of tasks that fail (0 to 1). "
+           "SIGHUP applies a new rate to the running boards."},
   {.name = "fpga-emu.hang_rate", .type = CONFIG_STRING,
-   .offset = AT(fpga_hang_rate, char *), .def = "0", .max = 32,
-   .check = check_rate,
+   .flags = CONFIG_RELOADABLE, .offset = AT(fpga_hang_rate, char *),
+   .def = "0", .max = 32, .check = check_rate,
    .help = "Fault injection: the fraction of tasks that hang until the "
            "task timeout catches them (0 to 1)."},
   {.name = "fpga-emu.seed", .type = CONFIG_INT, .offset = AT(fpga_seed, int),

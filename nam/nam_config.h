@@ -46,6 +46,12 @@ struct nam_config {
   int log_level;             /* log_level: LOG_LVL_* of log.h */
   char *node_name;           /* node_name: "" = the host name */
   char *metrics_listen;      /* metrics_listen: HOST:PORT, "" = off */
+  /* the cluster */
+  char *gam;                 /* gam: HOST:PORT of ember-gam, "" = standalone */
+  uint64_t heartbeat_interval_ms; /* heartbeat_interval */
+  config_list labels;        /* labels: empty = derived from the engine */
+  char *advertise;           /* advertise: tcp:HOST:PORT, "" = first tcp listen */
+  char *cluster_key_file;    /* cluster_key_file: "" = no lease checking */
   /* scheduling and fault tolerance */
   int scheduler;             /* scheduler: enum nam_scheduler */
   int pipeline_depth;        /* pipeline_depth */
@@ -99,6 +105,10 @@ int nam_listen_parse(const char *item, nam_listen_addr *out, char *why,
  */
 int nam_hostport_parse(const char *text, nam_listen_addr *out, char *why,
                        size_t why_len);
+
+/* nam_label_valid - a label as the GAM takes it: 1 to 64 characters of
+ * letters, digits, '_', '.', '-' and '@' (e.g. "sw", "sw@fpga-emu"). */
+bool nam_label_valid(const char *label);
 
 /* nam_rate_parse - a fail_rate/hang_rate value: a decimal from 0 to 1.
  * Returns 0 or EMBER_ECONFIG (why may be NULL). */

@@ -45,6 +45,11 @@ struct nam_conn {
   unsigned inflight;
   uint64_t app;         /* namespace of its blocks in the engine's cache */
   char peer[96];
+  /* TCP clients of a NAM that checks leases (lease_check.c) */
+  int has_lease;
+  uint64_t lease_id;
+  uint64_t lease_expires_unix_ms;
+  char lease_label[65];
   nam_conn *prev, *next;
 };
 
@@ -73,12 +78,18 @@ struct nam_server {
   int draining;
   void (*on_idle)(nam_server *s, void *user);
   void *on_idle_user;
+  struct nam_lease_check *leases; /* NULL: TCP clients need no lease */
+  /* tasks in flight by accelerator (the GAM link's utilization) */
+  const acc_descriptor *inflight_acc[NAM_MAX_PAIRS];
+  unsigned inflight_by_acc[NAM_MAX_PAIRS];
 };
 
 /* conn.c */
 void nam_conn_open(nam_server *s, int fd, int is_unix, const char *peer);
 void nam_conn_task_done(conn_task *ct);
 void nam_conn_close(nam_conn *c, const char *why);
+/* Send an Error (code, detail), then close once it is out. */
+void nam_conn_refuse(nam_conn *c, int code, const char *detail);
 
 /* server.c: called when a task finishes, to fire on_idle while draining */
 void nam_server_check_idle(nam_server *s);

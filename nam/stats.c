@@ -40,6 +40,8 @@ void nam_stats_frame(nam_stats *st, uint8_t type) { st->frames[type]++; }
 
 void nam_stats_protocol_error(nam_stats *st) { st->protocol_errors++; }
 
+void nam_stats_lease_refused(nam_stats *st) { st->leases_refused++; }
+
 void nam_stats_block_received(nam_stats *st, enum nam_stats_transport tr,
                               uint64_t bytes) {
   st->blocks[tr]++;
@@ -250,6 +252,25 @@ static void render_counters(FILE *f, const nam_stats *st) {
   }
   fprintf(f, "ember_nam_frames_received_total{type=\"unknown\"} %llu\n",
           (unsigned long long)unknown);
+
+  nam_stats_family(f, "leases_refused_total", "counter",
+         "TCP clients refused for their lease (none, forged, expired, for "
+         "another node or a label not served).");
+  fprintf(f, "ember_nam_leases_refused_total %llu\n",
+          (unsigned long long)st->leases_refused);
+  if (!st->gam_configured) return;
+  nam_stats_family(f, "gam_connected", "gauge",
+         "1 while the NAM is registered with the GAM, else 0.");
+  fprintf(f, "ember_nam_gam_connected %d\n", st->gam_connected);
+  nam_stats_family(f, "gam_heartbeats_sent_total", "counter",
+         "Heartbeats sent to the GAM.");
+  fprintf(f, "ember_nam_gam_heartbeats_sent_total %llu\n",
+          (unsigned long long)st->gam_heartbeats_sent);
+  nam_stats_family(f, "gam_reconnects_total", "counter",
+         "Connection attempts to the GAM after the first one (after a "
+         "failure or a lost connection).");
+  fprintf(f, "ember_nam_gam_reconnects_total %llu\n",
+          (unsigned long long)st->gam_reconnects);
 }
 
 static void render_gauges(FILE *f, nam_server *server, nam_engine *engine) {

@@ -78,12 +78,17 @@ typedef struct nam_stats {
   uint64_t connections_unix, connections_tcp;
   uint64_t protocol_errors;
   uint64_t frames[256];                /* received, by frame type */
+  uint64_t leases_refused;             /* TCP clients refused a lease */
+  /* the GAM link (gam_link.c); rendered when gam_configured */
+  int gam_configured, gam_connected;
+  uint64_t gam_heartbeats_sent, gam_reconnects;
 } nam_stats;
 
 /* Recording; st is zeroed (calloc or memset) before the first call. */
 void nam_stats_connection(nam_stats *st, int is_unix);
 void nam_stats_frame(nam_stats *st, uint8_t type);
 void nam_stats_protocol_error(nam_stats *st);
+void nam_stats_lease_refused(nam_stats *st);
 void nam_stats_block_received(nam_stats *st, enum nam_stats_transport tr,
                               uint64_t bytes);
 /* A Submit refused with error (acc NULL: the accelerator is unknown). */

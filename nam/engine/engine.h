@@ -167,6 +167,12 @@ void nam_task_take_output(nam_task *task, acc_output *out);
 /* nam_task_free - free a task whose done callback has run. NULL: no-op. */
 void nam_task_free(nam_task *task);
 
+/* nam_engine_set_fault_rates - the fault injection of every fpga-emu
+ * board, changed while they run (ember-nam's SIGHUP). Returns 0, or
+ * EMBER_EINVAL for rates outside [0, 1] or summing over 1. */
+int nam_engine_set_fault_rates(nam_engine *engine, double fail_rate,
+                               double hang_rate);
+
 /* Introspection (snapshots). */
 typedef struct nam_pair_status {  /* one accelerator on one platform */
   const char *accelerator;

@@ -330,6 +330,18 @@ void nam_fpga_board_kernel(nam_fpga_board *b, uint64_t model_ns,
   if (clock) *clock = end;
 }
 
+int nam_fpga_board_set_fault_rates(nam_fpga_board *b, double fail_rate,
+                                   double hang_rate) {
+  if (!valid_rate(fail_rate) || !valid_rate(hang_rate) ||
+      fail_rate + hang_rate > 1)
+    return EMBER_EINVAL;
+  pthread_mutex_lock(&b->lock);
+  b->cfg.fail_rate = fail_rate;
+  b->cfg.hang_rate = hang_rate;
+  pthread_mutex_unlock(&b->lock);
+  return 0;
+}
+
 enum nam_fpga_fault nam_fpga_board_draw_fault(nam_fpga_board *b) {
   pthread_mutex_lock(&b->lock);
   /* 53 random bits: a double uniform in [0, 1) */

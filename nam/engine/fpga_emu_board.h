@@ -180,6 +180,13 @@ int nam_fpga_board_hang(nam_fpga_board *b, const void *key,
  * every waiter check its aborted flag. No hang waiting: nothing happens. */
 void nam_fpga_board_abort(nam_fpga_board *b, const void *key);
 
+/* nam_fpga_board_set_fault_rates - change the fault injection of a running
+ * board (a config reload): later draws use the new rates. Returns 0, or
+ * EMBER_EINVAL (nothing changed) unless both are in [0, 1] and their sum at
+ * most 1. */
+int nam_fpga_board_set_fault_rates(nam_fpga_board *b, double fail_rate,
+                                   double hang_rate);
+
 /* nam_fpga_board_get_counters - a consistent snapshot. */
 void nam_fpga_board_get_counters(nam_fpga_board *b,
                                  nam_fpga_board_counters *out);

@@ -327,6 +327,18 @@ static void fpga_describe(const nam_platform *p, nam_platform_status *s) {
   s->virtual_ns = c.virtual_ns;
 }
 
+int nam_engine_set_fault_rates(nam_engine *e, double fail_rate,
+                               double hang_rate) {
+  /* the platforms are fixed once the engine runs: no engine lock needed */
+  for (size_t i = 0; i < e->n_platforms; i++) {
+    nam_platform *p = &e->platforms[i];
+    if (p->ops != &nam_platform_fpga_emu_ops || !p->impl) continue;
+    int rc = nam_fpga_board_set_fault_rates(board_of(p), fail_rate, hang_rate);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
 const nam_platform_ops nam_platform_fpga_emu_ops = {
   .kind = "fpga-emu",
   .start = fpga_start,

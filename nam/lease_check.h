@@ -1,0 +1,61 @@
+/*
+ * lease_check.h - the NAM's side of leases (proto/lease.h): a TCP client
+ * must present, in its Hello, a lease the GAM signed under the cluster key,
+ * unexpired, for this node and for a label the node serves now. The
+ * connection remembers its lease; when the lease expires, or the GAM says
+ * it ended (HeartbeatAck.ended_leases), the client gets an Error ELEASE and
+ * is disconnected, and an ended lease is refused if it comes back.
+ * Unix-socket clients are trusted through the socket's group, as before.
+ *
+ * Threads: the loop thread only.
+ */
+#ifndef EMBER_NAM_LEASE_CHECK_H
+#define EMBER_NAM_LEASE_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/ember.pb-c.h"
+#include "server.h"
+
+typedef struct nam_lease_check nam_lease_check;
+typedef struct nam_conn nam_conn;
+
+/* Is label served by this node now (configured and not disabled)? */
+typedef int (*nam_label_served_fn)(void *user, const char *label);
+
+/*
+ * nam_lease_check_start - load the cluster key from key_path and make s
+ * check the leases of its TCP clients from now on (node: this node's name,
+ * the one leases must name). Returns 0, or the error of lease_key_load
+ * (EMBER_EIO, EMBER_EDENIED, EMBER_EFORMAT) or EMBER_ENOMEM, with the
+ * reason in err.
+ */
+int nam_lease_check_start(nam_server *s, const char *key_path,
+                          const char *node, nam_label_served_fn served,
+                          void *served_user, char *err, size_t err_len);
+
+/* nam_lease_check_close - stop checking; the handle is freed by the loop.
+ * A server without lease checking: no-op. */
+void nam_lease_check_close(nam_server *s);
+
+/*
+ * nam_lease_admit - conn.c, on a TCP client's Hello: 0 when s checks no
+ * leases or hello carries a valid one (remembered on c), else
+ * EMBER_ELEASE with the message for the client in why ("lease: bad
+ * signature", "lease: expired", "lease: for node X, this is Y", "lease:
+ * label L not served here", ...).
+ */
+int nam_lease_admit(nam_server *s, nam_conn *c, const Ember__Hello *hello,
+                    char *why, size_t why_len);
+
+/* nam_leases_in_use - the lease ids of the clients connected now (at most
+ * max written); returns how many were written. */
+size_t nam_leases_in_use(nam_server *s, uint64_t *ids, size_t max);
+
+/* nam_leases_end - the GAM ended these leases: their clients get Error
+ * ELEASE "lease N ended" and are disconnected, and the ids are refused
+ * from now on. */
+void nam_leases_end(nam_server *s, const uint64_t *ids, size_t n);
+
+#endif
