@@ -180,6 +180,7 @@ int core_node_relabel(gam_core *c, gam_node *node) {
     strlist_clear(&eff);
     return EMBER_ENOMEM;
   }
+  rc = 0;
   for (size_t i = 0; i < node->removed.n; i++)
     strlist_remove(&eff, node->removed.items[i]);
   for (size_t i = 0; i < node->disabled.n; i++)
