@@ -175,14 +175,23 @@ static void bind_u64(sqlite3_stmt *st, int i, uint64_t v) {
 /* ------------------------------------------------------------------------ */
 /* Changes of several statements                                             */
 
-int gam_store_op_begin(gam_store *s, bool *outer) {
+int gam_store_op_begin(gam_store *s, bool write, bool *outer) {
   *outer = sqlite3_get_autocommit(s->db) != 0;
-  return run_id(s, GAM_ST_SAVEPOINT);
+  if (*outer && write) {
+    int ret = run_id(s, GAM_ST_BEGIN);
+    if (ret) return ret;
+  }
+  int ret = run_id(s, GAM_ST_SAVEPOINT);
+  if (ret && *outer && write) gam_store_op_end(s, true, ret);
+  return ret;
 }
 
 int gam_store_op_end(gam_store *s, bool outer, int rc) {
   if (rc == 0) {
     rc = run_id(s, GAM_ST_RELEASE);
+    /* Released in a transaction we began: commit it. */
+    if (rc == 0 && outer && !sqlite3_get_autocommit(s->db))
+      rc = run_id(s, GAM_ST_COMMIT);
     if (rc == 0) return 0;
   }
   /* Undo this change only, keeping the first failure's message. SQLite
@@ -414,7 +423,7 @@ int gam_store_node_set_reported(gam_store *s, const char *id,
   NEED(s, id);
   if (n > 0) NEED(s, labels);
   bool outer;
-  int ret = gam_store_op_begin(s, &outer);
+  int ret = gam_store_op_begin(s, true, &outer);
   if (ret) return ret;
   return gam_store_op_end(s, outer, replace_reported(s, id, labels, n));
 }
@@ -491,7 +500,7 @@ int gam_store_app_set_state(gam_store *s, uint64_t id, gam_app_state state,
       state != GAM_APP_ENDED)
     return gam_store_failf(s, EMBER_EINVAL, "bad app state %d", (int)state);
   bool outer;
-  int ret = gam_store_op_begin(s, &outer);
+  int ret = gam_store_op_begin(s, true, &outer);
   if (ret) return ret;
   return gam_store_op_end(s, outer, set_app_state(s, id, state, now_ms));
 }

@@ -66,9 +66,11 @@ int gam_store_failf(gam_store *s, int code, const char *fmt, ...)
 
 /* Make the next steps one change: a savepoint, which is a transaction of
  * its own outside gam_store_begin() and a part of the caller's inside.
+ * write: outside a transaction, take the write lock first (BEGIN
+ * IMMEDIATE), so a read inside cannot fail to upgrade later.
  * gam_store_op_end() releases it when rc is 0 and undoes it otherwise;
  * it returns rc, or the release's failure. */
-int gam_store_op_begin(gam_store *s, bool *outer);
+int gam_store_op_begin(gam_store *s, bool write, bool *outer);
 int gam_store_op_end(gam_store *s, bool outer, int rc);
 
 /* ---- store_schema.c */

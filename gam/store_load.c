@@ -136,7 +136,7 @@ int gam_store_load(gam_store *s, const gam_store_visitor *v, void *user) {
   fn_box fns = {v->node, v->label, v->app, v->lease, NULL};
   /* One read transaction: the four queries see the same state. */
   bool outer;
-  int ret = gam_store_op_begin(s, &outer);
+  int ret = gam_store_op_begin(s, false, &outer);
   if (ret) return ret;
   ret = load_all(s, &fns, user);
   /* A callback that stopped the load is not a failure of the store:
