@@ -104,7 +104,8 @@ static int spawn(nam_proc *p) {
     argv[n++] = p->config_path;
   }
   for (size_t i = 0; i < p->n_sets; i++) {
-    argv[n++] = "--set";
+    /* "--option=value" items go as they are (e.g. --label=fast) */
+    if (strncmp(p->sets[i], "--", 2) != 0) argv[n++] = "--set";
     argv[n++] = p->sets[i];
   }
   argv[n] = NULL;

@@ -35,7 +35,8 @@ typedef struct nam_proc {
 /* A TCP port on 127.0.0.1 that is free now (the kernel's pick), or -1. */
 int free_tcp_port(void);
 
-/* Start ember-nam with --set overrides (NULL-terminated, may be NULL);
+/* Start ember-nam with --set overrides (NULL-terminated, may be NULL;
+ * an item that starts with "--" is passed as an option, e.g. --label=x);
  * waits for READY=1 (10 s). Returns 0, or -1 with a message on stderr. */
 int nam_start(nam_proc *p, const char *const *sets);
 /* nam_start_config: the same with --config path; p->watchdog_usec, set by
