@@ -18,9 +18,15 @@
  *           free slot, does not hold one of the app's leases yet) but the
  *           affinity was too low; its count resets to 0 when it is placed.
  *   naive   first fit (YARN's default): any node that could take the app.
- *   static  a fixed label -> node partition (rules, from config); with no
- *           rules the nodes, sorted by id, are split evenly between the
- *           labels pending apps ask for, sorted by name.
+ *   static  a fixed label -> node partition (rules, from config): a node
+ *           that some rule names serves exactly the labels its rules name,
+ *           a node that no rule names stays shared; with no rules the
+ *           nodes, sorted by id, are split evenly between the labels
+ *           pending apps ask for, sorted by name.
+ * In every policy a node that is unavailable, full (slots), does not offer
+ * the label, already holds one of the app's leases, or (static) is not in
+ * the label's part is no opportunity for that app: nothing placed, nothing
+ * skipped.
  */
 #ifndef EMBER_GAM_POLICY_H
 #define EMBER_GAM_POLICY_H
@@ -80,7 +86,10 @@ typedef struct gam_policy_params {
 
 /* affinity of node for label: 1.0 when idle, else n_L / n. */
 double gam_policy_affinity(const gam_sched_node *node, const char *label);
-/* delay's threshold after skipped opportunities. */
+/* delay's threshold after skipped opportunities: 1 - skipped / max, 0
+ * from max skips on, and always 0 when delay_max_skips is 0 (no delay:
+ * first fit). offer() compares n_L * max >= (max - skipped) * n in
+ * integers, so an affinity equal to the threshold always places. */
 double gam_policy_threshold(const gam_policy_params *p, unsigned skipped);
 
 /*
