@@ -4,7 +4,9 @@
 # emulated FPGA board), align the bundled real sequences through it with
 # `ember align`, show where the tasks ran, how long each stage took and
 # what each platform did (cache, reprograms, errors), then stop the daemon
-# (SIGTERM drains it).
+# (SIGTERM drains it). Then deploy/cluster.sh starts a local cluster (one
+# ember-gam, two ember-nam), places two apps by label and shows
+# `emberctl status`.
 set -eu
 cd "$(dirname "$0")/.."
 BIN=build
@@ -81,4 +83,8 @@ echo "== stopping ember-nam (SIGTERM drains in-flight tasks)"
 kill -TERM "$NAM_PID"
 wait "$NAM_PID"
 NAM_PID=""
+
+echo
+echo "== a local cluster: one ember-gam, two ember-nam registered with it"
+deploy/cluster.sh "$WORK/cluster"
 echo "done"
