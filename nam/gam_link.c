@@ -67,6 +67,8 @@ struct nam_gam_link {
   int attempts;            /* connection attempts so far */
   int outage_logged;       /* the current outage has been logged */
   int drained;
+  int acked;               /* a HeartbeatAck came on this connection */
+  int errors_logged;       /* Errors from the GAM logged on it */
   uint64_t seq;
   uint64_t last_rx_ms;     /* loop time of the last frame from the GAM */
 
@@ -134,8 +136,9 @@ static void on_tcp_closed(uv_handle_t *h) {
 /* The connection failed or broke: close it, then retry after a backoff. */
 static void drop(nam_gam_link *l, const char *why) {
   if (l->state == LINK_IDLE || l->state == LINK_CLOSING) return;
-  int was_registered = l->state == LINK_REGISTERED;
+  int was_registered = l->acked;
   metrics(l)->gam_connected = 0;
+  l->acked = 0;
   if (!l->outage_logged) {
     l->outage_logged = 1;
     if (was_registered)
@@ -372,15 +375,19 @@ static void on_welcome(nam_gam_link *l) {
   l->state = LINK_REGISTERED;
   send_register(l);
   if (l->state != LINK_REGISTERED) return;
-  metrics(l)->gam_connected = 1;
-  log_notice("registered with the GAM at %s as %s (%zu labels, address %s)",
-             l->gam, l->node, l->labels->n, l->address[0] ? l->address : "none");
-  l->outage_logged = 0;
   send_heartbeat(l); /* the GAM learns the node's state at once */
   uv_timer_start(&l->beat, on_beat, l->interval_ms, l->interval_ms);
 }
 
 static void on_ack(nam_gam_link *l, const Ember__HeartbeatAck *a) {
+  if (!l->acked) { /* the registration went through */
+    l->acked = 1;
+    l->outage_logged = 0;
+    metrics(l)->gam_connected = 1;
+    log_notice("registered with the GAM at %s as %s (%zu labels, address %s)",
+               l->gam, l->node, l->labels->n,
+               l->address[0] ? l->address : "none");
+  }
   l->backoff_ms = 0; /* a working connection: the next outage starts low */
   if (a->has_interval_ms && a->interval_ms > 0 &&
       a->interval_ms != l->interval_ms) {
@@ -418,10 +425,12 @@ static void handle_frame(nam_gam_link *l, const proto_frame *f) {
     char why[300];
     snprintf(why, sizeof why, "the GAM says %s: %s", ember_errname(e->code),
              e->message);
-    if (l->state == LINK_GREETING) {
-      drop(l, why); /* refused: try again later */
-    } else {
+    if (l->state == LINK_GREETING || !l->acked) {
+      drop(l, why); /* greeting or Register refused: try again later */
+    } else if (l->errors_logged++ == 0) {
       log_warn("GAM %s: %s", l->gam, why);
+    } else {
+      log_debug("GAM %s: %s", l->gam, why);
     }
     break;
   }
@@ -475,6 +484,8 @@ static void on_connected(uv_connect_t *req, int status) {
   proto_reader_free(&l->rd);
   proto_reader_init(&l->rd, MAX_FRAME);
   l->state = LINK_GREETING;
+  l->acked = 0;
+  l->errors_logged = 0;
   l->last_rx_ms = uv_now(l->loop);
   int rc = uv_read_start((uv_stream_t *)&l->tcp, on_alloc, on_read);
   if (rc) {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,8 +58,24 @@ static int resolve_address(const char *address, char *out, size_t len) {
   return 0;
 }
 
+static int copy_lease(ember_client *c, const Ember__Lease *lease) {
+  c->lease_body = malloc(lease->body.len ? lease->body.len : 1);
+  c->lease_mac = malloc(lease->mac.len ? lease->mac.len : 1);
+  if (!c->lease_body || !c->lease_mac) return EMBER_ENOMEM;
+  memcpy(c->lease_body, lease->body.data, lease->body.len);
+  memcpy(c->lease_mac, lease->mac.data, lease->mac.len);
+  c->lease_body_len = lease->body.len;
+  c->lease_mac_len = lease->mac.len;
+  return 0;
+}
+
 int ember_connect(const char *address, const ember_options *opts,
                   ember_client **out) {
+  return client_open(address, opts, NULL, out);
+}
+
+int client_open(const char *address, const ember_options *opts,
+                const Ember__Lease *lease, ember_client **out) {
   *out = NULL;
   last_error[0] = '\0';
   ember_client *c = calloc(1, sizeof *c);
@@ -84,6 +101,10 @@ int ember_connect(const char *address, const ember_options *opts,
   pthread_mutex_init(&c->request_lock, NULL);
   pthread_cond_init(&c->slot_cv, NULL);
   pthread_cond_init(&c->reply_cv, NULL);
+  if (lease && copy_lease(c, lease) != 0) {
+    ember_close(c);
+    return EMBER_ENOMEM;
+  }
 
   if (strcmp(c->address, "embedded") == 0) {
     c->mode = MODE_EMBEDDED;
@@ -118,6 +139,8 @@ void ember_close(ember_client *c) {
   remote_shutdown(c);     /* in-flight remote tasks end as ECANCELED */
   nam_engine_destroy(c->engine); /* local ones too */
   free(c->inflight_tasks);
+  free(c->lease_body);
+  free(c->lease_mac);
   pthread_cond_destroy(&c->slot_cv);
   pthread_cond_destroy(&c->reply_cv);
   pthread_mutex_destroy(&c->request_lock);
@@ -125,6 +148,15 @@ void ember_close(ember_client *c) {
   pthread_mutex_destroy(&c->send_lock);
   pthread_mutex_destroy(&c->lock);
   free(c);
+}
+
+void client_lease_ended(ember_client *c) {
+  pthread_mutex_lock(&c->lock);
+  c->lease_ended = 1;
+  /* the reader sees the end of the stream and hands the tasks in flight
+   * to the fallback */
+  if (c->fd >= 0) shutdown(c->fd, SHUT_RDWR);
+  pthread_mutex_unlock(&c->lock);
 }
 
 int ember_is_connected(ember_client *c) {

@@ -53,6 +53,11 @@ struct ember_client {
   pthread_mutex_t connect_lock;
   pthread_mutex_t request_lock; /* one request/reply at a time */
 
+  /* a cluster member's lease (cluster.c): presented in every Hello */
+  uint8_t *lease_body, *lease_mac;
+  size_t lease_body_len, lease_mac_len;
+  int lease_ended;           /* the GAM ended it: no more reconnecting */
+
   /* the engine: embedded mode, or the CPU fallback (created on demand) */
   nam_engine *engine;
 
@@ -104,11 +109,23 @@ struct ember_task {
 };
 
 /* client.c */
+/* client_open - ember_connect, presenting lease (NULL: none) in the Hello
+ * of every connection to a TCP NAM. A NAM that refuses the lease gives
+ * EMBER_ELEASE; an unreachable one is fine unless opts->no_fallback. */
+int client_open(const char *address, const ember_options *opts,
+                const Ember__Lease *lease, ember_client **out);
+/* client_lease_ended - the lease ended: drop the connection (its tasks
+ * fall back) and never reconnect. */
+void client_lease_ended(ember_client *c);
 void client_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int client_engine(ember_client *c, nam_engine **out);
 uint64_t client_now_ns(void);
 
 /* remote.c */
+/* remote_tcp_open - a connected, blocking TCP socket to "HOST:PORT" (an IPv6
+ * address in brackets), within timeout_ms; -1 with the reason in err. */
+int remote_tcp_open(const char *hostport, int timeout_ms, char *err,
+                    size_t err_len);
 int remote_connect(ember_client *c);             /* under connect_lock */
 int remote_ensure(ember_client *c);              /* reconnect with backoff */
 void remote_shutdown(ember_client *c);

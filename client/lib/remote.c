@@ -92,14 +92,23 @@ static int open_socket(ember_client *c) {
     }
     return fd;
   }
+  char err[300];
+  int fd = remote_tcp_open(c->address + 4, c->opts.connect_timeout_ms, err,
+                           sizeof err);
+  if (fd < 0) client_set_error("%s: %s", c->address, err);
+  return fd;
+}
+
+int remote_tcp_open(const char *hostport, int timeout_ms, char *err,
+                    size_t err_len) {
   char host[256];
-  const char *hp = c->address + 4, *colon = strrchr(hp, ':');
-  if (!colon || (size_t)(colon - hp) >= sizeof host) {
-    client_set_error("%s: expected tcp:HOST:PORT", c->address);
+  const char *colon = strrchr(hostport, ':');
+  if (!colon || (size_t)(colon - hostport) >= sizeof host) {
+    snprintf(err, err_len, "expected HOST:PORT");
     return -1;
   }
-  memcpy(host, hp, (size_t)(colon - hp));
-  host[colon - hp] = '\0';
+  memcpy(host, hostport, (size_t)(colon - hostport));
+  host[colon - hostport] = '\0';
   if (host[0] == '[' && strlen(host) >= 2) { /* [::1] */
     memmove(host, host + 1, strlen(host));
     host[strlen(host) - 1] = '\0';
@@ -109,7 +118,7 @@ static int open_socket(ember_client *c) {
   struct addrinfo *res = NULL;
   int gai = getaddrinfo(host, colon + 1, &hints, &res);
   if (gai != 0) {
-    client_set_error("%s: %s", c->address, gai_strerror(gai));
+    snprintf(err, err_len, "%s", gai_strerror(gai));
     return -1;
   }
   int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -118,16 +127,16 @@ static int open_socket(ember_client *c) {
     ok = errno == EINPROGRESS;
     if (ok) {
       struct pollfd p = {.fd = fd, .events = POLLOUT};
-      int err = 0;
-      socklen_t elen = sizeof err;
-      ok = poll(&p, 1, c->opts.connect_timeout_ms) == 1 &&
-           getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) == 0 && err == 0;
-      if (!ok) errno = err ? err : ETIMEDOUT;
+      int e = 0;
+      socklen_t elen = sizeof e;
+      ok = poll(&p, 1, timeout_ms) == 1 &&
+           getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &elen) == 0 && e == 0;
+      if (!ok) errno = e ? e : ETIMEDOUT;
     }
   }
   freeaddrinfo(res);
   if (!ok) {
-    client_set_error("%s: %s", c->address, strerror(errno));
+    snprintf(err, err_len, "%s", strerror(errno));
     if (fd >= 0) close(fd);
     return -1;
   }
@@ -166,8 +175,16 @@ int remote_connect(ember_client *c) {
   proto_reader_init(&rd, c->max_frame);
   proto_wbuf w = {0};
   Ember__Hello hello = EMBER__HELLO__INIT;
+  Ember__Lease lease = EMBER__LEASE__INIT;
   hello.protocol_version = PROTO_VERSION;
   hello.client_name = c->client_name;
+  if (c->lease_body) {
+    lease.body.data = c->lease_body;
+    lease.body.len = c->lease_body_len;
+    lease.mac.data = c->lease_mac;
+    lease.mac.len = c->lease_mac_len;
+    hello.lease = &lease;
+  }
   int rc = proto_wbuf_append(&w, EMBER__MSG_TYPE__MSG_HELLO, &hello.base, 0);
   if (rc == 0 && proto_send(fd, w.data, w.len, NULL, 0) != 0) {
     client_set_error("%s: %s", c->address, strerror(errno));
@@ -187,7 +204,8 @@ int remote_connect(ember_client *c) {
     } else if (m && f.type == EMBER__MSG_TYPE__MSG_ERROR) {
       Ember__Error *e = (Ember__Error *)m;
       client_set_error("%s: %s", c->address, e->message);
-      rc = e->code == EMBER_EVERSION ? EMBER_EVERSION : EMBER_ECONNECT;
+      rc = e->code == EMBER_EVERSION || e->code == EMBER_ELEASE
+               ? e->code : EMBER_ECONNECT;
     } else {
       client_set_error("%s: expected Welcome, got %s", c->address,
                        proto_type_name(f.type));
@@ -229,7 +247,8 @@ int remote_ensure(ember_client *c) {
   pthread_mutex_lock(&c->lock);
   int up = c->fd >= 0;
   uint64_t now = client_now_ns();
-  int try_now = !up && !c->closing && now - c->last_attempt_ns >= c->backoff_ns;
+  int try_now = !up && !c->closing && !c->lease_ended &&
+                now - c->last_attempt_ns >= c->backoff_ns;
   pthread_mutex_unlock(&c->lock);
   if (up) return 0;
   if (!try_now) return EMBER_ECONNECT;

@@ -325,6 +325,84 @@ typedef struct ember_client_stats {
 
 void ember_client_get_stats(ember_client *client, ember_client_stats *out);
 
+/* ------------------------------------------------------------------------ */
+/* Clusters: nodes from the global manager (ember-gam)                      */
+
+typedef struct ember_cluster ember_cluster;
+
+/* Options for ember_cluster_acquire; zero-initialise, then set what you
+ * need. */
+typedef struct ember_cluster_options {
+  const char *gam;        /* ember-gam: "tcp:HOST:PORT" or "HOST:PORT";
+                             NULL: $EMBER_GAM */
+  const char *app_name;   /* the app's name at the GAM and in the NAMs'
+                             logs; NULL: "libember" */
+  const char *label;      /* what the nodes must offer, e.g. "sw" or
+                             "sw@fpga-emu" (required) */
+  unsigned count;         /* nodes wanted; 0: 1 */
+  unsigned wait_ms;       /* how long the GAM may take to place the app
+                             before it answers EMBER_ETIMEDOUT; 0: the
+                             GAM's acquire_timeout */
+  ember_options client;   /* for each NAM connection (client_name defaults
+                             to app_name) */
+} ember_cluster_options;
+
+/*
+ * ember_cluster_acquire - ask the GAM for count nodes offering label, wait
+ * until it places the app (delay scheduling: the GAM prefers nodes whose
+ * accelerators already serve that label), then connect to each NAM it
+ * granted, presenting the signed lease the GAM issued for it.
+ *
+ * Each member is an ordinary ember_client (ember_cluster_client): blocks,
+ * tasks and the CPU fallback work as with ember_connect. The connection to
+ * the GAM stays open while the cluster lives; a library thread reads it.
+ * When the GAM ends a lease (node lost or drained, label removed, lease
+ * expired), that member's client drops its NAM connection and never
+ * reconnects: its tasks in flight and later ones run on the CPU fallback
+ * (or fail with opts->client.no_fallback), and ember_cluster_ended() says
+ * so.
+ *
+ * Returns 0 and *out (free with ember_cluster_release), or: EMBER_EINVAL
+ * (no gam or label), EMBER_ECONNECT (the GAM cannot be reached), an error
+ * the GAM answered with (EMBER_ETIMEDOUT: not placed within wait_ms;
+ * EMBER_ENOTFOUND: no node offers the label, ...), EMBER_ELEASE (a NAM
+ * refused its lease: the cluster keys differ), EMBER_ECONNLOST,
+ * EMBER_ENOMEM. ember_last_error() has the detail. Blocks the caller.
+ */
+int ember_cluster_acquire(const ember_cluster_options *opts,
+                          ember_cluster **out);
+
+/* ember_cluster_size - the number of nodes granted (count). */
+size_t ember_cluster_size(const ember_cluster *cluster);
+
+/* ember_cluster_client - member i's client (i < size, else NULL); owned by
+ * the cluster, valid until ember_cluster_release. Never ember_close it. */
+ember_client *ember_cluster_client(ember_cluster *cluster, size_t i);
+
+/* ember_cluster_node - member i's node name at the GAM (NULL past size). */
+const char *ember_cluster_node(const ember_cluster *cluster, size_t i);
+
+/* ember_cluster_lease_id - member i's lease id (0 past size). */
+uint64_t ember_cluster_lease_id(const ember_cluster *cluster, size_t i);
+
+/* ember_cluster_ended - 1 once the GAM ended member i's lease (its tasks
+ * run on the fallback from then on), else 0. Never blocks. */
+int ember_cluster_ended(ember_cluster *cluster, size_t i);
+
+/* ember_cluster_app_id - the app's id at the GAM. */
+uint64_t ember_cluster_app_id(const ember_cluster *cluster);
+
+/*
+ * ember_cluster_release - give every lease back to the GAM (Release), close
+ * the GAM connection and every member's client, and free the cluster.
+ * Release the blocks and free the tasks of every member first, as for
+ * ember_close. ember_cluster_release(NULL) is a no-op.
+ *
+ * Threads: the accessors may be called from any thread; release must not
+ * race with them.
+ */
+void ember_cluster_release(ember_cluster *cluster);
+
 #ifdef __cplusplus
 }
 #endif
