@@ -135,10 +135,12 @@ const config_entry gam_config_table[] = {
            "label), naive (first fit) or static (a fixed label-to-node "
            "partition, static_partition)."},
   {.name = "delay_max_skips", .type = CONFIG_INT,
-   .offset = AT(delay_max_skips, int), .def = "4", .min = 1, .max = 100000,
+   .offset = AT(delay_max_skips, int), .def = "80", .min = 1, .max = 100000,
    .help = "delay: scheduling opportunities after which a pending app takes "
            "any node; its affinity threshold falls linearly from 1 to 0 "
-           "over this many skipped heartbeats."},
+           "over this many skipped heartbeats (of any node: scale it with "
+           "the cluster, about 20 per node). The simulator's 4-node figures "
+           "(gam/sim) use 80."},
   {.name = "static_partition", .type = CONFIG_LIST,
    .offset = AT(static_partition, config_list), .def = "", .min = 0,
    .max = 4096, .check = check_rule,
