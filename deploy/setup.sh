@@ -2,12 +2,14 @@
 # Installs every Debian package that ember's build, tests and demo need (a
 # no-op when they are there), then configures and builds into build/.
 # Run as root on Debian 12 (or with sudo available).
+# libcurl's GnuTLS flavour: libhts-dev depends on it, and the OpenSSL one
+# conflicts with it (installing that would remove libhts-dev).
 set -eu
 cd "$(dirname "$0")/.."
 
 PACKAGES="build-essential cmake pkg-config gzip python3 bsdextrautils
   libuv1-dev libjansson-dev protobuf-c-compiler libprotobuf-c-dev libinih-dev libsystemd-dev
-  libhts-dev zlib1g-dev libmicrohttpd-dev libsqlite3-dev libsodium-dev libcurl4-openssl-dev
+  libhts-dev zlib1g-dev libmicrohttpd-dev libsqlite3-dev libsodium-dev libcurl4-gnutls-dev
   gnuplot-nox sqlite3
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libcmocka-dev libparasail-dev libssw-dev clang libclang-rt-14-dev
