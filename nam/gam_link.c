@@ -34,10 +34,10 @@ enum link_state {
   LINK_CLOSING,     /* the socket is closing; a retry follows */
 };
 
-/* Running tasks of one accelerator, summed over the samples. */
+/* Busy slots of one accelerator, summed over the samples. */
 typedef struct acc_load {
   const acc_descriptor *acc;
-  uint64_t running_sum;
+  double busy_sum;
 } acc_load;
 
 struct nam_gam_link {
@@ -212,12 +212,45 @@ static unsigned inflight_of(nam_server *s, const acc_descriptor *acc) {
   return 0;
 }
 
+static int pair_of(const nam_platform_status *p, const char *acc) {
+  for (unsigned k = 0; k < p->n_pairs; k++)
+    if (strcmp(p->pairs[k].accelerator, acc) == 0) return (int)k;
+  return -1;
+}
+
+/* A platform's execution slots: a cpu platform's workers; one on a device
+ * (it executes one task at a time; its pipeline only overlaps copies). */
+static unsigned slots_of(const nam_platform_status *p) {
+  return strcmp(p->kind, "cpu") == 0 ? p->workers : 1;
+}
+
+/* One sample: for each accelerator, the slots busy with it now. A slot of
+ * an FPGA belongs to its loaded bitstream; the others are shared between
+ * the accelerators in the ratio of their running tasks (in flight at the
+ * server minus queued in the engine). */
 static void on_sample(uv_timer_t *t) {
   nam_gam_link *l = t->data;
+  nam_platform_status ps[MAX_PLATFORMS];
+  size_t np = nam_engine_platforms(l->engine, ps, MAX_PLATFORMS);
+  double running[NAM_MAX_PAIRS], total = 0;
   for (size_t i = 0; i < l->n_load; i++) {
     unsigned inflight = inflight_of(l->srv, l->load[i].acc);
     unsigned queued = nam_engine_queue_length(l->engine, l->load[i].acc);
-    l->load[i].running_sum += inflight > queued ? inflight - queued : 0;
+    running[i] = inflight > queued ? inflight - queued : 0;
+    total += running[i];
+  }
+  for (size_t i = 0; i < l->n_load; i++) {
+    const char *name = l->load[i].acc->name;
+    double busy = 0;
+    for (size_t p = 0; p < np; p++) {
+      if (pair_of(&ps[p], name) < 0) continue;
+      unsigned slots = slots_of(&ps[p]);
+      double used = ps[p].running < slots ? ps[p].running : slots;
+      double share = ps[p].loaded[0] ? strcmp(ps[p].loaded, name) == 0
+                                     : total > 0 ? running[i] / total : 0;
+      busy += used * share;
+    }
+    l->load[i].busy_sum += busy;
   }
   l->samples++;
 }
@@ -227,18 +260,15 @@ static uint64_t sample_period(uint64_t interval_ms) {
   return p < 10 ? 10 : p;
 }
 
-/* Slots that can run acc now: a cpu platform's workers, one per device
- * (a device executes one task at a time; its pipeline only overlaps the
- * copies). */
+/* Slots that can run acc now: on ready platforms, with the pair ready. */
 static unsigned slots_for(const nam_platform_status *ps, size_t np,
                           const char *acc) {
   unsigned slots = 0;
   for (size_t i = 0; i < np; i++) {
-    if (strcmp(ps[i].state, "ready") != 0) continue;
-    for (unsigned k = 0; k < ps[i].n_pairs; k++)
-      if (strcmp(ps[i].pairs[k].accelerator, acc) == 0 &&
-          strcmp(ps[i].pairs[k].state, "ready") == 0)
-        slots += strcmp(ps[i].kind, "cpu") == 0 ? ps[i].workers : 1;
+    int k = pair_of(&ps[i], acc);
+    if (k >= 0 && strcmp(ps[i].state, "ready") == 0 &&
+        strcmp(ps[i].pairs[k].state, "ready") == 0)
+      slots += slots_of(&ps[i]);
   }
   return slots;
 }
@@ -312,11 +342,10 @@ static void send_heartbeat(nam_gam_link *l) {
     a->has_queued = a->has_utilization = 1;
     a->queued = nam_engine_queue_length(l->engine, l->load[i].acc);
     unsigned slots = slots_for(r->ps, r->np, l->load[i].acc->name);
-    double running = l->samples
-        ? (double)l->load[i].running_sum / (double)l->samples : 0;
-    double u = slots ? running / slots : (running > 0 ? 1 : 0);
+    double busy = l->samples ? l->load[i].busy_sum / (double)l->samples : 0;
+    double u = slots ? busy / slots : (busy > 0 ? 1 : 0);
     a->utilization = u > 1 ? 1 : u;
-    l->load[i].running_sum = 0;
+    l->load[i].busy_sum = 0;
     r->load_p[i] = a;
   }
   l->samples = 0;

@@ -9,9 +9,11 @@
  * its platforms. From each HeartbeatAck it adopts the GAM's interval,
  * disconnects the clients of ended leases and notes a drain.
  *
- * Utilization of an accelerator is sampled ten times an interval: its tasks
- * running (in flight minus queued) over the slots that can run it (a cpu
- * platform's workers, one per device), averaged over the interval.
+ * Utilization of an accelerator is sampled ten times an interval: the
+ * execution slots busy with it (a cpu platform's workers, one per device;
+ * an FPGA's slot belongs to its loaded bitstream, other slots are shared
+ * in the ratio of the accelerators' running tasks) over the slots that can
+ * run it, averaged over the interval.
  *
  * When the GAM cannot be reached or the connection breaks (or stays silent
  * for five intervals), the link says so once in the log and retries with
