@@ -305,8 +305,11 @@ static void type_table(void **state) {
   assert_string_equal(proto_type_name(EMBER__MSG_TYPE__MSG_STATS), "Stats");
   assert_null(proto_descriptor(EMBER__MSG_TYPE__MSG_NONE));
   assert_string_equal(proto_type_name(EMBER__MSG_TYPE__MSG_NONE), "unknown");
-  assert_null(proto_descriptor(13));
-  assert_string_equal(proto_type_name(13), "unknown");
+  assert_string_equal(proto_type_name(EMBER__MSG_TYPE__MSG_LEASE_ENDED),
+                      "LeaseEnded");
+  assert_null(proto_descriptor(EMBER__MSG_TYPE__MSG_LEASE_ENDED + 1));
+  assert_string_equal(proto_type_name(EMBER__MSG_TYPE__MSG_LEASE_ENDED + 1),
+                      "unknown");
   assert_null(proto_descriptor(255));
   assert_string_equal(proto_type_name(255), "unknown");
 }
