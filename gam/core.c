@@ -169,7 +169,7 @@ int core_queue(gam_core *c, uint64_t app_id, uint8_t type,
 
 /* ---------------------------------------------------------------- labels */
 
-int core_node_relabel(gam_core *c, gam_node *node) {
+int core_effective_labels(const gam_node *node, strlist *out) {
   strlist eff = {0};
   int rc = 0;
   for (size_t i = 0; i < node->reported.n && rc >= 0; i++)
@@ -180,11 +180,18 @@ int core_node_relabel(gam_core *c, gam_node *node) {
     strlist_clear(&eff);
     return EMBER_ENOMEM;
   }
-  rc = 0;
   for (size_t i = 0; i < node->removed.n; i++)
     strlist_remove(&eff, node->removed.items[i]);
   for (size_t i = 0; i < node->disabled.n; i++)
     strlist_remove(&eff, node->disabled.items[i]);
+  *out = eff;
+  return 0;
+}
+
+int core_node_relabel(gam_core *c, gam_node *node) {
+  strlist eff;
+  int rc = core_effective_labels(node, &eff);
+  if (rc) return rc;
   /* leases on a label the node no longer offers end now */
   for (size_t i = 0; i < node->n_in_use; i++) {
     const char *label = node->in_use[i].label;

@@ -104,6 +104,9 @@ gam_app *core_find_app(gam_core *c, uint64_t id);
 /* Store failures: counted and logged; the caller answers EMBER_EIO. */
 int core_store_failed(gam_core *c, const char *what, char *err,
                       size_t err_len);
+/* reported + added - removed - disabled, into a fresh *out. 0 or
+ * EMBER_ENOMEM. */
+int core_effective_labels(const gam_node *node, strlist *out);
 /* Recompute a node's effective labels; ends leases whose label left. */
 int core_node_relabel(gam_core *c, gam_node *node);
 void core_sync_sched(gam_core *c, gam_node *node);
@@ -113,6 +116,8 @@ gam_node *core_node_new(gam_core *c, const char *id, const char *address);
 void core_app_free(gam_app *a);
 
 /* core_leases.c */
+/* Count delta leases on label at node (a label at 0 is dropped). */
+int core_in_use_add(gam_node *n, const char *label, int delta);
 int core_lease_grant(gam_core *c, gam_app *a, gam_node *node);
 /* End one lease: store, counts, the node's next ack, the app's outbox. */
 int core_lease_end(gam_core *c, gam_lease *l, const char *reason);

@@ -10,7 +10,7 @@
 #include "ember/ember_errors.h"
 #include "log.h"
 
-static int in_use_add(gam_node *n, const char *label, int delta) {
+int core_in_use_add(gam_node *n, const char *label, int delta) {
   for (size_t i = 0; i < n->n_in_use; i++) {
     if (strcmp(n->in_use[i].label, label) != 0) continue;
     n->in_use[i].leases += (unsigned)delta;
@@ -74,7 +74,7 @@ int core_lease_grant(gam_core *c, gam_app *a, gam_node *node) {
     free(l);
     return core_store_failed(c, "lease", NULL, 0);
   }
-  if (in_use_add(node, l->label, 1) != 0) {
+  if (core_in_use_add(node, l->label, 1) != 0) {
     free(l->label);
     free(l);
     return EMBER_ENOMEM;
@@ -107,7 +107,7 @@ int core_lease_end(gam_core *c, gam_lease *l, const char *reason) {
       gam_store_event(c->store, now, "lease_ended", node->id, a->id,
                       reason) != 0)
     return core_store_failed(c, "lease end", NULL, 0);
-  in_use_add(node, l->label, -1);
+  core_in_use_add(node, l->label, -1);
   node->n_leases--;
   core_sync_sched(c, node);
   push_id(&node->ended, &node->n_ended, &node->cap_ended, l->id);

@@ -74,26 +74,7 @@ static int load_lease(void *user, const gam_store_lease_row *row) {
   l->issued_unix_ms = row->issued_unix_ms;
   l->expires_unix_ms = row->expires_unix_ms;
   a->leases[a->n_leases++] = l;
-  /* counted as core_lease_grant counts */
-  bool found = false;
-  for (size_t i = 0; i < n->n_in_use && !found; i++)
-    if (strcmp(n->in_use[i].label, l->label) == 0) {
-      n->in_use[i].leases++;
-      found = true;
-    }
-  if (!found) {
-    if (n->n_in_use == n->cap_in_use) {
-      size_t cap = n->cap_in_use ? 2 * n->cap_in_use : 4;
-      gam_label_count *in_use = realloc(n->in_use, cap * sizeof *in_use);
-      if (!in_use) return EMBER_ENOMEM;
-      n->in_use = in_use;
-      n->cap_in_use = cap;
-    }
-    char *copy = strdup(l->label);
-    if (!copy) return EMBER_ENOMEM;
-    n->in_use[n->n_in_use].label = copy;
-    n->in_use[n->n_in_use++].leases = 1;
-  }
+  if (core_in_use_add(n, l->label, 1) != 0) return EMBER_ENOMEM;
   n->n_leases++;
   return 0;
 }
@@ -108,13 +89,13 @@ int core_load(gam_core *c, char *err, size_t err_len) {
   }
   size_t leases = 0, apps = 0;
   for (size_t i = 0; i < c->n_nodes; i++) {
-    /* only label changes end leases here: relabel may not fail quietly */
-    strlist eff = {0};
+    /* no relabel here: leases are not ended at start-up, the next
+     * heartbeat says what the node serves */
     gam_node *n = c->nodes[i];
-    for (size_t j = 0; j < n->reported.n; j++) strlist_add(&eff, n->reported.items[j]);
-    for (size_t j = 0; j < n->added.n; j++) strlist_add(&eff, n->added.items[j]);
-    for (size_t j = 0; j < n->removed.n; j++) strlist_remove(&eff, n->removed.items[j]);
-    n->effective = eff;
+    if (core_effective_labels(n, &n->effective) != 0) {
+      snprintf(err, err_len, "loading the state: out of memory");
+      return EMBER_ENOMEM;
+    }
     core_sync_sched(c, n);
     leases += n->n_leases;
   }
