@@ -41,6 +41,10 @@ struct gam_server {
   gam_conn *conns;
   unsigned n_conns;
   int closed_handles;
+  /* Every read lands here first: a connection keeps a buffer of its own
+   * (proto_reader, 64 KiB at least) only while it holds part of a frame,
+   * so 10,000 idle NAMs do not pin 640 MiB. */
+  uint8_t read_buf[64 << 10];
 };
 
 typedef struct write_req {
@@ -257,10 +261,28 @@ static void conn_close(gam_conn *c, const char *why) {
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   gam_conn *c = h->data;
+  if (c->reader.start == c->reader.end) {
+    *buf = uv_buf_init((char *)c->srv->read_buf, sizeof c->srv->read_buf);
+    return;
+  }
   size_t avail = 0;
   int err = 0;
   uint8_t *p = proto_reader_space(&c->reader, &avail, &err);
   *buf = uv_buf_init((char *)p, p ? (unsigned)avail : 0);
+}
+
+/* Handles the complete frames in r; 0, or -1 once c is closing. */
+static int handle_frames(gam_conn *c, proto_reader *r) {
+  proto_frame f;
+  int rc;
+  while (!c->closing && (rc = proto_reader_next(r, &f)) == 1)
+    handle_frame(c, &f);
+  if (!c->closing && rc == EMBER_ETOOBIG) {
+    send_error(c, EMBER_ETOOBIG, "frame over the %zu-byte limit",
+               c->srv->opt.max_frame);
+    conn_close(c, "frame too big");
+  }
+  return c->closing ? -1 : 0;
 }
 
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
@@ -270,16 +292,25 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     return;
   }
   if (nread == 0) return;
-  proto_reader_commit(&c->reader, (size_t)nread);
-  proto_frame f;
-  int rc;
-  while (!c->closing && (rc = proto_reader_next(&c->reader, &f)) == 1)
-    handle_frame(c, &f);
-  if (!c->closing && rc == EMBER_ETOOBIG) {
-    send_error(c, EMBER_ETOOBIG, "frame over the %zu-byte limit",
-               c->srv->opt.max_frame);
-    conn_close(c, "frame too big");
+  if ((uint8_t *)buf->base != c->srv->read_buf) {
+    proto_reader_commit(&c->reader, (size_t)nread);
+    if (handle_frames(c, &c->reader) == 0 &&
+        c->reader.start == c->reader.end) {
+      proto_reader_free(&c->reader);  /* whole frames again: drop it */
+      proto_reader_init(&c->reader, c->srv->opt.max_frame);
+    }
+    return;
   }
+  /* the shared buffer, read as a reader of its own; a partial frame at
+   * the end moves to the connection's reader */
+  proto_reader shared = {.buf = c->srv->read_buf,
+                         .cap = sizeof c->srv->read_buf,
+                         .end = (size_t)nread,
+                         .max_frame = c->srv->opt.max_frame};
+  if (handle_frames(c, &shared) != 0 || shared.start == shared.end) return;
+  if (proto_reader_feed(&c->reader, shared.buf + shared.start,
+                        shared.end - shared.start) != 0)
+    conn_close(c, "out of memory");
 }
 
 static void on_connection(uv_stream_t *listener, int status) {
