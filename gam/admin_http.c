@@ -175,6 +175,12 @@ static enum MHD_Result serve_metrics(gam_admin_http *h,
   return queue(h, conn, MHD_HTTP_OK, r, METRICS_TYPE, NULL, NULL);
 }
 
+/* The API answers {"node": {...}} around the core's node object (taken). */
+static json_t *wrapped_node(json_t *node) {
+  if (!node || json_object_get(node, "node")) return node;  /* already */
+  return json_pack("{s:o}", "node", node);  /* o: steals, even on failure */
+}
+
 static enum MHD_Result serve_node(gam_admin_http *h,
                                   struct MHD_Connection *conn,
                                   const char *id) {
@@ -185,7 +191,7 @@ static enum MHD_Result serve_node(gam_admin_http *h,
     json_decref(node);
     return reply_core_error(h, conn, rc, err);
   }
-  return reply_built(h, conn, node);
+  return reply_built(h, conn, wrapped_node(node));
 }
 
 /* After a change: the node as it is now. */
@@ -217,7 +223,7 @@ static enum MHD_Result serve_change(gam_admin_http *h,
     json_decref(node);
     return reply_core_error(h, conn, rc, err);
   }
-  return reply_built(h, conn, node);
+  return reply_built(h, conn, wrapped_node(node));
 }
 
 static enum MHD_Result serve_events(gam_admin_http *h,

@@ -1,6 +1,10 @@
-/* emberctl.c - the admin CLI of ember-gam: options and command dispatch. */
+/*
+ * emberctl.c - the admin CLI of ember-gam: options, --help, --version and
+ * the dispatch to the commands (ctl_nodes.c, ctl_apps.c).
+ */
+#include <errno.h>
 #include <getopt.h>
-#include <stdio.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,101 +12,152 @@
 
 #include "ctl.h"
 
-static void usage(FILE *out) {
-  fprintf(out,
-    "Usage: emberctl [OPTIONS] COMMAND\n"
-    "Administer an ember cluster through ember-gam's HTTP API.\n"
-    "\n"
-    "Commands:\n"
-    "  status                     the cluster at a glance, and its nodes\n"
-    "  nodes                      every node: state, leases, load, labels\n"
-    "  node ID                    one node in detail\n"
-    "  label add NODE LABEL       offer LABEL on NODE (kept across restarts)\n"
-    "  label rm NODE LABEL        stop offering LABEL on NODE (its leases end)\n"
-    "  drain NODE                 no new leases on NODE; its leases end\n"
-    "  undrain NODE               take NODE back\n"
-    "  apps                       apps with their leases\n"
-    "  events [N]                 the newest N events (default 20)\n"
-    "\n"
-    "Options:\n"
-    "  -g, --gam URL              the admin API (default $EMBER_GAM or\n"
-    "                             http://127.0.0.1:7080)\n"
-    "  -t, --token-file FILE      bearer token for changes (default\n"
-    "                             $EMBER_GAM_TOKEN_FILE or /etc/ember/gam.token)\n"
-    "  -j, --json                 print the server's JSON\n"
-    "      --timeout SECONDS      give up after this long (default 10)\n"
-    "  -h, --help                 show this help\n"
-    "  -V, --version              show the version\n"
-    "\n"
-    "Exit status: 0 on success, 1 when the request fails, 2 on bad usage.\n");
+#ifndef EMBER_VERSION
+#error "EMBER_VERSION must be defined by the build"
+#endif
+
+static const ctl_command *const commands[] = {
+    &ctl_cmd_status, &ctl_cmd_nodes,   &ctl_cmd_node, &ctl_cmd_label,
+    &ctl_cmd_drain,  &ctl_cmd_undrain, &ctl_cmd_apps, &ctl_cmd_events,
+};
+#define N_COMMANDS (sizeof commands / sizeof *commands)
+
+static void verror(const char *fmt, va_list ap) {
+  fputs("emberctl: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
 }
 
-static int need(int argc, int have, int want) {
-  if (have - 1 == want && argc == have) return 0;
-  fprintf(stderr, "emberctl: wrong number of arguments\n");
-  usage(stderr);
-  return 2;
+int ctl_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  verror(fmt, ap);
+  va_end(ap);
+  return CTL_FAIL;
+}
+
+int ctl_usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  verror(fmt, ap);
+  va_end(ap);
+  fputs("Try 'emberctl --help' for the commands and options.\n", stderr);
+  return CTL_USAGE;
+}
+
+static void usage(FILE *f) {
+  fputs("Usage: emberctl [OPTIONS] COMMAND [ARGS]\n"
+        "\n"
+        "Look at and change an ember cluster through ember-gam's admin API.\n"
+        "\n"
+        "Commands:\n", f);
+  for (size_t i = 0; i < N_COMMANDS; i++) {
+    char both[64];
+    snprintf(both, sizeof both, "%s %s", commands[i]->name, commands[i]->args);
+    fprintf(f, "  %-26s %s\n", both, commands[i]->summary);
+  }
+  fputs("\n"
+        "Options (before or after the command):\n"
+        "  -g, --gam URL          the admin API (default $EMBER_GAM, else\n"
+        "                         " CTL_DEFAULT_GAM ")\n"
+        "  -t, --token-file FILE  the bearer token, for changes only (default\n"
+        "                         $EMBER_GAM_TOKEN_FILE, else\n"
+        "                         " CTL_DEFAULT_TOKEN_FILE ")\n"
+        "  -j, --json             print the server's JSON (indented)\n"
+        "      --timeout SECONDS  give up after this long (default 10)\n"
+        "  -h, --help             show this help\n"
+        "  -V, --version          show the version\n"
+        "\n"
+        "Exit status: 0 on success, 1 when the GAM cannot be reached or\n"
+        "answers an error, 2 on bad usage.\n", f);
+}
+
+static const ctl_command *find_command(const char *name) {
+  for (size_t i = 0; i < N_COMMANDS; i++)
+    if (strcmp(commands[i]->name, name) == 0) return commands[i];
+  return NULL;
+}
+
+/* SECONDS, a number in (0, 3600], into milliseconds. */
+static int parse_timeout(const char *text, long *ms) {
+  char *end;
+  errno = 0;
+  double s = strtod(text, &end);
+  if (end == text || *end || errno || !(s > 0 && s <= 3600))
+    return ctl_usage_error("--timeout: '%s' is not a number of seconds "
+                           "above 0, at most 3600", text);
+  *ms = (long)(s * 1000 + 0.5);
+  if (*ms < 1) *ms = 1;
+  return 0;
+}
+
+/* The base URL without trailing slashes; "HOST:PORT" gets "http://". */
+static char *base_url(const char *gam) {
+  size_t n = strlen(gam);
+  while (n > 0 && gam[n - 1] == '/') n--;
+  char *url = NULL;
+  if (asprintf(&url, "%s%.*s", strstr(gam, "://") ? "" : "http://", (int)n,
+               gam) < 0)
+    return NULL;
+  return url;
 }
 
 int main(int argc, char **argv) {
   static const struct option long_opts[] = {
-    {"gam", required_argument, 0, 'g'},
-    {"token-file", required_argument, 0, 't'},
-    {"json", no_argument, 0, 'j'},
-    {"timeout", required_argument, 0, 1},
-    {"help", no_argument, 0, 'h'},
-    {"version", no_argument, 0, 'V'},
-    {0, 0, 0, 0},
+      {"gam", required_argument, NULL, 'g'},
+      {"token-file", required_argument, NULL, 't'},
+      {"json", no_argument, NULL, 'j'},
+      {"timeout", required_argument, NULL, 'T'},
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0},
   };
+  const char *gam = getenv("EMBER_GAM");
+  const char *token_file = getenv("EMBER_GAM_TOKEN_FILE");
   ctl_options o = {
-    .gam = getenv("EMBER_GAM") ? getenv("EMBER_GAM") : "http://127.0.0.1:7080",
-    .token_file = getenv("EMBER_GAM_TOKEN_FILE") ? getenv("EMBER_GAM_TOKEN_FILE")
-                                                 : "/etc/ember/gam.token",
-    .timeout_s = 10,
+      .token_file = token_file && token_file[0] ? token_file
+                                                : CTL_DEFAULT_TOKEN_FILE,
+      .timeout_ms = 10000,
   };
-  int opt;
-  while ((opt = getopt_long(argc, argv, "+g:t:jhV", long_opts, NULL)) != -1) {
-    switch (opt) {
-    case 'g': o.gam = optarg; break;
+  gam = gam && gam[0] ? gam : CTL_DEFAULT_GAM;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":g:t:jhV", long_opts, NULL)) != -1) {
+    switch (c) {
+    case 'g': gam = optarg; break;
     case 't': o.token_file = optarg; break;
-    case 'j': o.json = 1; break;
-    case 1:
-      o.timeout_s = strtol(optarg, NULL, 10);
-      if (o.timeout_s <= 0) {
-        fprintf(stderr, "emberctl: --timeout takes a positive number\n");
-        return 2;
-      }
+    case 'j': o.json = true; break;
+    case 'T':
+      if (parse_timeout(optarg, &o.timeout_ms)) return CTL_USAGE;
       break;
-    case 'h': usage(stdout); return 0;
-    case 'V': printf("emberctl %s\n", EMBER_VERSION); return 0;
-    default: usage(stderr); return 2;
+    case 'h': usage(stdout); return CTL_OK;
+    case 'V': printf("emberctl %s\n", EMBER_VERSION); return CTL_OK;
+    case ':':
+      return ctl_usage_error("option '%s' needs a value", argv[optind - 1]);
+    default:
+      return ctl_usage_error("unknown option '%s'", argv[optind - 1]);
     }
   }
   if (optind >= argc) {
     usage(stderr);
-    return 2;
+    return CTL_USAGE;
   }
   int n = argc - optind;
-  char **a = argv + optind;
-  const char *cmd = a[0];
-  int rc;
-  curl_global_init(CURL_GLOBAL_DEFAULT);
-  if (strcmp(cmd, "status") == 0) rc = need(n, n, 0) ? 2 : ctl_status(&o);
-  else if (strcmp(cmd, "nodes") == 0) rc = need(n, n, 0) ? 2 : ctl_nodes(&o);
-  else if (strcmp(cmd, "node") == 0) rc = need(n, 2, 1) ? 2 : ctl_node(&o, a[1]);
-  else if (strcmp(cmd, "apps") == 0) rc = need(n, n, 0) ? 2 : ctl_apps(&o);
-  else if (strcmp(cmd, "events") == 0)
-    rc = n > 2 ? need(n, 2, 1) : ctl_events(&o, n == 2 ? a[1] : NULL);
-  else if (strcmp(cmd, "drain") == 0 || strcmp(cmd, "undrain") == 0)
-    rc = need(n, 2, 1) ? 2 : ctl_drain(&o, cmd[0] == 'd', a[1]);
-  else if (strcmp(cmd, "label") == 0 && n >= 2 &&
-           (strcmp(a[1], "add") == 0 || strcmp(a[1], "rm") == 0))
-    rc = need(n, 4, 3) ? 2 : ctl_label(&o, a[1][0] == 'a', a[2], a[3]);
-  else {
-    fprintf(stderr, "emberctl: unknown command '%s'\n", cmd);
-    usage(stderr);
-    rc = 2;
+  char **args = argv + optind;
+  const ctl_command *cmd = find_command(args[0]);
+  if (!cmd) return ctl_usage_error("unknown command '%s'", args[0]);
+  if (n - 1 < cmd->min_args || n - 1 > cmd->max_args)
+    return ctl_usage_error("usage: emberctl %s %s", cmd->name, cmd->args);
+  char *url = base_url(gam);
+  if (!url || curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
+    free(url);
+    return ctl_error("cannot start: out of memory");
   }
+  o.gam = url;
+  int rc = cmd->run(&o, n, args);
+  if (fflush(stdout) != 0 && rc == CTL_OK)
+    rc = ctl_error("cannot write standard output");
   curl_global_cleanup();
+  free(url);
   return rc;
 }
