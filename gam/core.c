@@ -416,9 +416,13 @@ void gam_core_ack_clear(Ember__HeartbeatAck *ack) {
 
 /* ------------------------------------------------------------ acquire */
 
-static unsigned nodes_offering(gam_core *c, const char *label) {
+/* Nodes offering label, counted up to enough: an Acquire only needs to
+ * know whether its count is there, and walking every node for a label
+ * most of them serve stalls the loop (10,000 nodes: ~3 ms). */
+static unsigned nodes_offering(gam_core *c, const char *label,
+                               unsigned enough) {
   unsigned n = 0;
-  for (size_t i = 0; i < c->n_nodes; i++)
+  for (size_t i = 0; i < c->n_nodes && n < enough; i++)
     if (c->sched[i].available && strlist_has(&c->nodes[i]->effective, label))
       n++;
   return n;
@@ -436,7 +440,7 @@ int gam_core_acquire(gam_core *c, const Ember__Acquire *m, uint64_t *app_id,
     return say(err, err_len, EMBER_EINVAL, "count must be 1..4096");
   pthread_mutex_lock(&c->lock);
   int rc = 0;
-  unsigned offering = nodes_offering(c, m->label);
+  unsigned offering = nodes_offering(c, m->label, m->count);
   if (offering == 0) {
     rc = say(err, err_len, EMBER_ENOTFOUND, "no node offers label '%s'",
              m->label);
