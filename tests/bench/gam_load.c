@@ -41,6 +41,7 @@
 #define MAX_GAM_SETS 32
 #define MAX_ARG_LABELS 64
 #define HB_BOUNDS 12
+#define REALTIME_PRIORITY 10
 
 static const char *const default_labels[] = {
   "sw", "bwa", "gemm", "fft", "kmeans", "lr", "pagerank", "aes",
@@ -50,7 +51,7 @@ typedef struct args {
   const char *gam, *admin, *spawn, *csv_path, *workdir;
   const char *gam_sets[MAX_GAM_SETS];
   int n_gam_sets;
-  int pid, gam_cpu, json, keep, verbose;
+  int pid, gam_cpu, json, keep, verbose, realtime;
   load_options o;
   const char *labels[MAX_ARG_LABELS];
   char *labels_buf;
@@ -336,6 +337,10 @@ static int spawn_gam(const args *a, spawned *g) {
       CPU_SET(a->gam_cpu, &set1);
       if (sched_setaffinity(0, sizeof set1, &set1) != 0) _exit(126);
     }
+    if (a->realtime) {
+      struct sched_param sp = {.sched_priority = REALTIME_PRIORITY};
+      if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) _exit(125);
+    }
     int lf = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (lf >= 0) {
       dup2(lf, 1);
@@ -605,8 +610,9 @@ static void print_text(const args *a, const report *R, const load_result *r,
          "apps/s, labels %zu\n", a->o.nams, a->o.rate, r->steady_s,
          a->o.apps_per_s, a->o.n_labels);
   if (a->spawn)
-    printf("  GAM: %s (spawned in %s, pid %d%s)\n", a->spawn, g->dir, R->pid,
-           a->gam_cpu >= 0 ? ", pinned to one CPU" : "");
+    printf("  GAM: %s (spawned in %s, pid %d%s%s)\n", a->spawn, g->dir,
+           R->pid, a->gam_cpu >= 0 ? ", pinned to one CPU" : "",
+           a->realtime ? ", SCHED_FIFO" : "");
   printf("ramp: %u/%u NAMs registered in %.1f s; Register->ack p50 %.0f us "
          "p99 %.0f us max %.1f ms; heartbeats acked %llu (p99 %.0f us, max "
          "%.1f ms)\n",
@@ -702,8 +708,9 @@ static void print_json(const args *a, const report *R, const load_result *r,
   long mid = -1, first80 = -1;
   double slope = rss_slope(R, &mid, &first80);
   double wall = R->drain_t_s - R->steady_t_s;
-  printf("{\"nams\":%u,\"rate\":%g,\"duration_s\":%.3f,\"apps_per_s\":%g,",
-         a->o.nams, a->o.rate, r->steady_s, a->o.apps_per_s);
+  printf("{\"nams\":%u,\"rate\":%g,\"duration_s\":%.3f,\"apps_per_s\":%g,"
+         "\"realtime\":%s,", a->o.nams, a->o.rate, r->steady_s, a->o.apps_per_s,
+         a->realtime ? "true" : "false");
   printf("\"ramp\":{\"seconds\":%.3f,\"registered\":%u,\"register_p50_us\":"
          "%.1f,\"register_p99_us\":%.1f,\"hb_p99_us\":%.1f},",
          r->ramp_s, r->nams_up, lh_quantile(&r->reg, .5) / 1e3,
@@ -783,6 +790,10 @@ static void usage(FILE *out) {
     "  --gam-set KEY=VALUE     passed to the spawned GAM as --set (repeatable)\n"
     "  --workdir DIR           where --spawn makes its temp dir ($TMPDIR, /tmp)\n"
     "  --keep                  keep that dir (database, gam.log)\n"
+    "  --realtime              SCHED_FIFO for this program and the spawned GAM,\n"
+    "                          so that other work on a shared machine does not\n"
+    "                          delay either (needs CAP_SYS_NICE; both use well\n"
+    "                          under a core)\n"
     "  --nams N                simulated NAMs (default 10000)\n"
     "  --rate R                heartbeats per second per NAM (default 1)\n"
     "  --duration S            steady phase in seconds, after every NAM has\n"
@@ -861,6 +872,7 @@ static int parse_args(int argc, char **argv, args *a) {
     {"gam-set", required_argument, 0, 'S'},
     {"workdir", required_argument, 0, 'W'},
     {"keep", no_argument, 0, 'K'},
+    {"realtime", no_argument, 0, 'T'},
     {"nams", required_argument, 0, 'n'},
     {"rate", required_argument, 0, 'r'},
     {"duration", required_argument, 0, 'd'},
@@ -903,6 +915,7 @@ static int parse_args(int argc, char **argv, args *a) {
       break;
     case 'W': a->workdir = optarg; break;
     case 'K': a->keep = 1; break;
+    case 'T': a->realtime = 1; break;
     case 'n': a->o.nams = (unsigned)strtoul(optarg, &end, 10);
       if (*end || a->o.nams == 0) return -1;
       break;
@@ -947,6 +960,13 @@ int main(int argc, char **argv) {
   }
   raise_nofile(a.o.nams);
   signal(SIGPIPE, SIG_IGN);
+  if (a.realtime) {
+    struct sched_param sp = {.sched_priority = REALTIME_PRIORITY};
+    if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
+      fprintf(stderr, "gam_load: --realtime: %s\n", strerror(errno));
+      return 1;
+    }
+  }
   spawned g = {0};
   if (a.spawn) {
     if (spawn_gam(&a, &g) != 0) {
