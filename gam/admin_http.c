@@ -354,26 +354,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
   return dispatch(h, conn, url, method);
 }
 
-/* Percent-decoding as MHD does it, except that %00 and %2F stay encoded:
- * a NUL would cut the path short and a '/' would move segments, so both
- * are left for the route checks to refuse. In place; returns the length. */
+/* MHD's unescape hook: ours keeps %00 and %2F (admin_routes.h). */
 static size_t unescape(void *cls, struct MHD_Connection *conn, char *s) {
-  char *out = s;
-  for (const char *in = s; *in; in++) {
-    if (in[0] == '%' && isxdigit((unsigned char)in[1]) &&
-        isxdigit((unsigned char)in[2])) {
-      char hex[3] = {in[1], in[2], '\0'};
-      char c = (char)strtol(hex, NULL, 16);
-      if (c != '\0' && c != '/') {
-        *out++ = c;
-        in += 2;
-        continue;
-      }
-    }
-    *out++ = *in;
-  }
-  *out = '\0';
-  return (size_t)(out - s);
+  return gam_admin_unescape(s);
 }
 
 /* ---- life --------------------------------------------------------------- */

@@ -2,7 +2,9 @@
  * (admin_routes.h). */
 #include "admin_routes.h"
 
+#include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ember/ember_errors.h"
@@ -139,4 +141,23 @@ const char *gam_admin_printable(const char *s, char *out, size_t out_len) {
     out[o++] = ((unsigned char)*s >= ' ' && (unsigned char)*s < 0x7f) ? *s : '?';
   out[o] = '\0';
   return out;
+}
+
+size_t gam_admin_unescape(char *s) {
+  char *out = s;
+  for (const char *in = s; *in; in++) {
+    if (in[0] == '%' && isxdigit((unsigned char)in[1]) &&
+        isxdigit((unsigned char)in[2])) {
+      char hex[3] = {in[1], in[2], '\0'};
+      char c = (char)strtol(hex, NULL, 16);
+      if (c != '\0' && c != '/') {
+        *out++ = c;
+        in += 2;
+        continue;
+      }
+    }
+    *out++ = *in;
+  }
+  *out = '\0';
+  return (size_t)(out - s);
 }

@@ -152,6 +152,40 @@ static void test_printable(void **state) {
   assert_string_equal(gam_admin_printable(NULL, out, sizeof out), "");
 }
 
+static void expect_unescaped(const char *in, const char *want) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", in);
+  size_t n = gam_admin_unescape(buf);
+  assert_string_equal(buf, want);
+  assert_int_equal(n, strlen(want));
+}
+
+static void test_unescape(void **state) {
+  (void)state;
+  expect_unescaped("/v1/nodes/n1", "/v1/nodes/n1");
+  expect_unescaped("/v1/nodes/a%20b", "/v1/nodes/a b");
+  expect_unescaped("%41%62%7e", "Ab~");
+  expect_unescaped("%c3%A9", "\xc3\xa9");
+  /* a NUL or a '/' would change what the path says: kept encoded */
+  expect_unescaped("/v1/nodes/a%00b", "/v1/nodes/a%00b");
+  expect_unescaped("/v1/nodes/a%2Fb/drain", "/v1/nodes/a%2Fb/drain");
+  expect_unescaped("/v1/nodes/a%2fb", "/v1/nodes/a%2fb");
+  /* broken escapes pass through */
+  expect_unescaped("%", "%");
+  expect_unescaped("%4", "%4");
+  expect_unescaped("%zz%4g", "%zz%4g");
+  expect_unescaped("100%", "100%");
+  expect_unescaped("%%41", "%A");
+  expect_unescaped("", "");
+  /* what comes out then goes through the routes */
+  char path[] = "/v1/nodes/a%2Fb/drain";
+  gam_admin_unescape(path);
+  gam_admin_route r;
+  char why[160];
+  assert_int_equal(gam_admin_route_parse(path, &r, why, sizeof why), 0);
+  assert_string_equal(r.node, "a%2Fb");
+}
+
 /* ---- token ------------------------------------------------------------- */
 
 static char tmpdir[] = "/tmp/ember-test-admin-XXXXXX";
@@ -358,7 +392,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_routes),      cmocka_unit_test(test_no_routes),
       cmocka_unit_test(test_methods),     cmocka_unit_test(test_events_limit),
-      cmocka_unit_test(test_printable),   cmocka_unit_test(test_token_file),
+      cmocka_unit_test(test_printable),   cmocka_unit_test(test_unescape),
+      cmocka_unit_test(test_token_file),
       cmocka_unit_test(test_token_match), cmocka_unit_test(test_table),
       cmocka_unit_test(test_format),
   };
