@@ -17,8 +17,22 @@
  * Changes (PUT, DELETE, POST) need "Authorization: Bearer TOKEN", the
  * token read at start from a file that must be mode 0600 (or stricter).
  * Errors are JSON: {"error": {"code": "ENOTFOUND", "message": "..."}}
- * with 400 (bad request), 401 (no or wrong token), 404 (no such path or
- * node), 405 (method not allowed, with Allow), 413 (body too big).
+ * with 400 (bad request), 401 (no or wrong token, with WWW-Authenticate),
+ * 403 (no token file configured: changes are off), 404 (no such path or
+ * node), 405 (method not allowed, with Allow), 413 (body too big), 500
+ * (the GAM failed, out of memory included).
+ *
+ * Details: HEAD answers as GET without the body. Path segments arrive
+ * percent-decoded, except %00 and %2F (admin_routes.h). A node id is 1 to
+ * 255 visible ASCII characters, a label what gam_label_valid accepts;
+ * changes are checked for the token before their label. /v1/events takes
+ * limit 1..10000 (default 100). The API takes no request bodies: up to
+ * 4 KiB is read and ignored, a larger declared one is answered 413 at once
+ * (the connection then closes), a larger chunked one 413 once read, and
+ * past 64 KiB the connection is closed. /metrics is "text/plain;
+ * version=0.0.4"; every other answer is one line of compact JSON with
+ * Cache-Control: no-store. Route matching and the token live in
+ * admin_routes.c and admin_token.c, pure and unit-tested.
  */
 #ifndef EMBER_GAM_ADMIN_HTTP_H
 #define EMBER_GAM_ADMIN_HTTP_H
@@ -29,8 +43,12 @@
 
 typedef struct gam_admin_http gam_admin_http;
 
-/* Start serving on "HOST:PORT" with the token in token_file. 0, or
- * EMBER_ECONFIG / EMBER_EDENIED / EMBER_EIO with the reason in err. */
+/* Start serving on "HOST:PORT" ("[IPV6]:PORT") with the token in
+ * token_file (NULL or "": no token, changes answered 403) on libmicrohttpd's
+ * own thread, which calls the core_admin.h functions. 0, or with the reason
+ * in err: EMBER_ECONFIG (bad address, bad token file content),
+ * EMBER_EDENIED (token file not regular or not 0600), EMBER_EIO (cannot
+ * read the token file or listen), EMBER_ENOMEM. */
 int gam_admin_http_start(gam_core *core, const char *address,
                          const char *token_file, gam_admin_http **out,
                          char *err, size_t err_len);
