@@ -84,7 +84,8 @@ void core_sync_sched(gam_core *c, gam_node *node) {
   s->available = node->state == GAM_NODE_UP && !node->drained;
 }
 
-/* A new node, inserted in id order; the policy view is rebuilt (rare). */
+/* A new node, inserted in id order (binary search), with its policy
+ * view. */
 gam_node *core_node_new(gam_core *c, const char *id, const char *address) {
   if (c->n_nodes == c->cap_nodes) {
     size_t cap = c->cap_nodes ? 2 * c->cap_nodes : 16;
@@ -102,16 +103,21 @@ gam_node *core_node_new(gam_core *c, const char *id, const char *address) {
     free(n);
     return NULL;
   }
-  size_t at = 0;
-  while (at < c->n_nodes && strcmp(c->nodes[at]->id, id) < 0) at++;
+  size_t at = 0, hi = c->n_nodes;
+  while (at < hi) {
+    size_t mid = at + (hi - at) / 2;
+    if (strcmp(c->nodes[mid]->id, id) < 0) at = mid + 1;
+    else hi = mid;
+  }
   memmove(c->nodes + at + 1, c->nodes + at,
           (c->n_nodes - at) * sizeof *c->nodes);
+  memmove(c->sched + at + 1, c->sched + at,
+          (c->n_nodes - at) * sizeof *c->sched);
   c->nodes[at] = n;
   c->n_nodes++;
-  for (size_t i = 0; i < c->n_nodes; i++) {
-    c->nodes[i]->index = i;
-    core_sync_sched(c, c->nodes[i]);
-  }
+  /* only the nodes after it moved (a view holds no pointer into sched) */
+  for (size_t i = at; i < c->n_nodes; i++) c->nodes[i]->index = i;
+  core_sync_sched(c, n);
   return n;
 }
 
@@ -655,6 +661,10 @@ void gam_core_set_wake(gam_core *c, void (*wake)(void *user), void *user) {
   c->wake = wake;
   c->wake_user = user;
   pthread_mutex_unlock(&c->lock);
+}
+
+uint64_t gam_core_commit_seq(gam_core *c) {
+  return gam_store_commit_seq(c->store);
 }
 
 void gam_core_destroy(gam_core *c) {

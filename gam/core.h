@@ -5,9 +5,10 @@
  * server (loop thread) calls these; the admin API calls core_admin.h from
  * its own thread; one lock covers both.
  *
- * Every change is committed to the store before the call returns, so the
- * reply the server sends afterwards never acknowledges something a crash
- * could lose.
+ * Every change is committed to the store before the call returns; the
+ * server holds the reply that acknowledges it until the syncer has the
+ * commit on disk (gam_core_commit_seq), and the admin calls wait for that
+ * themselves, so nothing acknowledged is lost to a crash or a power cut.
  *
  * Messages for apps (Allocation, Error, LeaseEnded) can arise on any
  * thread (an admin drains a node): the core queues them as packed frames
@@ -23,6 +24,7 @@
 #include "lease.h"
 #include "policy.h"
 #include "store.h"
+#include "store_sync.h"
 
 typedef struct gam_core_options {
   gam_policy_params policy;        /* rules are copied */
@@ -33,6 +35,7 @@ typedef struct gam_core_options {
   uint64_t acquire_timeout_ms;
   lease_key key;
   const char *version;
+  gam_syncer *syncer;              /* NULL: the admin calls do not wait */
 } gam_core_options;
 
 /* A frame for an app, already packed. */
@@ -50,6 +53,9 @@ int gam_core_create(const gam_core_options *o, gam_store *store,
                     gam_core **out, char *err, size_t err_len);
 void gam_core_destroy(gam_core *c);
 void gam_core_set_wake(gam_core *c, void (*wake)(void *user), void *user);
+/* The store's commit sequence: a reply made now acknowledges at most this
+ * commit. Any thread. */
+uint64_t gam_core_commit_seq(gam_core *c);
 
 int gam_core_register(gam_core *c, const Ember__Register *m, char *err,
                       size_t err_len);

@@ -16,6 +16,19 @@ static gam_node *find_or_say(gam_core *c, const char *id, char *err,
   return n;
 }
 
+/* An admin's change is answered once its commit is on disk; the core
+ * lock is not held meanwhile. */
+static int unlock_when_durable(gam_core *c, int rc, char *err,
+                               size_t err_len) {
+  uint64_t seq = gam_store_commit_seq(c->store);
+  pthread_mutex_unlock(&c->lock);
+  if (rc == 0 && gam_syncer_wait(c->opt.syncer, seq) != 0) {
+    snprintf(err, err_len, "state store: flushing the log failed");
+    rc = EMBER_EIO;
+  }
+  return rc;
+}
+
 static int change_label(gam_core *c, const char *node_id, const char *label,
                         bool on, char *err, size_t err_len) {
   if (!gam_label_valid(label)) {
@@ -53,8 +66,7 @@ static int change_label(gam_core *c, const char *node_id, const char *label,
              n->id);
   rc = core_node_relabel(c, n);
 out:
-  pthread_mutex_unlock(&c->lock);
-  return rc;
+  return unlock_when_durable(c, rc, err, err_len);
 }
 
 int gam_core_label_add(gam_core *c, const char *node, const char *label,
@@ -92,6 +104,5 @@ int gam_core_set_drained(gam_core *c, const char *node_id, bool drained,
   core_sync_sched(c, n);
   if (drained) rc = core_end_node_leases(c, n, NULL, "drained");
 out:
-  pthread_mutex_unlock(&c->lock);
-  return rc;
+  return unlock_when_durable(c, rc, err, err_len);
 }

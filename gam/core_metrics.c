@@ -73,6 +73,20 @@ int gam_core_metrics_text(gam_core *c, char **text, size_t *len) {
           n->skips);
   counter(f, "ember_gam_store_errors_total", "SQLite failures.",
           n->store_errors);
+  uint64_t flushes, flush_ns, checkpoints;
+  gam_syncer_stats(c->opt.syncer, &flushes, &flush_ns, &checkpoints);
+  counter(f, "ember_gam_store_flushes_total",
+          "Log flushes (fdatasync), each covering every commit before it.",
+          flushes);
+  family(f, "ember_gam_store_flush_seconds_total", "counter",
+         "Time spent flushing the log, off the loop thread.");
+  fprintf(f, "ember_gam_store_flush_seconds_total %.9f\n",
+          (double)flush_ns / 1e9);
+  counter(f, "ember_gam_store_commits_total", "Commits to the state store.",
+          gam_store_commit_seq(c->store));
+  counter(f, "ember_gam_store_checkpoints_total",
+          "Passive checkpoints of the log into the database file.",
+          checkpoints);
   static const uint64_t bounds[] = GAM_HB_BUCKETS_US;
   family(f, "ember_gam_heartbeat_seconds", "histogram",
          "Time to handle one heartbeat in the core.");

@@ -6,6 +6,7 @@
  */
 #include <getopt.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "log.h"
 #include "server.h"
 #include "store.h"
+#include "store_sync.h"
 
 #define MAX_SETS 64
 
@@ -31,6 +33,7 @@ typedef struct gam_daemon {
   int n_sets;
   struct gam_config cfg;
   gam_store *store;
+  gam_syncer *syncer;
   gam_core *core;
   gam_server *server;
   gam_admin_http *admin;
@@ -122,8 +125,23 @@ static gam_static_rule *parse_rules(const config_list *l) {
   return rules;
 }
 
+/* One descriptor per connection: raise the soft limit toward
+ * max_connections (the unit's LimitNOFILE sets the hard one). */
+static void raise_fd_limit(unsigned max_connections) {
+  struct rlimit rl;
+  rlim_t want = (rlim_t)max_connections + 64;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want) return;
+  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want
+                    ? want : rl.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want)
+    log_warn("open files limited to %llu: fewer than max_connections = %u "
+             "NAMs and apps can connect", (unsigned long long)rl.rlim_cur,
+             max_connections);
+}
+
 static int start(gam_daemon *d) {
   char err[1024];
+  raise_fd_limit((unsigned)d->cfg.max_connections);
   gam_core_options o = {0};
   int rc = lease_key_load(d->cfg.cluster_key_file, &o.key, err, sizeof err);
   if (rc) {
@@ -136,6 +154,12 @@ static int start(gam_daemon *d) {
     log_err("state store: %s", err);
     return -1;
   }
+  rc = gam_syncer_start(d->store, &d->syncer, err, sizeof err);
+  if (rc) {
+    log_err("state store: %s", err);
+    return -1;
+  }
+  o.syncer = d->syncer;
   gam_static_rule *rules = parse_rules(&d->cfg.static_partition);
   if (!rules) return -1;
   o.policy.kind = (gam_policy_kind)d->cfg.policy;
@@ -161,6 +185,7 @@ static int start(gam_daemon *d) {
     .max_connections = (unsigned)d->cfg.max_connections,
     .tick_ms = d->cfg.heartbeat_interval_ms / 4 ? d->cfg.heartbeat_interval_ms / 4 : 1,
     .heartbeat_interval_ms = d->cfg.heartbeat_interval_ms,
+    .syncer = d->syncer,
   };
   if (gam_server_start(d->loop, d->core, &so, &d->server, err, sizeof err)) {
     log_err("cannot listen: %s", err);
@@ -192,6 +217,7 @@ static void shutdown_all(gam_daemon *d) {
   uv_run(d->loop, UV_RUN_DEFAULT);
   gam_server_destroy(d->server);
   gam_core_destroy(d->core);
+  gam_syncer_stop(d->syncer);  /* flushes the last commits */
   gam_store_close(d->store);
 }
 

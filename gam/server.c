@@ -1,8 +1,8 @@
 /*
  * server.c - ember-gam's protocol connections (server.h). The loop thread
  * owns every connection; the core's outbox (frames for apps, which an
- * admin's change on the HTTP thread may produce) arrives through a
- * uv_async_t.
+ * admin's change on the HTTP thread may produce) and the syncer's "on
+ * disk up to k" arrive through uv_async_t handles.
  */
 #include "server.h"
 
@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ember/ember_errors.h"
 #include "frame.h"
@@ -17,6 +18,14 @@
 #include "log.h"
 
 enum conn_role { ROLE_NEW, ROLE_NAM, ROLE_APP };
+
+/* A frame waiting for its commit to reach the disk. */
+typedef struct held_frame {
+  uint64_t need;             /* commit sequence it acknowledges */
+  uint8_t *data;             /* header + payload */
+  size_t len;
+  struct held_frame *next;
+} held_frame;
 
 typedef struct gam_conn {
   uv_tcp_t tcp;
@@ -29,6 +38,8 @@ typedef struct gam_conn {
   uint64_t app_id;           /* ROLE_APP */
   char peer[64];
   struct gam_conn *prev, *next;
+  held_frame *held, *held_tail;        /* in order */
+  struct gam_conn *wait_prev, *wait_next; /* in gam_server.waiting */
 } gam_conn;
 
 struct gam_server {
@@ -37,8 +48,11 @@ struct gam_server {
   gam_server_options opt;
   uv_tcp_t listener;
   uv_async_t outbox;
+  uv_async_t durable;        /* the syncer flushed (or failed) */
   uv_timer_t tick;
   gam_conn *conns;
+  gam_conn *waiting;         /* connections holding frames */
+  uint64_t frame_seq;        /* commit sequence before this frame */
   unsigned n_conns;
   int closed_handles;
   /* Every read lands here first: a connection keeps a buffer of its own
@@ -60,15 +74,99 @@ static void on_written(uv_write_t *req, int status) {
 
 static void conn_close(gam_conn *c, const char *why);
 
-/* Frame header + payload in one buffer, written asynchronously. */
-static void send_packed(gam_conn *c, uint8_t type, const uint8_t *payload,
-                        size_t len) {
-  if (c->closing) return;
+static void write_now(gam_conn *c, uint8_t *data, size_t len) {
   write_req *w = malloc(sizeof *w);
-  uint8_t *data = malloc(PROTO_HEADER_SIZE + len);
-  if (!w || !data) {
-    free(w);
+  if (!w) {
     free(data);
+    conn_close(c, "out of memory");
+    return;
+  }
+  w->data = data;
+  uv_buf_t buf = uv_buf_init((char *)data, (unsigned)len);
+  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written) != 0) {
+    free(data);
+    free(w);
+    conn_close(c, "write failed");
+  }
+}
+
+static void wait_link(gam_conn *c) {
+  gam_server *s = c->srv;
+  c->wait_prev = NULL;
+  c->wait_next = s->waiting;
+  if (s->waiting) s->waiting->wait_prev = c;
+  s->waiting = c;
+}
+
+static void wait_unlink(gam_conn *c) {
+  gam_server *s = c->srv;
+  if (c->wait_prev) c->wait_prev->wait_next = c->wait_next;
+  else s->waiting = c->wait_next;
+  if (c->wait_next) c->wait_next->wait_prev = c->wait_prev;
+  c->wait_prev = c->wait_next = NULL;
+}
+
+/* Write data now, or hold it until commit need is on disk; a connection's
+ * frames leave in the order they were made. */
+static void conn_write(gam_conn *c, uint8_t *data, size_t len, uint64_t need) {
+  gam_server *s = c->srv;
+  if (!c->held && need <= gam_syncer_durable(s->opt.syncer)) {
+    write_now(c, data, len);
+    return;
+  }
+  held_frame *h = malloc(sizeof *h);
+  if (!h) {
+    free(data);
+    conn_close(c, "out of memory");
+    return;
+  }
+  *h = (held_frame){.need = need, .data = data, .len = len};
+  if (c->held_tail) c->held_tail->next = h;
+  else {
+    c->held = h;
+    wait_link(c);
+  }
+  c->held_tail = h;
+  gam_syncer_request(s->opt.syncer);
+}
+
+/* Frames whose commits are on disk now leave. */
+static void conn_release_held(gam_conn *c, uint64_t durable) {
+  while (c->held && c->held->need <= durable && !c->closing) {
+    held_frame *h = c->held;
+    c->held = h->next;
+    if (!c->held) c->held_tail = NULL;
+    write_now(c, h->data, h->len);
+    free(h);
+  }
+  if (!c->held && !c->closing) wait_unlink(c);
+}
+
+static void conn_drop_held(gam_conn *c) {
+  if (!c->held) return;
+  while (c->held) {
+    held_frame *h = c->held;
+    c->held = h->next;
+    free(h->data);
+    free(h);
+  }
+  c->held_tail = NULL;
+  wait_unlink(c);
+}
+
+/* The commit a reply made now acknowledges: the newest, when handling the
+ * current frame committed something; otherwise none. */
+static uint64_t reply_need(gam_conn *c) {
+  uint64_t seq = gam_core_commit_seq(c->srv->core);
+  return seq > c->srv->frame_seq ? seq : 0;
+}
+
+/* Frame header + payload in one buffer, written (or held) asynchronously. */
+static void send_packed(gam_conn *c, uint8_t type, const uint8_t *payload,
+                        size_t len, uint64_t need) {
+  if (c->closing) return;
+  uint8_t *data = malloc(PROTO_HEADER_SIZE + len);
+  if (!data) {
     conn_close(c, "out of memory");
     return;
   }
@@ -78,16 +176,11 @@ static void send_packed(gam_conn *c, uint8_t type, const uint8_t *payload,
   data[3] = (uint8_t)(len >> 24);
   data[4] = type;
   if (len) memcpy(data + PROTO_HEADER_SIZE, payload, len);
-  w->data = data;
-  uv_buf_t buf = uv_buf_init((char *)data, (unsigned)(PROTO_HEADER_SIZE + len));
-  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written) != 0) {
-    free(data);
-    free(w);
-    conn_close(c, "write failed");
-  }
+  conn_write(c, data, PROTO_HEADER_SIZE + len, need);
 }
 
-static void send_msg(gam_conn *c, uint8_t type, const ProtobufCMessage *m) {
+static void send_msg_after(gam_conn *c, uint8_t type,
+                           const ProtobufCMessage *m, uint64_t need) {
   size_t len = protobuf_c_message_get_packed_size(m);
   uint8_t stack[512];
   uint8_t *buf = len <= sizeof stack ? stack : malloc(len);
@@ -96,8 +189,12 @@ static void send_msg(gam_conn *c, uint8_t type, const ProtobufCMessage *m) {
     return;
   }
   protobuf_c_message_pack(m, buf);
-  send_packed(c, type, buf, len);
+  send_packed(c, type, buf, len, need);
   if (buf != stack) free(buf);
+}
+
+static void send_msg(gam_conn *c, uint8_t type, const ProtobufCMessage *m) {
+  send_msg_after(c, type, m, reply_need(c));
 }
 
 static void send_error(gam_conn *c, int code, const char *fmt, ...)
@@ -166,7 +263,12 @@ static void handle_heartbeat(gam_conn *c, const Ember__Heartbeat *m) {
     send_error(c, rc, "heartbeat: %s", err);
     return;
   }
-  send_msg(c, EMBER__MSG_TYPE__MSG_HEARTBEAT_ACK, &ack.base);
+  /* ended leases and a drain were committed earlier, perhaps not yet
+   * flushed: such an ack waits for everything committed so far */
+  uint64_t need = ack.n_ended_leases || ack.drained
+                      ? gam_core_commit_seq(c->srv->core)
+                      : reply_need(c);
+  send_msg_after(c, EMBER__MSG_TYPE__MSG_HEARTBEAT_ACK, &ack.base, need);
   gam_core_ack_clear(&ack);
 }
 
@@ -204,6 +306,7 @@ static void handle_frame(gam_conn *c, const proto_frame *f) {
     conn_close(c, "no Hello");
     return;
   }
+  c->srv->frame_seq = gam_core_commit_seq(c->srv->core);
   ProtobufCMessage *m = proto_unpack(f);
   if (!m) {
     if (!proto_descriptor(f->type))
@@ -252,6 +355,7 @@ static void conn_close(gam_conn *c, const char *why) {
   log_debug("%s: closed (%s)", c->peer, why);
   if (c->role == ROLE_APP && c->app_id)
     gam_core_app_disconnected(s->core, c->app_id);
+  conn_drop_held(c);
   if (c->prev) c->prev->next = c->next;
   else s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
@@ -351,16 +455,36 @@ static void on_connection(uv_stream_t *listener, int status) {
 static void on_outbox(uv_async_t *a) {
   gam_server *s = a->data;
   gam_outbox_item *items = gam_core_take_outbox(s->core);
+  /* every item was queued after the commit it tells of */
+  uint64_t need = gam_core_commit_seq(s->core);
   for (gam_outbox_item *it = items; it; it = it->next)
     for (gam_conn *c = s->conns; c; c = c->next)
       if (c->role == ROLE_APP && c->app_id == it->app_id) {
-        send_packed(c, it->type, it->payload, it->len);
+        send_packed(c, it->type, it->payload, it->len, need);
         break;
       }
   gam_outbox_free(items);
 }
 
 static void wake(void *user) { uv_async_send(user); }
+
+static void on_durable(uv_async_t *a) {
+  gam_server *s = a->data;
+  char why[300];
+  if (gam_syncer_failed(s->opt.syncer, why, sizeof why)) {
+    /* After a failed flush the kernel may have dropped the pages: nothing
+     * held may be acknowledged, and only a restart from what is on disk
+     * is safe (systemd restarts the GAM). */
+    log_err("state store: %s; stopping without acknowledging anything more",
+            why);
+    _exit(EXIT_FAILURE);
+  }
+  uint64_t durable = gam_syncer_durable(s->opt.syncer);
+  for (gam_conn *c = s->waiting, *next; c; c = next) {
+    next = c->wait_next;
+    conn_release_held(c, durable);
+  }
+}
 
 static void on_tick(uv_timer_t *t) {
   gam_server *s = t->data;
@@ -382,6 +506,8 @@ int gam_server_start(uv_loop_t *loop, gam_core *core,
   s->listener.data = s;
   uv_async_init(loop, &s->outbox, on_outbox);
   s->outbox.data = s;
+  uv_async_init(loop, &s->durable, on_durable);
+  s->durable.data = s;
   uv_timer_init(loop, &s->tick);
   s->tick.data = s;
   *out = s;
@@ -392,6 +518,7 @@ int gam_server_start(uv_loop_t *loop, gam_core *core,
     return EMBER_EIO;
   }
   gam_core_set_wake(core, wake, &s->outbox);
+  gam_syncer_set_notify(o->syncer, wake, &s->durable);
   uv_timer_start(&s->tick, on_tick, o->tick_ms, o->tick_ms);
   return 0;
 }
@@ -399,9 +526,11 @@ int gam_server_start(uv_loop_t *loop, gam_core *core,
 void gam_server_close(gam_server *s) {
   if (!s) return;
   gam_core_set_wake(s->core, NULL, NULL);
+  gam_syncer_set_notify(s->opt.syncer, NULL, NULL);
   while (s->conns) conn_close(s->conns, "shutting down");
   uv_close((uv_handle_t *)&s->listener, NULL);
   uv_close((uv_handle_t *)&s->outbox, NULL);
+  uv_close((uv_handle_t *)&s->durable, NULL);
   uv_close((uv_handle_t *)&s->tick, NULL);
 }
 

@@ -2,6 +2,11 @@
  * server.h - ember-gam's protocol listener: NAMs (Register, Heartbeat) and
  * apps (Acquire, Release) over TCP, on the daemon's libuv loop, framed as
  * in proto/frame.h and opened with Hello/Welcome like every ember peer.
+ *
+ * A reply that acknowledges a change (a registration, an Allocation, a
+ * LeaseEnded, an ack that ends leases) is held until the syncer has the
+ * change's commit on disk; replies that changed nothing (most heartbeats)
+ * go at once, unless the same connection has one held before them.
  */
 #ifndef EMBER_GAM_SERVER_H
 #define EMBER_GAM_SERVER_H
@@ -11,6 +16,7 @@
 #include <uv.h>
 
 #include "core.h"
+#include "store_sync.h"
 
 typedef struct gam_server gam_server;
 
@@ -20,6 +26,9 @@ typedef struct gam_server_options {
   unsigned max_connections;
   uint64_t tick_ms;          /* how often the core's liveness runs */
   uint64_t heartbeat_interval_ms; /* told to NAMs */
+  /* Replies that acknowledge a commit wait until it is on disk; NULL
+   * sends everything at once. */
+  gam_syncer *syncer;
 } gam_server_options;
 
 int gam_server_start(uv_loop_t *loop, gam_core *core,

@@ -1,6 +1,6 @@
 /*
- * store.c - ember-gam's SQLite store: opening (WAL, synchronous=FULL,
- * foreign keys, migration), the prepared statements, transactions and
+ * store.c - ember-gam's SQLite store: opening (WAL, synchronous=NORMAL
+ * with the log flushed by store_sync.c, foreign keys, migration), the prepared statements, transactions and
  * every change. The schema is in store_schema.c, the reads in
  * store_load.c.
  *
@@ -234,6 +234,18 @@ static int set_wal(gam_store *s, bool memory) {
   return ret;
 }
 
+/* Called by SQLite after each commit to the log, on the committing
+ * thread. */
+static int on_wal_commit(void *user, sqlite3 *db, const char *name,
+                         int pages) {
+  (void)db;
+  (void)name;
+  gam_store *s = user;
+  atomic_store(&s->wal_pages, pages);
+  atomic_fetch_add(&s->commit_seq, 1);
+  return SQLITE_OK;
+}
+
 static int exec(gam_store *s, const char *sql) {
   int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
   return rc == SQLITE_OK ? 0 : gam_store_fail(s, rc);
@@ -271,10 +283,20 @@ static int open_db(gam_store *s, const char *path) {
   sqlite3_busy_timeout(s->db, GAM_STORE_BUSY_MS);
 
   int ret = set_wal(s, memory);
-  /* FULL: a commit is on disk before the GAM acknowledges it, even if
-   * the power goes (NORMAL would only survive a process crash). */
-  if (!ret) ret = exec(s, "PRAGMA synchronous = FULL");
+  /* NORMAL: a commit is in the log (it survives kill -9) without a flush
+   * on the committing thread; the syncer flushes the log before the GAM
+   * acknowledges the commit, so a power cut loses nothing acknowledged
+   * either (store_sync.h). */
+  if (!ret) ret = exec(s, "PRAGMA synchronous = NORMAL");
+  /* A burst (10,000 NAMs registering) can grow the log to hundreds of
+   * MiB; once checkpointed and started over, it is cut back to this. */
+  if (!ret) ret = exec(s, "PRAGMA journal_size_limit = 67108864");
   if (ret) return ret;
+  if (!memory && !(s->path = strdup(path)))
+    return gam_store_failf(s, EMBER_ENOMEM, "out of memory");
+  /* Our hook counts commits and replaces SQLite's automatic checkpoint,
+   * which would flush on the committing thread: the syncer checkpoints. */
+  sqlite3_wal_hook(s->db, on_wal_commit, s);
 
   /* Migrate with foreign keys off (a step may rebuild a table; the step
    * is checked with foreign_key_check instead), then turn them on: the
@@ -316,11 +338,16 @@ void gam_store_close(gam_store *s) {
   for (int i = 0; i < GAM_ST_COUNT; i++) sqlite3_finalize(s->st[i]);
   /* The last connection to close checkpoints the log into the file. */
   sqlite3_close(s->db);
+  free(s->path);
   free(s);
 }
 
 const char *gam_store_error(const gam_store *s) {
   return s ? s->err : "no store";
+}
+
+uint64_t gam_store_commit_seq(gam_store *s) {
+  return s ? atomic_load(&s->commit_seq) : 0;
 }
 
 int gam_store_user_version(gam_store *s) {

@@ -5,7 +5,10 @@
  * and restart loses nothing, and ids come from AUTOINCREMENT so nothing
  * is handed out twice.
  *
- * The database runs in WAL mode with synchronous=FULL. The schema carries
+ * The database runs in WAL mode with synchronous=NORMAL: a commit is in
+ * the log when the call returns (it survives kill -9), and store_sync.h
+ * flushes the log off the caller's thread before the GAM acknowledges it
+ * (group commit: it survives a power cut too). The schema carries
  * its version in PRAGMA user_version; gam_store_open() migrates an older
  * file step by step inside one transaction and refuses a newer one.
  *
@@ -55,6 +58,9 @@ int gam_store_open(const char *path, gam_store **out, char *err,
 void gam_store_close(gam_store *s);
 /* The last failure's detail; valid until the next call on s. */
 const char *gam_store_error(const gam_store *s);
+/* How many commits this store has made (the syncer flushes up to it);
+ * 0 forever for an in-memory store. Any thread. */
+uint64_t gam_store_commit_seq(gam_store *s);
 /* The file's schema version (GAM_STORE_SCHEMA_VERSION once open). */
 int gam_store_user_version(gam_store *s);
 
