@@ -1,9 +1,10 @@
 #!/bin/sh
 # A local cluster: one ember-gam and two ember-nam on loopback, sharing a
 # fresh cluster key; the NAMs register and heartbeat, an admin adds labels
-# with emberctl, and `emberctl status` and `emberctl nodes` show the
-# cluster (labels, heartbeats, load, bitstreams). Everything stops at the
-# end.
+# with emberctl, `ember align --gam` runs an app on the node the GAM
+# places it on (a signed lease, then tasks over TCP), and `emberctl
+# status`, `nodes` and `events` show the cluster (labels, heartbeats,
+# load, bitstreams, the app's lease). Everything stops at the end.
 # Usage: deploy/cluster.sh [WORKDIR]   (default: a fresh temporary one)
 set -eu
 cd "$(dirname "$0")/.."
@@ -13,6 +14,8 @@ mkdir -p "$WORK"
 GAM="$BIN/gam/ember-gam"
 NAM="$BIN/nam/ember-nam"
 CTL="$BIN/client/ctl/emberctl"
+EMBER="$BIN/client/cli/ember"
+DATA=tests/data/sw
 PIDS=""
 cleanup() {
   for p in $PIDS; do kill -TERM "$p" 2>/dev/null || true; done
@@ -64,8 +67,19 @@ echo "-- emberctl label add (an admin's labels, kept in SQLite)"
 "$CTL" label add n2 lr
 
 echo
+echo "-- ember align --gam: the GAM places the app, the NAM checks its lease"
+awk '/^>/ { n++ } n <= 200' "$DATA/dna_queries.fa" > "$WORK/q200.fa"
+awk '/^>/ { n++ } n <= 200' "$DATA/dna_refs.fa" > "$WORK/r200.fa"
+"$EMBER" align --gam "127.0.0.1:$GAM_PORT" --label sw \
+  --query "$WORK/q200.fa" --ref "$WORK/r200.fa" --out "$WORK/cluster_dna.tsv"
+echo "$(($(wc -l < "$WORK/cluster_dna.tsv") - 1)) pairs aligned"
+
+echo
 echo "-- emberctl status"
 "$CTL" status
 echo
 echo "-- emberctl nodes"
 "$CTL" nodes
+echo
+echo "-- emberctl events (newest first)"
+"$CTL" events | head -n 8

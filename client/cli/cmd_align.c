@@ -44,8 +44,12 @@ static const char align_help[] =
     "Where it runs:\n"
     "  --nam ADDR          the NAM at unix:PATH or tcp:HOST:PORT\n"
     "  --embedded          the engine in-process, no NAM\n"
-    "                      (neither: $EMBER_NAM, else unix:" EMBER_DEFAULT_SOCKET "\n"
+    "                      (none of these: $EMBER_NAM, else unix:" EMBER_DEFAULT_SOCKET "\n"
     "                      if it exists, else embedded)\n"
+    "  --gam HOST:PORT     ask ember-gam for a node serving --label and\n"
+    "                      connect to its NAM with the signed lease\n"
+    "  --label L           with --gam: the label (default sw; e.g.\n"
+    "                      sw@fpga-emu for a node whose FPGA serves sw)\n"
     "  --threads N         threads of the in-process engine and of the CPU\n"
     "                      fallback (default: one per core)\n"
     "  --platform KIND     only platforms of this kind: cpu, opencl, fpga-emu\n"
@@ -72,7 +76,8 @@ static const char align_help[] =
 enum {
   OPT_QUERY = 256, OPT_REF, OPT_PROTEIN, OPT_MATCH, OPT_MISMATCH, OPT_MATRIX,
   OPT_GAP_OPEN, OPT_GAP_EXTEND, OPT_NAM, OPT_EMBEDDED, OPT_THREADS,
-  OPT_PLATFORM, OPT_PREFER, OPT_OUT, OPT_JSON, OPT_TIMINGS
+  OPT_PLATFORM, OPT_PREFER, OPT_OUT, OPT_JSON, OPT_TIMINGS, OPT_GAM,
+  OPT_LABEL
 };
 
 static const struct option align_options[] = {
@@ -86,6 +91,8 @@ static const struct option align_options[] = {
     {"gap-extend", required_argument, NULL, OPT_GAP_EXTEND},
     {"nam", required_argument, NULL, OPT_NAM},
     {"embedded", no_argument, NULL, OPT_EMBEDDED},
+    {"gam", required_argument, NULL, OPT_GAM},
+    {"label", required_argument, NULL, OPT_LABEL},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"platform", required_argument, NULL, OPT_PLATFORM},
     {"prefer", required_argument, NULL, OPT_PREFER},
@@ -97,6 +104,7 @@ static const struct option align_options[] = {
 
 typedef struct align_args {
   const char *query, *ref, *matrix, *nam, *platform, *prefer, *out;
+  const char *gam, *label;
   int protein, embedded, json, timings;
   int match, mismatch, gap_open, gap_extend, threads;
   int has_match, has_mismatch, has_gap_open, has_gap_extend;
@@ -139,6 +147,8 @@ static int parse_args(int argc, char **argv, align_args *a) {
       break;
     case OPT_NAM: a->nam = optarg; break;
     case OPT_EMBEDDED: a->embedded = 1; break;
+    case OPT_GAM: a->gam = optarg; break;
+    case OPT_LABEL: a->label = optarg; break;
     case OPT_THREADS:
       rc = cli_parse_int(CMD, "--threads", optarg, 1, 1024, &a->threads);
       break;
@@ -160,6 +170,14 @@ static int parse_args(int argc, char **argv, align_args *a) {
     return cli_usage_error(CMD, "--query and --ref cannot both read standard input");
   if (a->nam && a->embedded)
     return cli_usage_error(CMD, "--nam and --embedded exclude each other");
+  if (a->gam && (a->nam || a->embedded))
+    return cli_usage_error(CMD, "--gam excludes --nam and --embedded: the GAM "
+                                "chooses the NAM");
+  if (a->gam && !a->gam[0]) return cli_usage_error(CMD, "--gam: an empty address");
+  if (a->label && !a->gam)
+    return cli_usage_error(CMD, "--label is what to ask the GAM for: it needs "
+                                "--gam");
+  if (a->label && !a->label[0]) return cli_usage_error(CMD, "--label: an empty label");
   if (a->nam && !a->nam[0])
     return cli_usage_error(CMD, "--nam: an empty address");
   if (a->protein && (a->has_match || a->has_mismatch))
@@ -315,19 +333,41 @@ static int read_input(const char *option, const char *path, seqio_set *set) {
   return 0;
 }
 
+/* --gam: one node serving the label, placed by the GAM (which prefers a
+ * node whose accelerators already serve it) and reached with its lease. */
+static int acquire_node(const align_args *a, const ember_options *opts,
+                        ember_cluster **out) {
+  ember_cluster_options co = {.gam = a->gam, .app_name = "ember-align",
+                              .label = a->label ? a->label : "sw",
+                              .count = 1, .client = *opts};
+  int rc = ember_cluster_acquire(&co, out);
+  if (rc == 0)
+    fprintf(stderr, "ember: the GAM placed this app (id %llu) on node %s "
+            "(lease %llu, label %s)\n",
+            (unsigned long long)ember_cluster_app_id(*out),
+            ember_cluster_node(*out, 0),
+            (unsigned long long)ember_cluster_lease_id(*out, 0), co.label);
+  return rc;
+}
+
 static int align(const align_args *a, const seqio_set *q, const seqio_set *r,
                  FILE *out) {
   ember_options opts = {.client_name = "ember align",
                         .embedded_threads = (unsigned)a->threads};
   const char *address = a->embedded ? "embedded" : a->nam;
   ember_client *client = NULL;
-  int rc = ember_connect(address, &opts, &client);
+  ember_cluster *cluster = NULL;
+  int rc = a->gam ? acquire_node(a, &opts, &cluster)
+                  : ember_connect(address, &opts, &client);
   if (rc) {
     cli_error(CMD, "cannot open a client for %s: %s%s%s",
-              address ? address : "the default address", ember_strerror(rc),
-              ember_last_error()[0] ? ": " : "", ember_last_error());
+              a->gam ? "a node of the GAM" : address ? address
+                                                     : "the default address",
+              ember_strerror(rc), ember_last_error()[0] ? ": " : "",
+              ember_last_error());
     return CLI_FAIL;
   }
+  if (cluster) client = ember_cluster_client(cluster, 0);
   const char *used = ember_client_address(client);
   if (strcmp(used, "embedded") != 0 && !ember_is_connected(client))
     cli_error(CMD, "the NAM at %s cannot be reached%s%s; aligning in-process",
@@ -386,7 +426,8 @@ done:
   free(qs);
   free(rs);
   free(res);
-  ember_close(client);
+  if (cluster) ember_cluster_release(cluster);  /* the lease goes back */
+  else ember_close(client);
   return rc;
 }
 

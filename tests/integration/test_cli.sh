@@ -95,6 +95,14 @@ expect 2 "ember: align: --matrix scores proteins and needs --protein" \
   align --query "$Q" --ref "$R" --matrix BLOSUM62
 expect 2 "ember: align: --nam and --embedded exclude each other" \
   align --query "$Q" --ref "$R" --nam unix:/nonexistent --embedded
+expect 2 "ember: align: --gam excludes --nam and --embedded" \
+  align --query "$Q" --ref "$R" --gam 127.0.0.1:1 --embedded
+expect 2 "ember: align: --label is what to ask the GAM for: it needs --gam" \
+  align --query "$Q" --ref "$R" --label sw
+expect 2 "ember: align: --gam: an empty address" \
+  align --query "$Q" --ref "$R" --gam ""
+expect 1 "ember: align: cannot open a client for a node of the GAM" \
+  align --query "$Q" --ref "$R" --gam 127.0.0.1:1
 expect 2 "ember: align: unknown option '--frobnicate'" \
   align --query "$Q" --ref "$R" --frobnicate
 expect 2 "ember: align: option '--json' takes no value" \
