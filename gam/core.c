@@ -48,11 +48,9 @@ static bool name_valid(const char *s) {
   return true;
 }
 
-int core_store_failed(gam_core *c, const char *what, char *err,
-                      size_t err_len) {
-  c->n.store_errors++;
-  log_err("state store: %s: %s", what, gam_store_error(c->store));
-  return say(err, err_len, EMBER_EIO, "state store: %s failed", what);
+void core_unlock(gam_core *c) {
+  gam_writer_publish(c->w);
+  pthread_mutex_unlock(&c->lock);
 }
 
 gam_node *core_find_node(gam_core *c, const char *id) {
@@ -235,18 +233,10 @@ int gam_core_register(gam_core *c, const Ember__Register *m, char *err,
   uint64_t now = now_ms();
   gam_node *node = core_find_node(c, m->node);
   bool fresh = !node;
-  if (gam_store_begin(c->store) != 0 ||
-      gam_store_node_register(c->store, m->node, m->address, now) != 0 ||
-      gam_store_node_set_reported(c->store, m->node,
-                                  (const char *const *)m->labels,
-                                  m->n_labels) != 0 ||
-      gam_store_event(c->store, now, "node_registered", m->node, 0,
-                      m->address) != 0 ||
-      gam_store_commit(c->store) != 0) {
-    gam_store_rollback(c->store);
-    rc = core_store_failed(c, "register", err, err_len);
-    goto out;
-  }
+  gam_writer_node_register(c->w, m->node, m->address, now);
+  gam_writer_node_set_reported(c->w, m->node, (const char *const *)m->labels,
+                               m->n_labels);
+  gam_writer_event(c->w, now, "node_registered", m->node, 0, m->address);
   if (fresh && !(node = core_node_new(c, m->node, m->address))) {
     rc = say(err, err_len, EMBER_ENOMEM, "out of memory");
     goto out;
@@ -271,7 +261,7 @@ int gam_core_register(gam_core *c, const Ember__Register *m, char *err,
   log_info("node %s registered (%s, %zu labels)", node->id, node->address,
            node->effective.n);
 out:
-  pthread_mutex_unlock(&c->lock);
+  core_unlock(c);
   return rc;
 }
 
@@ -343,8 +333,10 @@ static void note_hb_time(gam_core *c, uint64_t ns) {
 }
 
 int gam_core_heartbeat(gam_core *c, const Ember__Heartbeat *m,
-                       Ember__HeartbeatAck *ack, char *err, size_t err_len) {
+                       Ember__HeartbeatAck *ack, uint64_t *ack_needs,
+                       char *err, size_t err_len) {
   uint64_t t0 = clock_now_ns();
+  *ack_needs = 0;
   ember__heartbeat_ack__init(ack);
   ack->seq = m->seq;
   for (size_t i = 0; i < m->n_labels; i++)
@@ -362,21 +354,14 @@ int gam_core_heartbeat(gam_core *c, const Ember__Heartbeat *m,
   uint64_t now = now_ms();
   bool relabel = false;
   if (node->state == GAM_NODE_LOST) {
-    if (gam_store_node_set_state(c->store, node->id, GAM_NODE_UP, now) != 0) {
-      rc = core_store_failed(c, "node up", err, err_len);
-      goto out;
-    }
+    gam_writer_node_set_state(c->w, node->id, GAM_NODE_UP, now);
     log_notice("node %s is back", node->id);
     node->state = GAM_NODE_UP;
     relabel = true;
   }
   if (!strlist_equal_to(&node->reported, m->labels, m->n_labels)) {
-    if (gam_store_node_set_reported(c->store, node->id,
-                                    (const char *const *)m->labels,
-                                    m->n_labels) != 0) {
-      rc = core_store_failed(c, "labels", err, err_len);
-      goto out;
-    }
+    gam_writer_node_set_reported(c->w, node->id,
+                                 (const char *const *)m->labels, m->n_labels);
     strlist_assign(&node->reported, m->labels, m->n_labels);
     relabel = true;
   }
@@ -396,6 +381,7 @@ int gam_core_heartbeat(gam_core *c, const Ember__Heartbeat *m,
   node->heartbeats++;
   c->n.heartbeats++;
   if (relabel) rc = core_node_relabel(c, node);
+  uint64_t before = gam_writer_queued(c->w);
   if (rc == 0) core_place_on(c, node);
   /* the leases that ended on this node since its last ack */
   ack->interval_ms = (uint32_t)c->opt.heartbeat_interval_ms;
@@ -408,9 +394,12 @@ int gam_core_heartbeat(gam_core *c, const Ember__Heartbeat *m,
     node->ended = NULL;
     node->n_ended = node->cap_ended = 0;
   }
+  /* what changed before the placement: the node itself, or leases ended
+   * (queued earlier, perhaps by an admin) that this ack reports */
+  if (relabel || ack->n_ended_leases || ack->drained) *ack_needs = before;
 out:
   note_hb_time(c, clock_now_ns() - t0);
-  pthread_mutex_unlock(&c->lock);
+  core_unlock(c);
   return rc;
 }
 
@@ -473,17 +462,10 @@ int gam_core_acquire(gam_core *c, const Ember__Acquire *m, uint64_t *app_id,
   char detail[160];
   snprintf(detail, sizeof detail, "%s wants %u x %s", a->name, a->wanted,
            a->label);
-  if (gam_store_begin(c->store) != 0 ||
-      gam_store_app_create(c->store, a->name, a->label, a->wanted,
-                           a->created_ms, &a->id) != 0 ||
-      gam_store_event(c->store, a->created_ms, "app_pending", NULL, a->id,
-                      detail) != 0 ||
-      gam_store_commit(c->store) != 0) {
-    gam_store_rollback(c->store);
-    core_app_free(a);
-    rc = core_store_failed(c, "acquire", err, err_len);
-    goto out;
-  }
+  a->id = ++c->last_app_id;
+  gam_writer_app_insert(c->w, a->id, a->name, a->label, a->wanted,
+                        a->created_ms);
+  gam_writer_event(c->w, a->created_ms, "app_pending", NULL, a->id, detail);
   gam_app **tail = &c->apps;
   while (*tail) tail = &(*tail)->next;
   *tail = a;
@@ -492,7 +474,7 @@ int gam_core_acquire(gam_core *c, const Ember__Acquire *m, uint64_t *app_id,
   log_info("app %llu (%s) asks for %u node(s) with %s",
            (unsigned long long)a->id, a->name, a->wanted, a->label);
 out:
-  pthread_mutex_unlock(&c->lock);
+  core_unlock(c);
   return rc;
 }
 
@@ -521,7 +503,7 @@ int gam_core_release(gam_core *c, const Ember__Release *m, char *err,
       rc = core_lease_end(c, l, "released");
   }
 out:
-  pthread_mutex_unlock(&c->lock);
+  core_unlock(c);
   return rc;
 }
 
@@ -532,22 +514,15 @@ void gam_core_app_disconnected(gam_core *c, uint64_t app_id) {
     a->connected = false;
     if (a->state == GAM_APP_PENDING) core_app_end(c, a, "disconnected");
   }
-  pthread_mutex_unlock(&c->lock);
+  core_unlock(c);
 }
 
 /* --------------------------------------------------------------- tick */
 
 static void lose_node(gam_core *c, gam_node *node) {
   uint64_t now = now_ms();
-  if (gam_store_begin(c->store) != 0 ||
-      gam_store_node_set_state(c->store, node->id, GAM_NODE_LOST, now) != 0 ||
-      gam_store_event(c->store, now, "node_lost", node->id, 0,
-                      "missed heartbeats") != 0 ||
-      gam_store_commit(c->store) != 0) {
-    gam_store_rollback(c->store);
-    core_store_failed(c, "node lost", NULL, 0);
-    return;
-  }
+  gam_writer_node_set_state(c->w, node->id, GAM_NODE_LOST, now);
+  gam_writer_event(c->w, now, "node_lost", node->id, 0, "missed heartbeats");
   log_warn("node %s lost: no heartbeat for %llu ms", node->id,
            (unsigned long long)(clock_now_ns() - node->last_seen_ns) / 1000000u);
   node->state = GAM_NODE_LOST;
@@ -599,7 +574,7 @@ void gam_core_tick(gam_core *c) {
   }
   expire_waits(c, now);
   expire_leases(c);
-  pthread_mutex_unlock(&c->lock);
+  core_unlock(c);
 }
 
 /* ------------------------------------------------------------- outbox */
@@ -608,7 +583,7 @@ gam_outbox_item *gam_core_take_outbox(gam_core *c) {
   pthread_mutex_lock(&c->lock);
   gam_outbox_item *items = c->out_head;
   c->out_head = c->out_tail = NULL;
-  pthread_mutex_unlock(&c->lock);
+  core_unlock(c);
   return items;
 }
 
@@ -630,6 +605,7 @@ int gam_core_create(const gam_core_options *o, gam_store *store,
   pthread_mutex_init(&c->lock, NULL);
   c->opt = *o;
   c->store = store;
+  c->w = o->writer;
   c->started_ns = clock_now_ns();
   c->version = strdup(o->version ? o->version : "");
   if (o->policy.n_rules) {
@@ -652,6 +628,7 @@ int gam_core_create(const gam_core_options *o, gam_store *store,
     gam_core_destroy(c);
     return rc;
   }
+  gam_writer_publish(c->w);  /* what the load changed (pending apps end) */
   *out = c;
   return 0;
 }
@@ -660,11 +637,11 @@ void gam_core_set_wake(gam_core *c, void (*wake)(void *user), void *user) {
   pthread_mutex_lock(&c->lock);
   c->wake = wake;
   c->wake_user = user;
-  pthread_mutex_unlock(&c->lock);
+  core_unlock(c);
 }
 
 uint64_t gam_core_commit_seq(gam_core *c) {
-  return gam_store_commit_seq(c->store);
+  return gam_writer_queued(c->w);
 }
 
 void gam_core_destroy(gam_core *c) {

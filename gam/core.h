@@ -5,10 +5,11 @@
  * server (loop thread) calls these; the admin API calls core_admin.h from
  * its own thread; one lock covers both.
  *
- * Every change is committed to the store before the call returns; the
- * server holds the reply that acknowledges it until the syncer has the
- * commit on disk (gam_core_commit_seq), and the admin calls wait for that
- * themselves, so nothing acknowledged is lost to a crash or a power cut.
+ * Every change is queued to the store's writer thread (store_writer.h)
+ * before the call returns; the server holds the reply that acknowledges
+ * it until the writer has committed it (gam_core_commit_seq), and the
+ * admin calls wait for that themselves, so nothing acknowledged is lost
+ * to a crash or a power cut, and the loop never waits for the disk.
  *
  * Messages for apps (Allocation, Error, LeaseEnded) can arise on any
  * thread (an admin drains a node): the core queues them as packed frames
@@ -24,7 +25,7 @@
 #include "lease.h"
 #include "policy.h"
 #include "store.h"
-#include "store_sync.h"
+#include "store_writer.h"
 
 typedef struct gam_core_options {
   gam_policy_params policy;        /* rules are copied */
@@ -35,7 +36,7 @@ typedef struct gam_core_options {
   uint64_t acquire_timeout_ms;
   lease_key key;
   const char *version;
-  gam_syncer *syncer;              /* NULL: the admin calls do not wait */
+  gam_writer *writer;              /* commits the changes (required) */
 } gam_core_options;
 
 /* A frame for an app, already packed. */
@@ -47,22 +48,27 @@ typedef struct gam_outbox_item {
   struct gam_outbox_item *next;
 } gam_outbox_item;
 
-/* Loads the store's state. Nodes come back lost until they heartbeat;
- * their leases and apps stay. */
+/* Loads the store's state (before o->writer has anything to do: the load
+ * reads the store on the caller's thread). Nodes come back lost until they
+ * heartbeat; their leases and apps stay. */
 int gam_core_create(const gam_core_options *o, gam_store *store,
                     gam_core **out, char *err, size_t err_len);
 void gam_core_destroy(gam_core *c);
 void gam_core_set_wake(gam_core *c, void (*wake)(void *user), void *user);
-/* The store's commit sequence: a reply made now acknowledges at most this
- * commit. Any thread. */
+/* The newest change queued: a reply made now acknowledges at most this
+ * one. Any thread. */
 uint64_t gam_core_commit_seq(gam_core *c);
 
 int gam_core_register(gam_core *c, const Ember__Register *m, char *err,
                       size_t err_len);
-/* Fills ack (free its arrays with gam_core_ack_clear). EMBER_ENOTFOUND
- * for a node that never registered. */
+/* Fills ack (free its arrays with gam_core_ack_clear) and *ack_needs: the
+ * change the ack acknowledges (the node back up, new labels, leases it
+ * ends, a drain), 0 when none; a lease this heartbeat granted to an app
+ * is not the NAM's to wait for. EMBER_ENOTFOUND for a node that never
+ * registered. */
 int gam_core_heartbeat(gam_core *c, const Ember__Heartbeat *m,
-                       Ember__HeartbeatAck *ack, char *err, size_t err_len);
+                       Ember__HeartbeatAck *ack, uint64_t *ack_needs,
+                       char *err, size_t err_len);
 void gam_core_ack_clear(Ember__HeartbeatAck *ack);
 
 /* Records a pending app; it is answered through the outbox once placed

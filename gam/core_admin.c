@@ -20,10 +20,10 @@ static gam_node *find_or_say(gam_core *c, const char *id, char *err,
  * lock is not held meanwhile. */
 static int unlock_when_durable(gam_core *c, int rc, char *err,
                                size_t err_len) {
-  uint64_t seq = gam_store_commit_seq(c->store);
-  pthread_mutex_unlock(&c->lock);
-  if (rc == 0 && gam_syncer_wait(c->opt.syncer, seq) != 0) {
-    snprintf(err, err_len, "state store: flushing the log failed");
+  uint64_t seq = gam_writer_queued(c->w);
+  core_unlock(c);
+  if (rc == 0 && gam_writer_wait(c->w, seq) != 0) {
+    snprintf(err, err_len, "state store: committing failed");
     rc = EMBER_EIO;
   }
   return rc;
@@ -47,16 +47,10 @@ static int change_label(gam_core *c, const char *node_id, const char *label,
   /* an override that says what the NAM reports anyway is dropped */
   bool reported = strlist_has(&n->reported, label);
   bool clear = on == reported;
-  if (gam_store_begin(c->store) != 0 ||
-      (clear ? gam_store_label_clear(c->store, n->id, label)
-             : gam_store_label_override(c->store, n->id, label, on)) != 0 ||
-      gam_store_event(c->store, now, on ? "label_added" : "label_removed",
-                      n->id, 0, label) != 0 ||
-      gam_store_commit(c->store) != 0) {
-    gam_store_rollback(c->store);
-    rc = core_store_failed(c, "label", err, err_len);
-    goto out;
-  }
+  if (clear) gam_writer_label_clear(c->w, n->id, label);
+  else gam_writer_label_override(c->w, n->id, label, on);
+  gam_writer_event(c->w, now, on ? "label_added" : "label_removed", n->id, 0,
+                   label);
   strlist_remove(on ? &n->removed : &n->added, label);
   if (!clear && strlist_add(on ? &n->added : &n->removed, label) < 0) {
     rc = EMBER_ENOMEM;
@@ -90,15 +84,9 @@ int gam_core_set_drained(gam_core *c, const char *node_id, bool drained,
   }
   if (n->drained == drained) goto out;
   uint64_t now = lease_now_unix_ms();
-  if (gam_store_begin(c->store) != 0 ||
-      gam_store_node_set_drained(c->store, n->id, drained) != 0 ||
-      gam_store_event(c->store, now, drained ? "node_drained" : "node_undrained",
-                      n->id, 0, "admin") != 0 ||
-      gam_store_commit(c->store) != 0) {
-    gam_store_rollback(c->store);
-    rc = core_store_failed(c, "drain", err, err_len);
-    goto out;
-  }
+  gam_writer_node_set_drained(c->w, n->id, drained);
+  gam_writer_event(c->w, now, drained ? "node_drained" : "node_undrained",
+                   n->id, 0, "admin");
   n->drained = drained;
   log_notice("admin: node %s %s", n->id, drained ? "drained" : "undrained");
   core_sync_sched(c, n);

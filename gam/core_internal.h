@@ -69,7 +69,7 @@ typedef struct gam_app {
 
 typedef struct gam_core_counters {
   uint64_t heartbeats, registrations, acquires, allocations;
-  uint64_t leases_granted, nodes_lost, store_errors, skips, bad_messages;
+  uint64_t leases_granted, nodes_lost, skips, bad_messages;
   uint64_t ended_released, ended_lost, ended_drained, ended_label,
       ended_expired;
   /* heartbeat handling time, histogram buckets in microseconds */
@@ -86,7 +86,9 @@ struct gam_core {
   gam_static_rule *rules;
   size_t n_rules;
   char *version;
-  gam_store *store;
+  gam_store *store;        /* read at start; then the writer's */
+  gam_writer *w;           /* every change goes through it */
+  uint64_t last_app_id, last_lease_id;  /* the core numbers them */
   gam_node **nodes;        /* sorted by id */
   size_t n_nodes, cap_nodes;
   gam_sched_node *sched;   /* the policy's view, parallel to nodes */
@@ -101,9 +103,9 @@ struct gam_core {
 /* core.c */
 gam_node *core_find_node(gam_core *c, const char *id);
 gam_app *core_find_app(gam_core *c, uint64_t id);
-/* Store failures: counted and logged; the caller answers EMBER_EIO. */
-int core_store_failed(gam_core *c, const char *what, char *err,
-                      size_t err_len);
+/* Hand what this call queued to the writer, then drop the lock: every
+ * locked entry point ends here. */
+void core_unlock(gam_core *c);
 /* reported + added - removed - disabled, into a fresh *out. 0 or
  * EMBER_ENOMEM. */
 int core_effective_labels(const gam_node *node, strlist *out);

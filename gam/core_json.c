@@ -64,7 +64,7 @@ json_t *gam_core_nodes_json(gam_core *c) {
   json_t *arr = json_array();
   for (size_t i = 0; arr && i < c->n_nodes; i++)
     json_array_append_new(arr, node_json(c, c->nodes[i]));
-  pthread_mutex_unlock(&c->lock);
+  core_unlock(c);
   return arr ? json_pack("{s:o}", "nodes", arr) : NULL;
 }
 
@@ -73,7 +73,7 @@ int gam_core_node_json(gam_core *c, const char *id, json_t **out, char *err,
   pthread_mutex_lock(&c->lock);
   gam_node *n = core_find_node(c, id);
   *out = n ? node_json(c, n) : NULL;
-  pthread_mutex_unlock(&c->lock);
+  core_unlock(c);
   if (!n) {
     snprintf(err, err_len, "no node '%.128s'", id);
     return EMBER_ENOTFOUND;
@@ -100,7 +100,7 @@ json_t *gam_core_apps_json(gam_core *c) {
                        "skipped", (json_int_t)a->skipped, "connected",
                        a->connected, "leases", leases));
   }
-  pthread_mutex_unlock(&c->lock);
+  core_unlock(c);
   return arr ? json_pack("{s:o}", "apps", arr) : NULL;
 }
 
@@ -138,7 +138,7 @@ json_t *gam_core_status_json(gam_core *c) {
       (json_int_t)drained, "apps", "pending", (json_int_t)pending, "running",
       (json_int_t)running, "leases", (json_int_t)leases, "labels",
       labels ? labels : json_object());
-  pthread_mutex_unlock(&c->lock);
+  core_unlock(c);
   return o;
 }
 
@@ -154,9 +154,8 @@ static int add_event(void *user, const gam_store_event_row *row) {
 json_t *gam_core_events_json(gam_core *c, unsigned limit) {
   json_t *arr = json_array();
   if (!arr) return NULL;
-  pthread_mutex_lock(&c->lock);
-  int rc = gam_store_events(c->store, limit, add_event, arr);
-  pthread_mutex_unlock(&c->lock);
+  /* the store is the writer's: it reads there, without the core lock */
+  int rc = gam_writer_events(c->w, limit, add_event, arr);
   if (rc) {
     json_decref(arr);
     return NULL;

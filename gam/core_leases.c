@@ -65,20 +65,16 @@ int core_lease_grant(gam_core *c, gam_app *a, gam_node *node) {
   l->node = node;
   l->issued_unix_ms = lease_now_unix_ms();
   l->expires_unix_ms = l->issued_unix_ms + c->opt.lease_ttl_ms;
-  if (gam_store_lease_create(c->store, a->id, node->id, l->label,
-                             l->issued_unix_ms, l->expires_unix_ms,
-                             &l->id) != 0 ||
-      gam_store_event(c->store, l->issued_unix_ms, "lease_granted", node->id,
-                      a->id, l->label) != 0) {
-    free(l->label);
-    free(l);
-    return core_store_failed(c, "lease", NULL, 0);
-  }
   if (core_in_use_add(node, l->label, 1) != 0) {
     free(l->label);
     free(l);
     return EMBER_ENOMEM;
   }
+  l->id = ++c->last_lease_id;
+  gam_writer_lease_insert(c->w, l->id, a->id, node->id, l->label,
+                          l->issued_unix_ms, l->expires_unix_ms);
+  gam_writer_event(c->w, l->issued_unix_ms, "lease_granted", node->id, a->id,
+                   l->label);
   a->leases[a->n_leases++] = l;
   node->n_leases++;
   core_sync_sched(c, node);
@@ -103,10 +99,8 @@ int core_lease_end(gam_core *c, gam_lease *l, const char *reason) {
   uint64_t now = lease_now_unix_ms();
   gam_app *a = l->app;
   gam_node *node = l->node;
-  if (gam_store_lease_end(c->store, l->id, reason, now) != 0 ||
-      gam_store_event(c->store, now, "lease_ended", node->id, a->id,
-                      reason) != 0)
-    return core_store_failed(c, "lease end", NULL, 0);
+  gam_writer_lease_end(c->w, l->id, reason, now);
+  gam_writer_event(c->w, now, "lease_ended", node->id, a->id, reason);
   core_in_use_add(node, l->label, -1);
   node->n_leases--;
   core_sync_sched(c, node);
@@ -154,9 +148,8 @@ int core_app_end(gam_core *c, gam_app *a, const char *reason) {
     int rc = core_lease_end(c, a->leases[0], reason);
     if (rc) return rc;
   }
-  if (gam_store_app_set_state(c->store, a->id, GAM_APP_ENDED, now) != 0 ||
-      gam_store_event(c->store, now, "app_ended", NULL, a->id, reason) != 0)
-    return core_store_failed(c, "app end", NULL, 0);
+  gam_writer_app_set_state(c->w, a->id, GAM_APP_ENDED, now);
+  gam_writer_event(c->w, now, "app_ended", NULL, a->id, reason);
   log_info("app %llu (%s) ended: %s", (unsigned long long)a->id, a->name,
            reason);
   for (gam_app **p = &c->apps; *p; p = &(*p)->next)
@@ -202,10 +195,8 @@ int core_send_allocation(gam_core *c, gam_app *a) {
     m.grants = ptrs;
     m.n_grants = a->n_leases;
     uint64_t now = lease_now_unix_ms();
-    if (gam_store_app_set_state(c->store, a->id, GAM_APP_RUNNING, now) != 0)
-      rc = core_store_failed(c, "app running", NULL, 0);
-    else
-      rc = core_queue(c, a->id, EMBER__MSG_TYPE__MSG_ALLOCATION, &m.base);
+    gam_writer_app_set_state(c->w, a->id, GAM_APP_RUNNING, now);
+    rc = core_queue(c, a->id, EMBER__MSG_TYPE__MSG_ALLOCATION, &m.base);
   }
   if (rc == 0) {
     a->state = GAM_APP_RUNNING;
@@ -259,18 +250,7 @@ void core_place_on(gam_core *c, gam_node *node) {
   }
   for (size_t i = 0; i < n_granted; i++) {
     gam_app *a = apps[granted[i]];
-    if (gam_store_begin(c->store) != 0) {
-      core_store_failed(c, "begin", NULL, 0);
-      break;
-    }
-    if (core_lease_grant(c, a, node) != 0) {
-      gam_store_rollback(c->store);
-      break;
-    }
-    if (gam_store_commit(c->store) != 0) {
-      core_store_failed(c, "commit", NULL, 0);
-      break;
-    }
+    if (core_lease_grant(c, a, node) != 0) break;
     a->skipped = 0;
     if (a->n_leases == a->wanted) core_send_allocation(c, a);
   }

@@ -82,6 +82,8 @@ static int load_lease(void *user, const gam_store_lease_row *row) {
 int core_load(gam_core *c, char *err, size_t err_len) {
   gam_store_visitor v = {load_node, load_label, load_app, load_lease};
   int rc = gam_store_load(c->store, &v, c);
+  if (rc == 0)
+    rc = gam_store_last_ids(c->store, &c->last_app_id, &c->last_lease_id);
   if (rc) {
     snprintf(err, err_len, "loading the state: %s",
              rc == EMBER_ENOMEM ? "out of memory" : gam_store_error(c->store));

@@ -71,22 +71,20 @@ int gam_core_metrics_text(gam_core *c, char **text, size_t *len) {
   counter(f, "ember_gam_scheduling_skips_total",
           "Opportunities pending apps skipped waiting for affinity.",
           n->skips);
-  counter(f, "ember_gam_store_errors_total", "SQLite failures.",
-          n->store_errors);
-  uint64_t flushes, flush_ns, checkpoints;
-  gam_syncer_stats(c->opt.syncer, &flushes, &flush_ns, &checkpoints);
-  counter(f, "ember_gam_store_flushes_total",
-          "Log flushes (fdatasync), each covering every commit before it.",
-          flushes);
-  family(f, "ember_gam_store_flush_seconds_total", "counter",
-         "Time spent flushing the log, off the loop thread.");
-  fprintf(f, "ember_gam_store_flush_seconds_total %.9f\n",
-          (double)flush_ns / 1e9);
-  counter(f, "ember_gam_store_commits_total", "Commits to the state store.",
-          gam_store_commit_seq(c->store));
-  counter(f, "ember_gam_store_checkpoints_total",
-          "Passive checkpoints of the log into the database file.",
-          checkpoints);
+  gam_writer_stats ws;
+  gam_writer_get_stats(c->w, &ws);
+  counter(f, "ember_gam_store_errors_total",
+          "Changes the state store refused (a bug: the core checks first).",
+          ws.refused);
+  counter(f, "ember_gam_store_changes_total",
+          "Changes committed to the state store.", ws.changes);
+  counter(f, "ember_gam_store_commits_total",
+          "Transactions the writer thread committed (one fsync each).",
+          ws.commits);
+  family(f, "ember_gam_store_commit_seconds_total", "counter",
+         "Time the writer thread spent committing, off the loop thread.");
+  fprintf(f, "ember_gam_store_commit_seconds_total %.9f\n",
+          (double)ws.commit_ns / 1e9);
   static const uint64_t bounds[] = GAM_HB_BUCKETS_US;
   family(f, "ember_gam_heartbeat_seconds", "histogram",
          "Time to handle one heartbeat in the core.");
@@ -101,7 +99,7 @@ int gam_core_metrics_text(gam_core *c, char **text, size_t *len) {
   family(f, "ember_gam_uptime_seconds", "gauge", "Seconds since start.");
   fprintf(f, "ember_gam_uptime_seconds %llu\n",
           (unsigned long long)((clock_now_ns() - c->started_ns) / 1000000000u));
-  pthread_mutex_unlock(&c->lock);
+  core_unlock(c);
   if (fclose(f) != 0) {
     free(buf);
     return EMBER_ENOMEM;

@@ -22,7 +22,7 @@
 #include "log.h"
 #include "server.h"
 #include "store.h"
-#include "store_sync.h"
+#include "store_writer.h"
 
 #define MAX_SETS 64
 
@@ -33,7 +33,7 @@ typedef struct gam_daemon {
   int n_sets;
   struct gam_config cfg;
   gam_store *store;
-  gam_syncer *syncer;
+  gam_writer *writer;
   gam_core *core;
   gam_server *server;
   gam_admin_http *admin;
@@ -154,12 +154,12 @@ static int start(gam_daemon *d) {
     log_err("state store: %s", err);
     return -1;
   }
-  rc = gam_syncer_start(d->store, &d->syncer, err, sizeof err);
+  rc = gam_writer_start(d->store, &d->writer, err, sizeof err);
   if (rc) {
     log_err("state store: %s", err);
     return -1;
   }
-  o.syncer = d->syncer;
+  o.writer = d->writer;
   gam_static_rule *rules = parse_rules(&d->cfg.static_partition);
   if (!rules) return -1;
   o.policy.kind = (gam_policy_kind)d->cfg.policy;
@@ -185,7 +185,7 @@ static int start(gam_daemon *d) {
     .max_connections = (unsigned)d->cfg.max_connections,
     .tick_ms = d->cfg.heartbeat_interval_ms / 4 ? d->cfg.heartbeat_interval_ms / 4 : 1,
     .heartbeat_interval_ms = d->cfg.heartbeat_interval_ms,
-    .syncer = d->syncer,
+    .writer = d->writer,
   };
   if (gam_server_start(d->loop, d->core, &so, &d->server, err, sizeof err)) {
     log_err("cannot listen: %s", err);
@@ -217,7 +217,7 @@ static void shutdown_all(gam_daemon *d) {
   uv_run(d->loop, UV_RUN_DEFAULT);
   gam_server_destroy(d->server);
   gam_core_destroy(d->core);
-  gam_syncer_stop(d->syncer);  /* flushes the last commits */
+  gam_writer_stop(d->writer);  /* commits what is left */
   gam_store_close(d->store);
 }
 

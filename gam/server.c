@@ -1,8 +1,8 @@
 /*
  * server.c - ember-gam's protocol connections (server.h). The loop thread
  * owns every connection; the core's outbox (frames for apps, which an
- * admin's change on the HTTP thread may produce) and the syncer's "on
- * disk up to k" arrive through uv_async_t handles.
+ * admin's change on the HTTP thread may produce) and the writer's
+ * "committed up to k" arrive through uv_async_t handles.
  */
 #include "server.h"
 
@@ -19,9 +19,9 @@
 
 enum conn_role { ROLE_NEW, ROLE_NAM, ROLE_APP };
 
-/* A frame waiting for its commit to reach the disk. */
+/* A frame waiting for its change to be committed. */
 typedef struct held_frame {
-  uint64_t need;             /* commit sequence it acknowledges */
+  uint64_t need;             /* the change it acknowledges */
   uint8_t *data;             /* header + payload */
   size_t len;
   struct held_frame *next;
@@ -48,11 +48,11 @@ struct gam_server {
   gam_server_options opt;
   uv_tcp_t listener;
   uv_async_t outbox;
-  uv_async_t durable;        /* the syncer flushed (or failed) */
+  uv_async_t durable;        /* the writer committed (or failed) */
   uv_timer_t tick;
   gam_conn *conns;
   gam_conn *waiting;         /* connections holding frames */
-  uint64_t frame_seq;        /* commit sequence before this frame */
+  uint64_t frame_seq;        /* the newest change before this frame */
   unsigned n_conns;
   int closed_handles;
   /* Every read lands here first: a connection keeps a buffer of its own
@@ -106,11 +106,11 @@ static void wait_unlink(gam_conn *c) {
   c->wait_prev = c->wait_next = NULL;
 }
 
-/* Write data now, or hold it until commit need is on disk; a connection's
+/* Write data now, or hold it until change need is committed; a connection's
  * frames leave in the order they were made. */
 static void conn_write(gam_conn *c, uint8_t *data, size_t len, uint64_t need) {
   gam_server *s = c->srv;
-  if (!c->held && need <= gam_syncer_durable(s->opt.syncer)) {
+  if (!c->held && need <= gam_writer_durable(s->opt.writer)) {
     write_now(c, data, len);
     return;
   }
@@ -127,10 +127,9 @@ static void conn_write(gam_conn *c, uint8_t *data, size_t len, uint64_t need) {
     wait_link(c);
   }
   c->held_tail = h;
-  gam_syncer_request(s->opt.syncer);
 }
 
-/* Frames whose commits are on disk now leave. */
+/* Frames whose changes are committed now leave. */
 static void conn_release_held(gam_conn *c, uint64_t durable) {
   while (c->held && c->held->need <= durable && !c->closing) {
     held_frame *h = c->held;
@@ -154,8 +153,8 @@ static void conn_drop_held(gam_conn *c) {
   wait_unlink(c);
 }
 
-/* The commit a reply made now acknowledges: the newest, when handling the
- * current frame committed something; otherwise none. */
+/* The change a reply made now acknowledges: the newest, when handling
+ * the current frame changed something; otherwise none. */
 static uint64_t reply_need(gam_conn *c) {
   uint64_t seq = gam_core_commit_seq(c->srv->core);
   return seq > c->srv->frame_seq ? seq : 0;
@@ -258,16 +257,12 @@ static void handle_heartbeat(gam_conn *c, const Ember__Heartbeat *m) {
     return;
   }
   Ember__HeartbeatAck ack;
-  int rc = gam_core_heartbeat(c->srv->core, m, &ack, err, sizeof err);
+  uint64_t need = 0;
+  int rc = gam_core_heartbeat(c->srv->core, m, &ack, &need, err, sizeof err);
   if (rc) {
     send_error(c, rc, "heartbeat: %s", err);
     return;
   }
-  /* ended leases and a drain were committed earlier, perhaps not yet
-   * flushed: such an ack waits for everything committed so far */
-  uint64_t need = ack.n_ended_leases || ack.drained
-                      ? gam_core_commit_seq(c->srv->core)
-                      : reply_need(c);
   send_msg_after(c, EMBER__MSG_TYPE__MSG_HEARTBEAT_ACK, &ack.base, need);
   gam_core_ack_clear(&ack);
 }
@@ -455,7 +450,7 @@ static void on_connection(uv_stream_t *listener, int status) {
 static void on_outbox(uv_async_t *a) {
   gam_server *s = a->data;
   gam_outbox_item *items = gam_core_take_outbox(s->core);
-  /* every item was queued after the commit it tells of */
+  /* every item was queued after the change it tells of */
   uint64_t need = gam_core_commit_seq(s->core);
   for (gam_outbox_item *it = items; it; it = it->next)
     for (gam_conn *c = s->conns; c; c = c->next)
@@ -471,15 +466,14 @@ static void wake(void *user) { uv_async_send(user); }
 static void on_durable(uv_async_t *a) {
   gam_server *s = a->data;
   char why[300];
-  if (gam_syncer_failed(s->opt.syncer, why, sizeof why)) {
-    /* After a failed flush the kernel may have dropped the pages: nothing
-     * held may be acknowledged, and only a restart from what is on disk
-     * is safe (systemd restarts the GAM). */
-    log_err("state store: %s; stopping without acknowledging anything more",
-            why);
+  if (gam_writer_failed(s->opt.writer, why, sizeof why)) {
+    /* What failed to commit must not be acknowledged, and memory no
+     * longer matches the disk: only a restart from what is on disk is
+     * safe (systemd restarts the GAM). */
+    log_err("%s; stopping without acknowledging anything more", why);
     _exit(EXIT_FAILURE);
   }
-  uint64_t durable = gam_syncer_durable(s->opt.syncer);
+  uint64_t durable = gam_writer_durable(s->opt.writer);
   for (gam_conn *c = s->waiting, *next; c; c = next) {
     next = c->wait_next;
     conn_release_held(c, durable);
@@ -518,7 +512,7 @@ int gam_server_start(uv_loop_t *loop, gam_core *core,
     return EMBER_EIO;
   }
   gam_core_set_wake(core, wake, &s->outbox);
-  gam_syncer_set_notify(o->syncer, wake, &s->durable);
+  gam_writer_set_notify(o->writer, wake, &s->durable);
   uv_timer_start(&s->tick, on_tick, o->tick_ms, o->tick_ms);
   return 0;
 }
@@ -526,7 +520,7 @@ int gam_server_start(uv_loop_t *loop, gam_core *core,
 void gam_server_close(gam_server *s) {
   if (!s) return;
   gam_core_set_wake(s->core, NULL, NULL);
-  gam_syncer_set_notify(s->opt.syncer, NULL, NULL);
+  gam_writer_set_notify(s->opt.writer, NULL, NULL);
   while (s->conns) conn_close(s->conns, "shutting down");
   uv_close((uv_handle_t *)&s->listener, NULL);
   uv_close((uv_handle_t *)&s->outbox, NULL);

@@ -4,8 +4,8 @@
  * in proto/frame.h and opened with Hello/Welcome like every ember peer.
  *
  * A reply that acknowledges a change (a registration, an Allocation, a
- * LeaseEnded, an ack that ends leases) is held until the syncer has the
- * change's commit on disk; replies that changed nothing (most heartbeats)
+ * LeaseEnded, an ack that ends leases) is held until the store's writer
+ * has committed the change; replies that changed nothing (most heartbeats)
  * go at once, unless the same connection has one held before them.
  */
 #ifndef EMBER_GAM_SERVER_H
@@ -16,7 +16,7 @@
 #include <uv.h>
 
 #include "core.h"
-#include "store_sync.h"
+#include "store_writer.h"
 
 typedef struct gam_server gam_server;
 
@@ -26,9 +26,8 @@ typedef struct gam_server_options {
   unsigned max_connections;
   uint64_t tick_ms;          /* how often the core's liveness runs */
   uint64_t heartbeat_interval_ms; /* told to NAMs */
-  /* Replies that acknowledge a commit wait until it is on disk; NULL
-   * sends everything at once. */
-  gam_syncer *syncer;
+  /* Replies that acknowledge a change wait until it commits. */
+  gam_writer *writer;
 } gam_server_options;
 
 int gam_server_start(uv_loop_t *loop, gam_core *core,

@@ -1,6 +1,6 @@
 /*
- * store.c - ember-gam's SQLite store: opening (WAL, synchronous=NORMAL
- * with the log flushed by store_sync.c, foreign keys, migration), the prepared statements, transactions and
+ * store.c - ember-gam's SQLite store: opening (WAL, synchronous=FULL,
+ * foreign keys, migration), the prepared statements, transactions and
  * every change. The schema is in store_schema.c, the reads in
  * store_load.c.
  *
@@ -66,9 +66,10 @@ static const char *const stmt_sql[GAM_ST_COUNT] = {
   [GAM_ST_LABEL_CLEAR] =
     "DELETE FROM labels WHERE node = ?1 AND label = ?2 AND origin = 'admin'",
 
+  /* ?5 = 0: the next id (AUTOINCREMENT); else that id */
   [GAM_ST_APP_CREATE] =
-    "INSERT INTO apps (name, label, wanted, state, created_ms, state_ms)"
-    " VALUES (?1, ?2, ?3, 0, ?4, ?4)",
+    "INSERT INTO apps (id, name, label, wanted, state, created_ms, state_ms)"
+    " VALUES (nullif(?5, 0), ?1, ?2, ?3, 0, ?4, ?4)",
   [GAM_ST_APP_SET_STATE] =
     "UPDATE apps SET state = ?2, state_ms = ?3 WHERE id = ?1",
   [GAM_ST_APP_END_LEASES] =
@@ -76,9 +77,15 @@ static const char *const stmt_sql[GAM_ST_COUNT] = {
     " WHERE app_id = ?1 AND ended_ms IS NULL",
 
   [GAM_ST_LEASE_CREATE] =
-    "INSERT INTO leases (app_id, node, label, issued_unix_ms,"
+    "INSERT INTO leases (id, app_id, node, label, issued_unix_ms,"
     "                    expires_unix_ms)"
-    " VALUES (?1, ?2, ?3, ?4, ?5)",
+    " VALUES (nullif(?6, 0), ?1, ?2, ?3, ?4, ?5)",
+  /* the largest id each table ever used, deleted rows included */
+  [GAM_ST_LAST_IDS] =
+    "SELECT (SELECT coalesce(max(seq), 0) FROM sqlite_sequence"
+    "        WHERE name = 'apps'),"
+    "       (SELECT coalesce(max(seq), 0) FROM sqlite_sequence"
+    "        WHERE name = 'leases')",
   [GAM_ST_LEASE_END] =
     "UPDATE leases SET ended_ms = ?2, end_reason = ?3"
     " WHERE id = ?1 AND ended_ms IS NULL",
@@ -234,18 +241,6 @@ static int set_wal(gam_store *s, bool memory) {
   return ret;
 }
 
-/* Called by SQLite after each commit to the log, on the committing
- * thread. */
-static int on_wal_commit(void *user, sqlite3 *db, const char *name,
-                         int pages) {
-  (void)db;
-  (void)name;
-  gam_store *s = user;
-  atomic_store(&s->wal_pages, pages);
-  atomic_fetch_add(&s->commit_seq, 1);
-  return SQLITE_OK;
-}
-
 static int exec(gam_store *s, const char *sql) {
   int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
   return rc == SQLITE_OK ? 0 : gam_store_fail(s, rc);
@@ -283,20 +278,15 @@ static int open_db(gam_store *s, const char *path) {
   sqlite3_busy_timeout(s->db, GAM_STORE_BUSY_MS);
 
   int ret = set_wal(s, memory);
-  /* NORMAL: a commit is in the log (it survives kill -9) without a flush
-   * on the committing thread; the syncer flushes the log before the GAM
-   * acknowledges the commit, so a power cut loses nothing acknowledged
-   * either (store_sync.h). */
-  if (!ret) ret = exec(s, "PRAGMA synchronous = NORMAL");
+  /* FULL: a commit is on disk before the GAM acknowledges it, even if
+   * the power goes (NORMAL would only survive a process crash). The
+   * daemon commits on its writer thread (store_writer.h), so the loop
+   * never waits for the disk. */
+  if (!ret) ret = exec(s, "PRAGMA synchronous = FULL");
   /* A burst (10,000 NAMs registering) can grow the log to hundreds of
    * MiB; once checkpointed and started over, it is cut back to this. */
   if (!ret) ret = exec(s, "PRAGMA journal_size_limit = 67108864");
   if (ret) return ret;
-  if (!memory && !(s->path = strdup(path)))
-    return gam_store_failf(s, EMBER_ENOMEM, "out of memory");
-  /* Our hook counts commits and replaces SQLite's automatic checkpoint,
-   * which would flush on the committing thread: the syncer checkpoints. */
-  sqlite3_wal_hook(s->db, on_wal_commit, s);
 
   /* Migrate with foreign keys off (a step may rebuild a table; the step
    * is checked with foreign_key_check instead), then turn them on: the
@@ -338,16 +328,11 @@ void gam_store_close(gam_store *s) {
   for (int i = 0; i < GAM_ST_COUNT; i++) sqlite3_finalize(s->st[i]);
   /* The last connection to close checkpoints the log into the file. */
   sqlite3_close(s->db);
-  free(s->path);
   free(s);
 }
 
 const char *gam_store_error(const gam_store *s) {
   return s ? s->err : "no store";
-}
-
-uint64_t gam_store_commit_seq(gam_store *s) {
-  return s ? atomic_load(&s->commit_seq) : 0;
 }
 
 int gam_store_user_version(gam_store *s) {
@@ -487,8 +472,9 @@ int gam_store_label_clear(gam_store *s, const char *node, const char *label) {
 /* ------------------------------------------------------------------------ */
 /* Apps and leases                                                           */
 
-int gam_store_app_create(gam_store *s, const char *name, const char *label,
-                         unsigned wanted, uint64_t now_ms, uint64_t *id_out) {
+static int app_insert(gam_store *s, uint64_t id, const char *name,
+                      const char *label, unsigned wanted, uint64_t now_ms,
+                      uint64_t *id_out) {
   NEED(s, name);
   NEED(s, label);
   sqlite3_stmt *st = gam_store_stmt_get(s, GAM_ST_APP_CREATE);
@@ -496,9 +482,34 @@ int gam_store_app_create(gam_store *s, const char *name, const char *label,
   sqlite3_bind_text(st, 2, label, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 3, (sqlite3_int64)wanted);
   bind_u64(st, 4, now_ms);
+  bind_u64(st, 5, id);
   int ret = run(s, st);
   if (ret == 0 && id_out)
     *id_out = (uint64_t)sqlite3_last_insert_rowid(s->db);
+  return ret;
+}
+
+int gam_store_app_create(gam_store *s, const char *name, const char *label,
+                         unsigned wanted, uint64_t now_ms, uint64_t *id_out) {
+  return app_insert(s, 0, name, label, wanted, now_ms, id_out);
+}
+
+int gam_store_app_insert(gam_store *s, uint64_t id, const char *name,
+                         const char *label, unsigned wanted,
+                         uint64_t now_ms) {
+  if (id == 0) return gam_store_failf(s, EMBER_EINVAL, "app id 0");
+  return app_insert(s, id, name, label, wanted, now_ms, NULL);
+}
+
+int gam_store_last_ids(gam_store *s, uint64_t *app_id, uint64_t *lease_id) {
+  sqlite3_stmt *st = gam_store_stmt_get(s, GAM_ST_LAST_IDS);
+  int rc = sqlite3_step(st);
+  int ret = rc == SQLITE_ROW ? 0 : gam_store_fail(s, rc);
+  if (ret == 0) {
+    *app_id = (uint64_t)sqlite3_column_int64(st, 0);
+    *lease_id = (uint64_t)sqlite3_column_int64(st, 1);
+  }
+  sqlite3_reset(st);
   return ret;
 }
 
@@ -532,9 +543,10 @@ int gam_store_app_set_state(gam_store *s, uint64_t id, gam_app_state state,
   return gam_store_op_end(s, outer, set_app_state(s, id, state, now_ms));
 }
 
-int gam_store_lease_create(gam_store *s, uint64_t app_id, const char *node,
-                           const char *label, uint64_t issued_unix_ms,
-                           uint64_t expires_unix_ms, uint64_t *id_out) {
+static int lease_insert(gam_store *s, uint64_t id, uint64_t app_id,
+                        const char *node, const char *label,
+                        uint64_t issued_unix_ms, uint64_t expires_unix_ms,
+                        uint64_t *id_out) {
   NEED(s, node);
   NEED(s, label);
   sqlite3_stmt *st = gam_store_stmt_get(s, GAM_ST_LEASE_CREATE);
@@ -543,6 +555,7 @@ int gam_store_lease_create(gam_store *s, uint64_t app_id, const char *node,
   sqlite3_bind_text(st, 3, label, -1, SQLITE_STATIC);
   bind_u64(st, 4, issued_unix_ms);
   bind_u64(st, 5, expires_unix_ms);
+  bind_u64(st, 6, id);
   int ret = run(s, st);
   if (ret == EMBER_ENOTFOUND)   /* a foreign key: apps or nodes */
     gam_store_failf(s, ret, "no app %llu or no node \"%s\"",
@@ -550,6 +563,21 @@ int gam_store_lease_create(gam_store *s, uint64_t app_id, const char *node,
   if (ret == 0 && id_out)
     *id_out = (uint64_t)sqlite3_last_insert_rowid(s->db);
   return ret;
+}
+
+int gam_store_lease_create(gam_store *s, uint64_t app_id, const char *node,
+                           const char *label, uint64_t issued_unix_ms,
+                           uint64_t expires_unix_ms, uint64_t *id_out) {
+  return lease_insert(s, 0, app_id, node, label, issued_unix_ms,
+                      expires_unix_ms, id_out);
+}
+
+int gam_store_lease_insert(gam_store *s, uint64_t id, uint64_t app_id,
+                           const char *node, const char *label,
+                           uint64_t issued_unix_ms, uint64_t expires_unix_ms) {
+  if (id == 0) return gam_store_failf(s, EMBER_EINVAL, "lease id 0");
+  return lease_insert(s, id, app_id, node, label, issued_unix_ms,
+                      expires_unix_ms, NULL);
 }
 
 int gam_store_lease_end(gam_store *s, uint64_t id, const char *reason,

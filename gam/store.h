@@ -5,10 +5,10 @@
  * and restart loses nothing, and ids come from AUTOINCREMENT so nothing
  * is handed out twice.
  *
- * The database runs in WAL mode with synchronous=NORMAL: a commit is in
- * the log when the call returns (it survives kill -9), and store_sync.h
- * flushes the log off the caller's thread before the GAM acknowledges it
- * (group commit: it survives a power cut too). The schema carries
+ * The database runs in WAL mode with synchronous=FULL: a commit is on
+ * disk when the call returns. The daemon makes its changes through
+ * store_writer.h, which runs these calls on a thread of its own, many
+ * changes to a commit. The schema carries
  * its version in PRAGMA user_version; gam_store_open() migrates an older
  * file step by step inside one transaction and refuses a newer one.
  *
@@ -58,9 +58,6 @@ int gam_store_open(const char *path, gam_store **out, char *err,
 void gam_store_close(gam_store *s);
 /* The last failure's detail; valid until the next call on s. */
 const char *gam_store_error(const gam_store *s);
-/* How many commits this store has made (the syncer flushes up to it);
- * 0 forever for an in-memory store. Any thread. */
-uint64_t gam_store_commit_seq(gam_store *s);
 /* The file's schema version (GAM_STORE_SCHEMA_VERSION once open). */
 int gam_store_user_version(gam_store *s);
 
@@ -110,6 +107,14 @@ typedef enum gam_app_state {
  * leases and events are never handed out twice, across restarts too. */
 int gam_store_app_create(gam_store *s, const char *name, const char *label,
                          unsigned wanted, uint64_t now_ms, uint64_t *id_out);
+/* The same with the id chosen by the caller (the daemon numbers its apps
+ * and leases itself, so that its writer thread can commit them later):
+ * EMBER_EINVAL for id 0 or one already used. */
+int gam_store_app_insert(gam_store *s, uint64_t id, const char *name,
+                         const char *label, unsigned wanted, uint64_t now_ms);
+/* The largest app and lease ids ever used (0 when none), so that the next
+ * ones are new across restarts. */
+int gam_store_last_ids(gam_store *s, uint64_t *app_id, uint64_t *lease_id);
 /* EMBER_ENOTFOUND for an unknown app. Ending an app also ends the leases
  * it still holds (reason "app ended"), so none of them is loaded again. */
 int gam_store_app_set_state(gam_store *s, uint64_t id, gam_app_state state,
@@ -119,6 +124,9 @@ int gam_store_app_set_state(gam_store *s, uint64_t id, gam_app_state state,
 int gam_store_lease_create(gam_store *s, uint64_t app_id, const char *node,
                            const char *label, uint64_t issued_unix_ms,
                            uint64_t expires_unix_ms, uint64_t *id_out);
+int gam_store_lease_insert(gam_store *s, uint64_t id, uint64_t app_id,
+                           const char *node, const char *label,
+                           uint64_t issued_unix_ms, uint64_t expires_unix_ms);
 /* End a lease (no-op if it already ended: the first reason stays);
  * reason: "released", "node lost", "drained", "label removed", "expired".
  * EMBER_ENOTFOUND for an unknown lease. */

@@ -8,8 +8,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdatomic.h>
-#include <stdint.h>
 
 #include <sqlite3.h>
 
@@ -39,6 +37,7 @@ typedef enum gam_store_stmt {
   GAM_ST_LEASE_CREATE,
   GAM_ST_LEASE_END,
   GAM_ST_LEASE_EXISTS,
+  GAM_ST_LAST_IDS,
   GAM_ST_EVENT,
   GAM_ST_LOAD_NODES,
   GAM_ST_LOAD_LABELS,
@@ -52,11 +51,6 @@ struct gam_store {
   sqlite3 *db;
   sqlite3_stmt *st[GAM_ST_COUNT];
   char err[256];   /* the last failure, for gam_store_error() */
-  char *path;      /* the file; NULL in memory */
-  /* Bumped by SQLite's WAL hook after each commit (any thread that holds
-   * the store); read by the syncer's thread (store_sync.c). */
-  _Atomic uint64_t commit_seq;
-  _Atomic int wal_pages;  /* frames in the log after the last commit */
 };
 
 /* ---- store.c: helpers for the other files */

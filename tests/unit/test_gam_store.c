@@ -1,7 +1,7 @@
 /*
  * test_gam_store.c - ember-gam's SQLite store (gam/store*.c) on files in a
  * temporary directory: create, reopen and keep everything; the pragmas
- * (WAL, synchronous=NORMAL, foreign keys, user_version); a newer file
+ * (WAL, synchronous=FULL, foreign keys, user_version); a newer file
  * refused; migrations from an empty file and step by step with hand-made
  * steps, all or nothing; ids never reused; reported labels replaced
  * atomically; admin overrides; leases ended once; what a load visits;
@@ -274,7 +274,7 @@ static void pragmas_and_user_version(void **state) {
   char mode[32];
   raw_text(s->db, "PRAGMA journal_mode", mode, sizeof mode);
   assert_string_equal(mode, "wal");
-  assert_int_equal(raw_int(s->db, "PRAGMA synchronous", NULL), 1);  /* NORMAL */
+  assert_int_equal(raw_int(s->db, "PRAGMA synchronous", NULL), 2);  /* FULL */
   assert_int_equal(raw_int(s->db, "PRAGMA foreign_keys", NULL), 1);
   assert_int_equal(raw_int(s->db, "PRAGMA application_id", NULL),
                    GAM_STORE_APPLICATION_ID);
