@@ -22,8 +22,8 @@
  * gam_store_commit(), where a failing function undoes only its own part.
  * Strings are bound as parameters: any bytes are data, never SQL.
  *
- * Threads: one gam_store is used by one thread at a time (the daemon holds
- * its core lock). Errors: 0 or a negative EMBER_E*, with the detail (often
+ * Threads: one gam_store is used by one thread at a time (in the daemon,
+ * the start-up load, then only the writer thread). Errors: 0 or a negative EMBER_E*, with the detail (often
  * SQLite's own message) in the store for gam_store_error():
  *   EMBER_EINVAL    a NULL string, a value out of range, or a row the
  *                   schema refuses (an empty id, a label longer than 64,
