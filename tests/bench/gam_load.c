@@ -630,11 +630,17 @@ static void print_text(const args *a, const report *R, const load_result *r,
          (unsigned long long)h->count, (double)h->count / steady,
          (unsigned long long)n->hb_missing,
          (unsigned long long)(n->nam_errors + n->hb_unexpected_acks));
-  printf("  send->ack latency: p50 %.1f us, p90 %.1f us, p99 %.1f us, p99.9 "
+  printf("  send->ack latency (to the ack's arrival): p50 %.1f us, p90 %.1f us, p99 %.1f us, p99.9 "
          "%.1f us, max %.1f us, mean %.1f us\n",
          lh_quantile(h, .5) / 1e3, lh_quantile(h, .9) / 1e3,
          lh_quantile(h, .99) / 1e3, lh_quantile(h, .999) / 1e3,
          h->max_ns / 1e3, lh_mean(h) / 1e3);
+  printf("  the same, to when this program read each ack: p50 %.1f us, p99 "
+         "%.1f us, p99.9 %.1f us, max %.1f us\n",
+         lh_quantile(&r->hb_steady_read, .5) / 1e3,
+         lh_quantile(&r->hb_steady_read, .99) / 1e3,
+         lh_quantile(&r->hb_steady_read, .999) / 1e3,
+         r->hb_steady_read.max_ns / 1e3);
   printf("  sent behind schedule (load generator lag): p99 %.1f us, max "
          "%.1f us\n", lh_quantile(&r->lag_steady, .99) / 1e3,
          r->lag_steady.max_ns / 1e3);
@@ -826,8 +832,11 @@ static void usage(FILE *out) {
     "  -h, --help\n"
     "\n"
     "Latency is measured on the monotonic clock from just before a heartbeat\n"
-    "is written to just after its ack is read, so it includes both kernels'\n"
-    "loopback path. The summary's latencies cover the steady phase only.\n"
+    "is written to when the kernel received its ack (the socket's receive\n"
+    "timestamp, SO_TIMESTAMPNS), so it includes the loopback path both ways\n"
+    "and every delay in the GAM but not this program's lateness in reading;\n"
+    "the summary also gives the latency to the read. The summary's\n"
+    "latencies cover the steady phase only.\n"
     "\"sent behind schedule\" shows whether this program kept up: if its p99\n"
     "is large, the figures say more about the generator than the GAM.\n"
     "GAM RSS slope is a least-squares fit over the last 80%% of the steady\n"

@@ -132,6 +132,7 @@ typedef struct load_result {
   load_counters at_steady, at_drain, total;
   lat_hist reg;                  /* Register -> ack */
   lat_hist hb_ramp, hb_steady;   /* Heartbeat -> ack, by phase */
+  lat_hist hb_steady_read;       /* the same, to when this program read it */
   lat_hist lag_steady;           /* heartbeats sent behind schedule */
   lat_hist alloc;                /* Acquire -> Allocation */
   double ramp_s, steady_s;

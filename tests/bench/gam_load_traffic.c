@@ -7,7 +7,10 @@
  * then heartbeat on a fixed schedule: NAM i sends at offset i/N of every
  * period, so the GAM sees a steady stream, never a burst per second. A
  * heartbeat's latency is its send -> HeartbeatAck round trip on the
- * monotonic clock; acks come back in order on a connection, so each NAM
+ * monotonic clock, ending when the kernel received the ack (SO_TIMESTAMPNS)
+ * so that this program's own lateness in reading it, on a machine it
+ * shares with the GAM, is not counted; the time it read the ack is kept as
+ * well. Acks come back in order on a connection, so each NAM
  * keeps a small ring of the sequence numbers it still waits for, and an
  * ack that skips one means that one is missing.
  *
@@ -25,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -85,6 +89,7 @@ typedef struct load {
   load_counters n;
   int ep;
   uint8_t *rbuf;
+  uint64_t read_ns;        /* when the current read returned */
   nam *nams;
   unsigned nams_up, nams_settled, next_connect;
   uint64_t outstanding;           /* heartbeats not acked yet */
@@ -109,6 +114,14 @@ static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * NS + (uint64_t)ts.tv_nsec;
+}
+
+/* A reply's latency from sent to its arrival; if the receive timestamp
+ * is older than the send (TCP coalesced the reply into a segment that
+ * arrived earlier, keeping that one's stamp), to when it was read. */
+static uint64_t since(const load *L, uint64_t sent, uint64_t arrived) {
+  if (arrived >= sent) return arrived - sent;
+  return L->read_ns > sent ? L->read_ns - sent : 0;
 }
 
 static uint64_t rnd(load *L) {  /* xorshift64* */
@@ -183,6 +196,7 @@ static int conn_open(load *L, conn *c, uint64_t key) {
   if (c->fd < 0) return -errno;
   int one = 1;
   setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  setsockopt(c->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
   if (connect(c->fd, (const struct sockaddr *)&L->o->gam, L->o->gam_len) != 0 &&
       errno != EINPROGRESS) {
     int e = -errno;
@@ -398,10 +412,14 @@ static void nam_ack(load *L, nam *m, const Ember__HeartbeatAck *a,
     if (m->ring_seq[i] == a->seq) {
       uint64_t sent = m->ring_ns[i];
       ring_pop(L, m);
-      uint64_t lat = now - sent;
+      uint64_t lat = since(L, sent, now);
       lh_add(&L->iv_hb, lat);
-      if (L->steady_ns && sent >= L->steady_ns) lh_add(&L->r->hb_steady, lat);
-      else lh_add(&L->r->hb_ramp, lat);
+      if (L->steady_ns && sent >= L->steady_ns) {
+        lh_add(&L->r->hb_steady, lat);
+        lh_add(&L->r->hb_steady_read, L->read_ns - sent);
+      } else {
+        lh_add(&L->r->hb_ramp, lat);
+      }
       L->n.hb_acked++;
       return;
     }
@@ -462,7 +480,7 @@ static int nam_frame(load *L, unsigned i, uint8_t type, const uint8_t *p,
       L->nams_settled++;
       L->n.registered++;
       for (unsigned k = 0; k < m->n_labels; k++) L->offering[m->labels[k]]++;
-      lh_add(&L->r->reg, now - m->reg_sent_ns);
+      lh_add(&L->r->reg, since(L, m->reg_sent_ns, now));
     }
   } else {
     nam_ack(L, m, a, now);
@@ -613,7 +631,7 @@ static int app_frame(load *L, size_t idx, uint8_t type, const uint8_t *p,
       note_error(L, "undecodable Allocation");
       return -1;
     }
-    uint64_t lat = now - a->acquired_ns;
+    uint64_t lat = since(L, a->acquired_ns, now);
     lh_add(&L->iv_alloc, lat);
     lh_add(&L->r->alloc, lat);
     L->n.allocations++;
@@ -706,10 +724,33 @@ static int parse_frames(load *L, int kind, size_t idx, const uint8_t *p,
   return rc;
 }
 
+/* When the kernel received the data just read, on the monotonic clock:
+ * the receive timestamp is on the realtime clock, so it is moved by the
+ * two clocks' difference now; read_ns when there is none. */
+static uint64_t arrival_ns(struct msghdr *mh, uint64_t read_ns) {
+  for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_TIMESTAMPNS)
+      continue;
+    struct timespec stamp, real;
+    memcpy(&stamp, CMSG_DATA(cm), sizeof stamp);
+    clock_gettime(CLOCK_REALTIME, &real);
+    int64_t ago = ((int64_t)real.tv_sec - (int64_t)stamp.tv_sec) * (int64_t)NS +
+                  ((int64_t)real.tv_nsec - (int64_t)stamp.tv_nsec);
+    if (ago <= 0) return read_ns;
+    return (uint64_t)ago < read_ns ? read_ns - (uint64_t)ago : read_ns;
+  }
+  return read_ns;
+}
+
 /* One read; -1 when the connection is over (closed or failed). */
 static int conn_read(load *L, conn *c, int kind, size_t idx) {
-  ssize_t n = recv(c->fd, L->rbuf, READ_BUF, 0);
-  uint64_t now = now_ns();  /* the ack's arrival, as close as we get */
+  char control[CMSG_SPACE(sizeof(struct timespec)) * 2];
+  struct iovec iov = {.iov_base = L->rbuf, .iov_len = READ_BUF};
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+                      .msg_control = control, .msg_controllen = sizeof control};
+  ssize_t n = recvmsg(c->fd, &mh, 0);
+  L->read_ns = now_ns();
+  uint64_t now = n > 0 ? arrival_ns(&mh, L->read_ns) : L->read_ns;
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
     L->n.disconnects++;
