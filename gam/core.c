@@ -640,7 +640,7 @@ void gam_core_set_wake(gam_core *c, void (*wake)(void *user), void *user) {
   core_unlock(c);
 }
 
-uint64_t gam_core_commit_seq(gam_core *c) {
+uint64_t gam_core_last_change(gam_core *c) {
   return gam_writer_queued(c->w);
 }
 

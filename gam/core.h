@@ -7,7 +7,7 @@
  *
  * Every change is queued to the store's writer thread (store_writer.h)
  * before the call returns; the server holds the reply that acknowledges
- * it until the writer has committed it (gam_core_commit_seq), and the
+ * it until the writer has committed it (gam_core_last_change), and the
  * admin calls wait for that themselves, so nothing acknowledged is lost
  * to a crash or a power cut, and the loop never waits for the disk.
  *
@@ -57,7 +57,7 @@ void gam_core_destroy(gam_core *c);
 void gam_core_set_wake(gam_core *c, void (*wake)(void *user), void *user);
 /* The newest change queued: a reply made now acknowledges at most this
  * one. Any thread. */
-uint64_t gam_core_commit_seq(gam_core *c);
+uint64_t gam_core_last_change(gam_core *c);
 
 int gam_core_register(gam_core *c, const Ember__Register *m, char *err,
                       size_t err_len);

@@ -156,7 +156,7 @@ static void conn_drop_held(gam_conn *c) {
 /* The change a reply made now acknowledges: the newest, when handling
  * the current frame changed something; otherwise none. */
 static uint64_t reply_need(gam_conn *c) {
-  uint64_t seq = gam_core_commit_seq(c->srv->core);
+  uint64_t seq = gam_core_last_change(c->srv->core);
   return seq > c->srv->frame_seq ? seq : 0;
 }
 
@@ -301,7 +301,7 @@ static void handle_frame(gam_conn *c, const proto_frame *f) {
     conn_close(c, "no Hello");
     return;
   }
-  c->srv->frame_seq = gam_core_commit_seq(c->srv->core);
+  c->srv->frame_seq = gam_core_last_change(c->srv->core);
   ProtobufCMessage *m = proto_unpack(f);
   if (!m) {
     if (!proto_descriptor(f->type))
@@ -451,7 +451,7 @@ static void on_outbox(uv_async_t *a) {
   gam_server *s = a->data;
   gam_outbox_item *items = gam_core_take_outbox(s->core);
   /* every item was queued after the change it tells of */
-  uint64_t need = gam_core_commit_seq(s->core);
+  uint64_t need = gam_core_last_change(s->core);
   for (gam_outbox_item *it = items; it; it = it->next)
     for (gam_conn *c = s->conns; c; c = c->next)
       if (c->role == ROLE_APP && c->app_id == it->app_id) {

@@ -21,54 +21,10 @@
 #include <sqlite3.h>
 
 #include "ember/ember_errors.h"
+#include "gam_store_tmp.h"
 #include "store.h"
 #include "store_int.h"   /* the handle's sqlite3 *, to cap the file */
 #include "store_writer.h"
-
-typedef struct tmp {
-  char dir[256];
-  char db[300];
-} tmp;
-
-static void unlink_db(const char *db, const char *suffix) {
-  char p[320];
-  snprintf(p, sizeof p, "%s%s", db, suffix);
-  unlink(p);
-}
-
-static int tmp_setup(void **state) {
-  tmp *t = calloc(1, sizeof *t);
-  if (!t) return -1;
-  const char *base = getenv("TMPDIR");
-  snprintf(t->dir, sizeof t->dir, "%s/ember-writer-XXXXXX",
-           base && *base ? base : "/tmp");
-  if (!mkdtemp(t->dir)) {
-    free(t);
-    return -1;
-  }
-  snprintf(t->db, sizeof t->db, "%s/gam.db", t->dir);
-  *state = t;
-  return 0;
-}
-
-static int tmp_teardown(void **state) {
-  tmp *t = *state;
-  unlink_db(t->db, "");
-  unlink_db(t->db, "-wal");
-  unlink_db(t->db, "-shm");
-  rmdir(t->dir);
-  free(t);
-  return 0;
-}
-
-static gam_store *open_ok(const char *path) {
-  gam_store *s = NULL;
-  char err[256];
-  int rc = gam_store_open(path, &s, err, sizeof err);
-  if (rc) print_error("open %s: %s\n", path, err);
-  assert_int_equal(rc, 0);
-  return s;
-}
 
 static gam_writer *writer_ok(gam_store *s) {
   gam_writer *w = NULL;
