@@ -1,15 +1,37 @@
 /*
- * accel.h - the descriptor every accelerator provides (ABI version 1).
+ * accel.h - the descriptor every accelerator provides (ABI version 2).
  *
  * An accelerator is a named function a client can call ("sw", later "plf",
  * "cnn"). Its descriptor is a const table: the engine, the daemon and the
  * client's CPU fallback only ever reach an accelerator through it. Built-ins
- * are listed in registry.c; plugins will load the same struct from shared
- * objects, so fields are only ever appended and abi_version comes first.
+ * are listed in registry.c; plugins load the same struct from shared
+ * objects, so abi_version comes first and a loader refuses any other value.
+ *
+ * A task's blocks, by role:
+ *   in       read-only bytes the app handed over, or an earlier task's out
+ *            block. validate() sees an input's host bytes when the host
+ *            has them; an out block that still lives only on a device has
+ *            data NULL there (its size is given), so an accelerator that
+ *            must read its inputs at validate time refuses it.
+ *   out      created by the task (sizes declared by plan()); it stays on the
+ *            platform that ran the task, where the app's next task can read
+ *            it as an input without the bytes crossing the socket.
+ *   state    app-owned, mutable, updated in place across tasks on the one
+ *            platform that holds it (BEAGLE partials, CNN weights). A task
+ *            with state runs where the state lives; tasks naming the same
+ *            state run one at a time, in the order dispatched.
+ *   scratch  bytes the task needs only while it runs (plan() declares how
+ *            many); allocated by the platform, freed after the task.
+ * Device implementations find the out, state and scratch blocks in the run
+ * context (acc_run_ctx); the result message (acc_output) still carries the
+ * task's small answer back to the client.
  *
  * Contract: validate() decodes and checks everything (parameters and input
- * blocks) and fails with a reason; run_cpu() is only called on what validate
- * accepted, so it fails only on resource exhaustion or cancellation.
+ * blocks) and fails with a reason; plan() checks the state blocks and the
+ * number of outputs and declares sizes and cost; run_cpu() is only called
+ * on what both accepted, so it fails only on resource exhaustion or
+ * cancellation. A run that fails may have written part of its out and
+ * state blocks: the engine never trusts them afterwards (EMBER_ESTATE).
  */
 #ifndef EMBER_ACCEL_H
 #define EMBER_ACCEL_H
@@ -20,13 +42,48 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#define ACC_ABI_VERSION 1
+#define ACC_ABI_VERSION 2
 
-/* An input block as the accelerator sees it: read-only bytes. */
+#define ACC_MAX_OUTPUTS 8 /* out blocks per task */
+#define ACC_MAX_STATES 8  /* state blocks per task */
+
+/* An input block as the accelerator sees it: read-only bytes (data NULL at
+ * validate when the block lives only on a device, see above). */
 typedef struct acc_block {
   const uint8_t *data;
   size_t size;
 } acc_block;
+
+/* A writable block (out, state, scratch) in host memory: the cpu platform
+ * and fpga-emu boards run run_cpu() on these. */
+typedef struct acc_mut_block {
+  uint8_t *data;
+  size_t size;
+} acc_mut_block;
+
+/* What a prepared task costs on a device: the bytes its kernel reads and
+ * writes in device memory, and its operations (flops, or the
+ * accelerator's own unit: sw counts cell updates). The fpga-emu timing
+ * model is a roofline over these; the dispatcher's expected times use the
+ * same figures. */
+typedef struct acc_cost {
+  uint64_t bytes_read, bytes_written;
+  uint64_t ops;
+} acc_cost;
+
+/* The blocks a task names besides its inputs, as plan() sees them. */
+typedef struct acc_task_shape {
+  size_t n_outputs;                  /* out blocks the task asks for */
+  const size_t *state_sizes;         /* n_states sizes, in task order */
+  size_t n_states;
+} acc_task_shape;
+
+/* What plan() declares for a prepared task. */
+typedef struct acc_task_plan {
+  size_t output_sizes[ACC_MAX_OUTPUTS]; /* bytes of each out block */
+  size_t scratch_size;               /* bytes of scratch; 0: none */
+  acc_cost cost;
+} acc_task_plan;
 
 /* What run_cpu produces: a malloc'd buffer holding the accelerator's packed
  * Result message. The caller frees data with free(). */
@@ -36,9 +93,22 @@ typedef struct acc_output {
 } acc_output;
 
 /* Per-run context. cancel may be NULL; when it reads nonzero the run should
- * stop soon and return EMBER_ECANCELED. */
+ * stop soon and return EMBER_ECANCELED. The task's writable blocks, in the
+ * order the task named them (and the sizes plan() declared):
+ *   run_cpu:      outputs, states and scratch (host memory);
+ *   opencl->run:  dev_outputs, dev_states, dev_scratch (cl_mem handles;
+ *                 the states' uploads are among the run's wait events).
+ * A context with none of these (zeroed) is a task that has none. */
 typedef struct acc_run_ctx {
   const atomic_int *cancel;
+  acc_mut_block *outputs;
+  size_t n_outputs;
+  acc_mut_block *states;
+  size_t n_states;
+  acc_mut_block scratch;
+  void *const *dev_outputs;
+  void *const *dev_states;
+  void *dev_scratch;
 } acc_run_ctx;
 
 typedef struct acc_descriptor {
@@ -67,13 +137,22 @@ typedef struct acc_descriptor {
   void (*release)(void *prepared);
 
   /* Amount of work in a prepared task, in the accelerator's own unit
-   * (sw: DP cell updates); used for reports and timing models. */
+   * (sw: DP cell updates); used for reports. Equals plan's cost.ops. */
   uint64_t (*work)(const void *prepared);
   const char *work_unit;                /* "cells" */
 
   /* Device implementations; NULL where the accelerator has none. */
   const struct acc_opencl_ops *opencl;  /* the opencl platform runs it */
   const struct acc_fpga_model *fpga;    /* fpga-emu boards can model it */
+
+  /* ABI 2. Check the task's out and state blocks against a prepared task
+   * and declare out sizes, scratch and cost into *plan (zeroed by the
+   * caller). Returns 0, or EMBER_EPARAM with a reason (a state of the
+   * wrong size, outputs the accelerator does not make). NULL: the
+   * accelerator takes no out or state blocks and no scratch, and its cost
+   * is work() operations over its input bytes. Thread-safe. */
+  int (*plan)(const void *prepared, const acc_task_shape *shape,
+              acc_task_plan *plan, char *err, size_t err_len);
 } acc_descriptor;
 
 /*
@@ -102,9 +181,12 @@ typedef struct acc_opencl_ops {
 
 /*
  * How long the accelerator's kernel takes on an FPGA, for the fpga-emu
- * platform: fixed_ns + work / (units_per_cycle * clock_mhz * 1e6) seconds,
- * work being descriptor->work(prepared). Boards may override the two rates
- * in their config. source says where the defaults come from.
+ * platform. A roofline: fixed_ns + max(bytes / the board's memory
+ * bandwidth, ops / (units_per_cycle * clock_mhz * 1e6)) seconds, bytes and
+ * ops being the task's declared cost (acc_cost), so a memory-bound kernel
+ * (the PLF at 2.03 flop/byte) and compute-bound ones (sw, CNN) share one
+ * model. Boards may override the two rates in their config and set their
+ * memory bandwidth. source says where the defaults come from.
  */
 typedef struct acc_fpga_model {
   double units_per_cycle;   /* sw: processing elements, one cell each */
@@ -112,6 +194,14 @@ typedef struct acc_fpga_model {
   uint64_t fixed_ns;        /* per-task launch and drain */
   const char *source;
 } acc_fpga_model;
+
+/* acc_plan_task - run acc->plan (or its default, see there) for a
+ * prepared task: zeroes *plan, then fills it. Returns 0 or EMBER_EPARAM
+ * with the reason in err. input_bytes: the sum of the input sizes (the
+ * default cost reads them once). */
+int acc_plan_task(const acc_descriptor *acc, const void *prepared,
+                  const acc_task_shape *shape, uint64_t input_bytes,
+                  acc_task_plan *plan, char *err, size_t err_len);
 
 /* Built-in accelerators. */
 size_t acc_registry_count(void);

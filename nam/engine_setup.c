@@ -37,6 +37,7 @@ static int fill_board(const struct nam_config *cfg, unsigned index,
   snprintf(b->name, sizeof b->name, "fpga%u", index);
   b->memory = cfg->fpga_memory;
   b->pcie_gbps = cfg->fpga_pcie_mbps / 1000.0;
+  b->memory_gbps = cfg->fpga_memory_mbps / 1000.0;
   b->reprogram_ms = cfg->fpga_reprogram_ms;
   for (size_t i = 0; i < cfg->fpga_bitstreams.count &&
                      i < NAM_FPGA_MAX_BITSTREAMS; i++)

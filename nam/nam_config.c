@@ -378,6 +378,12 @@ const config_entry nam_config_table[] = {
    .offset = AT(fpga_pcie_mbps, int), .def = "6000", .min = 1,
    .max = 1000000,
    .help = "Host-to-board bandwidth in MB/s (each direction)."},
+  {.name = "fpga-emu.memory_mbps", .type = CONFIG_INT,
+   .offset = AT(fpga_memory_mbps, int), .def = "21333", .min = 1,
+   .max = 10000000,
+   .help = "Bandwidth of the board's own memory in MB/s: the roofline's "
+           "memory bound (a task's declared bytes over it); 21333 is two "
+           "64-bit DDR3-1333 channels."},
   {.name = "fpga-emu.reprogram_time", .type = CONFIG_DURATION,
    .offset = AT(fpga_reprogram_ms, uint64_t), .def = "1500ms", .min = 0,
    .max = 600000,

@@ -69,6 +69,7 @@ struct nam_config {
   int fpga_boards;           /* fpga-emu.boards */
   uint64_t fpga_memory;      /* fpga-emu.memory */
   int fpga_pcie_mbps;        /* fpga-emu.pcie_mbps: MB/s */
+  int fpga_memory_mbps;      /* fpga-emu.memory_mbps: MB/s */
   uint64_t fpga_reprogram_ms; /* fpga-emu.reprogram_time */
   config_list fpga_bitstreams; /* fpga-emu.bitstreams */
   config_list fpga_timing;   /* fpga-emu.timing: ACC:UNITS:MHZ items */

@@ -23,6 +23,7 @@ typedef struct sw_prepared {
   acc_sw_scoring scoring;
   uint32_t count;
   uint64_t cells;
+  uint64_t input_bytes;   /* both sequence sets, as the kernel reads them */
 } sw_prepared;
 
 static int view_inputs(const acc_block *inputs, size_t n_inputs,
@@ -127,6 +128,7 @@ static int sw_validate(const uint8_t *params, size_t params_len,
     return rc;
   }
   sp->count = sets[0].count;
+  sp->input_bytes = inputs[0].size + inputs[1].size;
   *prepared = sp;
   return 0;
 }
@@ -196,6 +198,22 @@ static uint64_t sw_work(const void *prepared) {
   return prepared ? ((const sw_prepared *)prepared)->cells : 0;
 }
 
+/* sw makes no out or state blocks; each pair's five int32 answers are the
+ * kernel's only writes. */
+static int sw_plan(const void *prepared, const acc_task_shape *shape,
+                   acc_task_plan *plan, char *err, size_t err_len) {
+  const sw_prepared *sp = prepared;
+  if (shape->n_outputs || shape->n_states) {
+    acc_sw_errf(err, err_len, "sw takes no out or state blocks (got %zu "
+                "and %zu)", shape->n_outputs, shape->n_states);
+    return EMBER_EPARAM;
+  }
+  plan->cost.ops = sp->cells;
+  plan->cost.bytes_read = sp->input_bytes;
+  plan->cost.bytes_written = (uint64_t)sp->count * 5 * sizeof(int32_t);
+  return 0;
+}
+
 const acc_sw_scoring *acc_sw_prepared_scoring(const void *prepared) {
   return &((const sw_prepared *)prepared)->scoring;
 }
@@ -247,4 +265,5 @@ const acc_descriptor acc_sw_descriptor = {
   .opencl = &acc_sw_opencl_ops,
 #endif
   .fpga = &sw_fpga_model,
+  .plan = sw_plan,
 };

@@ -13,7 +13,23 @@
  *              unpinned cached copies are evicted least recently used first
  *              (the policy lives in block_cache_lru.c); a pinned copy never.
  *
- * Flags (the wire's EMBER_BLOCK_* values, ember.h):
+ * Kinds of block (accel.h has the roles):
+ *   in     put with host bytes; immutable. Device copies are caches.
+ *   out    declared by a task (declare_output), written on the platform
+ *          that runs it (fetch_output) and readable once that task
+ *          succeeded (release_output); immutable from then on. Its first
+ *          copy is its only one until it is read back (read, or a fetch on
+ *          another platform, which brings the bytes through the host).
+ *   state  put with EMBER_BLOCK_STATE and its first bytes; lives on one
+ *          platform (its home) once a task used it, updated in place by
+ *          one task at a time (claim, fetch_state, release_state). The host
+ *          bytes are its last synced version (sync); restore goes back to
+ *          them. A state whose task failed, or whose platform was lost, is
+ *          lost: fetches and reads give EMBER_ESTATE until restore.
+ * Copies of out and state blocks are never evicted (they may be the only
+ * ones); they count against the budget like broadcast copies.
+ *
+ * Flags (the wire's EMBER_BLOCK_* values, ember_block_flags.h):
  *   0                      a copy lives while pinned: freed at its platform's
  *                          last release (nothing to evict, no eviction
  *                          counted).
@@ -44,7 +60,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ember/ember.h" /* EMBER_BLOCK_CACHE, EMBER_BLOCK_BROADCAST */
+#include "ember/ember_block_flags.h"
 
 #define NAM_BLOCK_CACHE_MAX_PLATFORMS 16
 #define NAM_BLOCK_CACHE_UNLIMITED UINT64_MAX /* a budget without a limit */
@@ -63,6 +79,19 @@ typedef struct nam_block_cache_ops {
   int (*upload)(void *handle, const void *data, size_t size);
   /* give the memory back (never fails) */
   void (*free)(void *handle);
+  /* Copy the handle's size bytes into dst, after every upload and kernel
+   * queued on it before; blocks. NULL: nothing is read back from this
+   * platform (it cannot hold out or state blocks). */
+  int (*read)(void *handle, void *dst, size_t size);
+  /* A copy that reads size host bytes in place - no copy on a device that
+   * shares host memory; the cache keeps the bytes valid and unchanged
+   * while the handle lives, and uses it only for read-only blocks.
+   * NULL: alloc + upload. */
+  int (*wrap)(void *platform_ctx, const void *data, size_t size,
+              void **handle);
+  /* The host address of a copy kept in host memory (cpu, fpga-emu), which
+   * run_cpu may write; NULL for device memory (or NULL itself). */
+  void *(*host_ptr)(void *handle);
 } nam_block_cache_ops;
 
 /* One platform as the cache sees it. */
@@ -76,7 +105,8 @@ typedef struct nam_block_cache_platform {
  * bytes and the device copy stay valid until then. */
 typedef struct nam_block_pin {
   void *dev_handle;    /* the platform's copy (from ops->alloc) */
-  const void *data;    /* the host bytes */
+  const void *data;    /* the host bytes (NULL: none, e.g. an out block) */
+  void *host;          /* ops->host_ptr of the copy, or NULL */
   size_t size;
   int hit;             /* 1: the copy was already there (no upload) */
   nam_cache_entry *entry_; /* private */
@@ -118,7 +148,8 @@ int nam_block_cache_create(const nam_block_cache_platform *platforms,
  * bytes). No pins may be outstanding and no call in flight. NULL: no-op. */
 void nam_block_cache_destroy(nam_block_cache *cache);
 
-/* nam_block_cache_put - take app's host bytes as block id. On success the
+/* nam_block_cache_put - take app's host bytes as block id (a state block
+ * with EMBER_BLOCK_STATE: the bytes are its first version). On success the
  * cache owns them and calls release(user, data, size) exactly once when the
  * block is freed (release may be NULL); on error nothing is kept and
  * release is not called. Returns 0, EMBER_EINVAL (id already used by this
@@ -167,6 +198,113 @@ int nam_block_cache_set_budget(nam_block_cache *cache, unsigned platform,
  * (task outputs), so that one stats struct tells both directions. */
 void nam_block_cache_count_from(nam_block_cache *cache, unsigned platform,
                                 uint64_t bytes);
+
+/* ---- holding a block for a task ------------------------------------------
+ * A task resolves its block ids once, when it is submitted: a hold keeps
+ * the entry (and its bytes) alive even if the app drops the id meanwhile,
+ * so the task runs on what it was given. One unhold per hold. */
+typedef nam_cache_entry nam_block_hold; /* an entry, opaque */
+
+enum nam_block_kind { NAM_BLOCK_IN, NAM_BLOCK_OUT, NAM_BLOCK_STATE };
+
+typedef struct nam_block_info {
+  int kind;            /* enum nam_block_kind */
+  size_t size;
+  const void *data;    /* host bytes, or NULL when only a device has them */
+  int pending;         /* out: its task has not written it yet */
+  int lost;            /* out, state: EMBER_ESTATE until restored */
+  int home;            /* state/out: platform of the current copy, -1 none */
+  uint64_t version;    /* state: successful tasks that updated it */
+  uint64_t synced;     /* state: the version the host bytes hold */
+} nam_block_info;
+
+/* nam_block_cache_hold - hold app's block id: 0 and *ref (fills *info when
+ * not NULL), or EMBER_ENOTFOUND. */
+int nam_block_cache_hold(nam_block_cache *cache, uint64_t app, uint64_t id,
+                         nam_block_hold **ref, nam_block_info *info);
+void nam_block_cache_unhold(nam_block_cache *cache, nam_block_hold *ref);
+/* nam_block_cache_info - a snapshot of a held block. */
+void nam_block_cache_ref_info(nam_block_cache *cache, const nam_block_hold *ref,
+                              nam_block_info *info);
+
+/* nam_block_cache_fetch_ref - fetch for a held in or out block (as fetch;
+ * a dropped id does not matter). An out block still pending is EMBER_EBUSY,
+ * a lost one EMBER_ESTATE; one without host bytes is read back from the
+ * platform that has it first (kept as its host bytes). */
+int nam_block_cache_fetch_ref(nam_block_cache *cache, nam_block_hold *ref,
+                              unsigned platform, nam_block_pin *pin);
+
+/* ---- out blocks ---------------------------------------------------------- */
+
+/* nam_block_cache_declare_output - app's id names the pending output of a
+ * task, size bytes: held for the task (*ref). EMBER_EINVAL: the id is taken. */
+int nam_block_cache_declare_output(nam_block_cache *cache, uint64_t app,
+                                   uint64_t id, size_t size,
+                                   nam_block_hold **ref);
+/* nam_block_cache_fetch_output - room for the out block on platform (not
+ * written: the task writes it), pinned. EBUSY/ETOOBIG as fetch. */
+int nam_block_cache_fetch_output(nam_block_cache *cache, nam_block_hold *ref,
+                                 unsigned platform, nam_block_pin *pin);
+/* nam_block_cache_release_output - unpin; written: the task succeeded and
+ * the block is ready (it lives on that platform), else the copy goes and
+ * the block stays pending (a retry writes it elsewhere). */
+int nam_block_cache_release_output(nam_block_cache *cache, nam_block_pin *pin,
+                                   int written);
+/* nam_block_cache_fail_output - its task failed for good: the block is
+ * lost (EMBER_ESTATE) until the app drops it. */
+void nam_block_cache_fail_output(nam_block_cache *cache, nam_block_hold *ref);
+
+/* ---- state blocks -------------------------------------------------------- */
+
+/* nam_block_cache_claim_state - reserve a held state block for one task
+ * that will run on platform: 0, EMBER_EBUSY (another task holds it),
+ * EMBER_ENOPLATFORM (it lives on another platform), EMBER_ESTATE (lost),
+ * EMBER_EINVAL (not a state block). */
+int nam_block_cache_claim_state(nam_block_cache *cache, nam_block_hold *ref,
+                                unsigned platform);
+void nam_block_cache_unclaim_state(nam_block_cache *cache, nam_block_hold *ref);
+/* nam_block_cache_fetch_state - pin the claimed state's copy on platform
+ * for writing; the first fetch anywhere uploads its host bytes there and
+ * makes that platform its home. EMBER_ESTATE when lost. */
+int nam_block_cache_fetch_state(nam_block_cache *cache, nam_block_hold *ref,
+                                unsigned platform, nam_block_pin *pin);
+/* How a task left the state it had pinned. */
+enum nam_state_outcome {
+  NAM_STATE_FAILED,    /* maybe half written: lost (EMBER_ESTATE) until
+                          restore */
+  NAM_STATE_UPDATED,   /* the task succeeded: a new version */
+  NAM_STATE_UNCHANGED, /* the task never ran on it */
+};
+
+/* nam_block_cache_release_state - unpin, with the task's outcome. */
+int nam_block_cache_release_state(nam_block_cache *cache, nam_block_pin *pin,
+                                  int outcome);
+/* nam_block_cache_platform_lost - platform failed or was disabled: every
+ * out and state block whose current copy lives only there is lost. Returns
+ * how many. */
+size_t nam_block_cache_platform_lost(nam_block_cache *cache,
+                                     unsigned platform);
+
+/* ---- reading back -------------------------------------------------------- */
+
+/* nam_block_cache_read - the current bytes of app's block id, copied into
+ * a malloc'd buffer (*bytes, caller frees; *size; *version: the state's
+ * version, else 0). Waits while a task holds a state block. sync: also
+ * keep them as the block's host bytes (a state's synced version, which
+ * restore goes back to); bytes may then be NULL. Returns 0,
+ * EMBER_ENOTFOUND, EMBER_EBUSY (an out block still pending), EMBER_ESTATE
+ * (lost), EMBER_ENOMEM, or the platform's read error. May block on a
+ * device read: never call it on an event loop. */
+int nam_block_cache_read(nam_block_cache *cache, uint64_t app, uint64_t id,
+                         int sync, uint8_t **bytes, size_t *size,
+                         uint64_t *version);
+
+/* nam_block_cache_restore - a state block goes back to its host bytes (its
+ * last synced version): the device copy is freed, it is no longer lost,
+ * and its next task uploads it again. EMBER_EBUSY while a task holds it,
+ * EMBER_EINVAL for a block that is not state, EMBER_ENOTFOUND. */
+int nam_block_cache_restore(nam_block_cache *cache, uint64_t app, uint64_t id,
+                            uint64_t *version);
 
 /* nam_block_cache_stats - a consistent snapshot of the counters. */
 void nam_block_cache_get_stats(nam_block_cache *cache,

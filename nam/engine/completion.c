@@ -10,6 +10,15 @@
  * through as a probe, and its success re-enables the pair. Failures on the
  * cpu platform are the task's own (it is the reference implementation)
  * and are final.
+ *
+ * State (accel.h): a task with state blocks is never retried elsewhere -
+ * its state lives on this platform and may be half written. A failed
+ * attempt that had its states pinned completes with EMBER_ESTATE (the
+ * states are lost until restored); one that failed before touching them
+ * completes with its own error. A pair disabled here takes down the out
+ * and state blocks that live only on this platform (they are lost). A
+ * stateful run that finished is reported as done even if a cancel came
+ * late: its state was updated, and the app must know.
  */
 #include "engine_internal.h"
 
@@ -59,6 +68,10 @@ static void pair_failed(nam_engine *e, nam_platform *p, nam_pair *pair,
     nam_engine_event(e, LOG_LVL_WARN, "probe of %s on %s failed: stays "
                      "disabled", t->acc->name, p->name);
   } else if (pair->consecutive >= e->cfg.fail_threshold) {
+    size_t lost = nam_block_cache_platform_lost(e->cache, p->index);
+    if (lost)
+      nam_engine_event(e, LOG_LVL_WARN, "%s: %zu out and state blocks that "
+                       "lived only there are lost", p->name, lost);
     pair->disabled = 1;
     pair->disabled_count++;
     pair->disabled_at = now;
@@ -73,7 +86,8 @@ static void pair_failed(nam_engine *e, nam_platform *p, nam_pair *pair,
 void nam_task_complete(nam_platform *p, nam_task *t, int status,
                        const char *message, acc_output *out) {
   nam_engine *e = p->engine;
-  if (atomic_load(&t->cancel) && status != EMBER_ECANCELED) {
+  if (atomic_load(&t->cancel) && status != EMBER_ECANCELED &&
+      !(status == 0 && t->n_states)) {
     status = EMBER_ECANCELED; /* it may have finished, but the owner asked */
     message = "canceled while running";
   }
@@ -111,16 +125,26 @@ void nam_task_complete(nam_platform *p, nam_task *t, int status,
                message);
       pair_failed(e, p, pair, t, status, now);
       t->excluded |= 1u << p->index;
-      if (!e->stopping && nam_platform_exists(e, t)) {
+      if (!t->n_states && !e->stopping && nam_platform_exists(e, t)) {
         requeue_locked(e, p, t);
         pthread_mutex_unlock(&e->lock);
         return;
       }
-      snprintf(final, sizeof final, "no platform left to run it (last "
-               "failure: %s)", t->last_error);
-      status = EMBER_EPLATFORM;
-      message = final;
+      if (!t->n_states) {
+        snprintf(final, sizeof final, "no platform left to run it (last "
+                 "failure: %s)", t->last_error);
+        status = EMBER_EPLATFORM;
+        message = final;
+      }
     }
+  }
+  if (status != 0 && t->state_touched) {
+    /* a long reason is cut: the start says what happened */
+    if (snprintf(final, sizeof final, "state lost: %s: %s", p->name,
+                 message) >= (int)sizeof final)
+      final[sizeof final - 2] = '~';
+    status = EMBER_ESTATE;
+    message = final;
   }
   t->output = *out;
   nam_finish_locked(e, t, status, message);

@@ -14,6 +14,10 @@
  *    that one would finish it sooner, counting the work each already holds
  *    (expected times come from the platform's model or from measured speed;
  *    an unmeasured pair takes its task, which measures it);
+ *  - state: a task that names state blocks runs where they live (any
+ *    platform before their first task), one task per state block at a
+ *    time - its states are claimed when it is dispatched; a task whose
+ *    state was lost completes at once with EMBER_ESTATE;
  *  - stickiness (reprogrammable platforms): the accelerator loaded last
  *    keeps the platform while it has tasks, unless another accelerator's
  *    oldest task has waited reprogram_bound_ms - so an FPGA is reprogrammed
@@ -24,6 +28,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "ember/ember_errors.h"
 
 static nam_pair *pair_of(nam_platform *p, const nam_task *t) {
   return &p->pairs[t->acc_index];
@@ -90,11 +95,33 @@ static int may_take(nam_platform *p, const nam_task *t, uint64_t now) {
   return 1;
 }
 
-/* The first task of q this platform may take (q is in dispatch order). */
-static nam_task *first_for(nam_platform *p, nam_task_queue *q, uint64_t now) {
+/* A task that cannot run because its state was lost: it completes now,
+ * its callback after the engine lock is released (nam_dispatch_next). */
+static void doom(nam_engine *e, nam_task_queue *q, nam_task *t,
+                 nam_task **doomed) {
+  nam_queue_remove(q, t);
+  e->counters.queued--;
+  nam_finish_locked(e, t, EMBER_ESTATE, "a state block of the task was lost "
+                    "(its platform failed or a task on it did): restore it "
+                    "from its synced copy");
+  t->next = *doomed;
+  *doomed = t;
+}
+
+/* The first task of q this platform may take (q is in dispatch order);
+ * a task with state comes back with its states claimed. */
+static nam_task *first_for(nam_platform *p, nam_task_queue *q, uint64_t now,
+                           nam_task **doomed) {
   if (!q->head || !p->ops->supports(p, q->acc)) return NULL;
-  for (nam_task *t = q->head; t; t = t->next)
-    if (may_take(p, t, now)) return t;
+  nam_task *next;
+  for (nam_task *t = q->head; t; t = next) {
+    next = t->next;
+    if (!may_take(p, t, now)) continue;
+    int rc = nam_task_claim_states(p->engine, t, p);
+    if (rc == 0) return t;
+    if (rc == EMBER_ESTATE) doom(p->engine, q, t, doomed);
+    /* EBUSY: another task holds a state; ENOPLATFORM: it lives elsewhere */
+  }
   return NULL;
 }
 
@@ -104,12 +131,15 @@ static int better(const nam_task *a, const nam_task *b) {
   return a->seq < b->seq;
 }
 
-static nam_task *pick(nam_platform *p, uint64_t now) {
+static nam_task *pick(nam_platform *p, uint64_t now, nam_task **doomed) {
   nam_engine *e = p->engine;
   nam_task *best = NULL, *sticky = NULL, *oldest_other = NULL;
+  nam_task *heads[NAM_MAX_ACCELS];
+  size_t n_heads = 0;
   for (size_t i = 0; i < e->n_queues; i++) {
-    nam_task *t = first_for(p, &e->queues[i], now);
+    nam_task *t = first_for(p, &e->queues[i], now, doomed);
     if (!t) continue;
+    heads[n_heads++] = t;
     if (better(t, best)) best = t;
     if (t->acc == p->sticky)
       sticky = t;
@@ -129,6 +159,8 @@ static nam_task *pick(nam_platform *p, uint64_t now) {
     else if (best->acc == p->sticky)
       best = oldest_other;
   }
+  for (size_t i = 0; i < n_heads; i++) /* the others' claims go back */
+    if (heads[i] != best) nam_task_unclaim_states(e, heads[i]);
   if (!best) return NULL;
   nam_task_queue *q = &e->queues[best->acc_index];
   nam_queue_remove(q, best);
@@ -140,13 +172,32 @@ static nam_task *pick(nam_platform *p, uint64_t now) {
   return best;
 }
 
+/* Call the done callbacks of doomed tasks (engine lock not held). */
+static void complete_doomed(nam_task *doomed) {
+  while (doomed) {
+    nam_task *t = doomed;
+    doomed = t->next;
+    t->next = NULL;
+    t->done(t, t->user);
+  }
+}
+
 nam_task *nam_dispatch_next(nam_platform *p) {
   nam_engine *e = p->engine;
   pthread_mutex_lock(&e->lock);
   nam_task *t;
+  nam_task *doomed = NULL;
   for (;;) {
     uint64_t now = clock_now_ns();
-    if ((t = pick(p, now)) || e->stopping) break;
+    t = pick(p, now, &doomed);
+    if (t || e->stopping) break;
+    if (doomed) {
+      pthread_mutex_unlock(&e->lock);
+      complete_doomed(doomed);
+      doomed = NULL;
+      pthread_mutex_lock(&e->lock);
+      continue;
+    }
     /* a probe may come due, and load estimates change as others finish:
      * look again now and then even when nobody signals */
     struct timespec at = clock_ts_at(now + 50000000u);
@@ -165,5 +216,6 @@ nam_task *nam_dispatch_next(nam_platform *p) {
     e->counters.running++;
   }
   pthread_mutex_unlock(&e->lock);
+  complete_doomed(doomed);
   return t;
 }

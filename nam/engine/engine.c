@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "host_memory.h"
 #include "ember/ember_errors.h"
 #include "log.h"
 
@@ -58,31 +59,16 @@ int nam_engine_add_platform(nam_engine *e, const nam_platform_ops *ops,
   return 0;
 }
 
-/* Device copies for the cpu platform are the host bytes: never fetched,
- * but the cache wants a table for every platform. */
-static int host_alloc(void *ctx, size_t size, void **handle) {
-  (void)ctx, (void)size;
-  *handle = NULL;
-  return 0;
-}
-static int host_upload(void *handle, const void *data, size_t size) {
-  (void)handle, (void)data, (void)size;
-  return 0;
-}
-static void host_free(void *handle) { (void)handle; }
-static const nam_block_cache_ops host_cache_ops = {host_alloc, host_upload,
-                                                   host_free};
-
 static int create_cache(nam_engine *e) {
   nam_block_cache_platform cp[NAM_MAX_PLATFORMS];
   for (size_t i = 0; i < e->n_platforms; i++) {
     nam_platform *p = &e->platforms[i];
-    cp[i].ops = p->ops->cache_ops ? p->ops->cache_ops : &host_cache_ops;
+    cp[i].ops = p->ops->cache_ops;
     cp[i].ctx = p->impl;
     cp[i].budget = p->cache_budget;
   }
   /* a cache needs at least one platform even when none started */
-  nam_block_cache_platform none = {&host_cache_ops, NULL,
+  nam_block_cache_platform none = {&nam_host_memory_ops, NULL,
                                    NAM_BLOCK_CACHE_UNLIMITED};
   return e->n_platforms
              ? nam_block_cache_create(cp, (unsigned)e->n_platforms, &e->cache)
@@ -169,6 +155,7 @@ void nam_finish_locked(nam_engine *e, nam_task *t, int status,
     for (size_t i = 0; i < t->n_inputs; i++)
       nam_block_cache_drop(e->cache, NAM_ANON_APP, t->anon_id + i);
   t->anon_id = 0;
+  nam_task_drop_refs(e, t);
   e->counters.completed++;
   if (status == EMBER_ECANCELED)
     e->counters.canceled++;
@@ -206,6 +193,7 @@ void nam_engine_destroy(nam_engine *e) {
   for (size_t i = 0; i < e->n_platforms; i++)
     if (!e->platforms[i].ops->run) nam_pipeline_stop(&e->platforms[i]);
   nam_watchdog_stop(e);
+  nam_block_io_stop(e);
   /* device copies go before the devices that hold them */
   nam_block_cache_destroy(e->cache);
   for (size_t i = 0; i < e->n_platforms; i++)
@@ -232,13 +220,108 @@ static void task_discard(nam_task *t) {
   free(t);
 }
 
+static int refuse(const nam_task_spec *spec, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Say why submit failed (into spec->err) and return rc. */
+static int refuse(const nam_task_spec *spec, int rc, const char *fmt, ...) {
+  if (spec->err && spec->err_len) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(spec->err, spec->err_len, fmt, ap);
+    va_end(ap);
+  }
+  return rc;
+}
+
+/* Resolve the task's block ids in the cache (holds, declared outputs)
+ * and let the accelerator plan them. Not under the engine lock. */
+static int resolve_blocks(nam_engine *e, nam_task *t,
+                          const nam_task_spec *spec) {
+  nam_block_info info;
+  uint64_t input_bytes = 0;
+  for (size_t i = 0; i < t->n_inputs; i++) input_bytes += t->inputs[i].size;
+  for (size_t i = 0; t->block_ids && i < t->n_inputs; i++) {
+    uint64_t id = t->block_ids[i];
+    if (nam_block_cache_hold(e->cache, t->app, id, &t->in_refs[i], &info)) {
+      if (t->inputs[i].data) continue; /* runs on the bytes it was given */
+      return refuse(spec, EMBER_ENOTFOUND, "input %zu: block %llu not found",
+                    i, (unsigned long long)id);
+    }
+    if (info.kind == NAM_BLOCK_STATE)
+      return refuse(spec, EMBER_EINVAL, "input %zu: block %llu is a state "
+                    "block: name it as state", i, (unsigned long long)id);
+    if (info.lost)
+      return refuse(spec, EMBER_ESTATE, "input %zu: block %llu was lost with "
+                    "its platform", i, (unsigned long long)id);
+    if (info.pending)
+      return refuse(spec, EMBER_EBUSY, "input %zu: block %llu is the output "
+                    "of a task still running", i, (unsigned long long)id);
+  }
+  size_t state_sizes[ACC_MAX_STATES];
+  for (size_t i = 0; i < spec->n_states; i++) {
+    uint64_t id = spec->state_ids[i];
+    if (nam_block_cache_hold(e->cache, t->app, id, &t->state_refs[i], &info))
+      return refuse(spec, EMBER_ENOTFOUND, "state %zu: block %llu not found",
+                    i, (unsigned long long)id);
+    t->n_states = i + 1;
+    if (info.kind != NAM_BLOCK_STATE)
+      return refuse(spec, EMBER_EINVAL, "state %zu: block %llu was not made "
+                    "with EMBER_BLOCK_STATE", i, (unsigned long long)id);
+    if (info.lost)
+      return refuse(spec, EMBER_ESTATE, "state %zu: block %llu was lost "
+                    "(its platform failed or a task on it did): restore it",
+                    i, (unsigned long long)id);
+    for (size_t k = 0; k < i; k++)
+      if (spec->state_ids[k] == id)
+        return refuse(spec, EMBER_EINVAL, "state block %llu named twice",
+                      (unsigned long long)id);
+    state_sizes[i] = info.size;
+  }
+  char why[256] = "";
+  acc_task_shape shape = {spec->n_outputs, state_sizes, spec->n_states};
+  int rc = acc_plan_task(t->acc, t->prepared, &shape, input_bytes, &t->plan,
+                         why, sizeof why);
+  if (rc) return refuse(spec, rc, "%s: %s", t->acc->name, why);
+  for (size_t i = 0; i < spec->n_outputs; i++) {
+    uint64_t id = spec->output_ids[i];
+    rc = nam_block_cache_declare_output(e->cache, t->app, id,
+                                        t->plan.output_sizes[i],
+                                        &t->out_refs[i]);
+    if (rc == EMBER_EINVAL)
+      return refuse(spec, rc, "output %zu: block id %llu is in use", i,
+                    (unsigned long long)id);
+    if (rc) return refuse(spec, rc, "%s", ember_strerror(rc));
+    t->n_outputs = i + 1;
+  }
+  return 0;
+}
+
+/* A task whose state lives on a platform that cannot run it would wait
+ * forever. Lock held. */
+static int state_home_can_run(nam_engine *e, nam_task *t) {
+  uint64_t now = clock_now_ns();
+  for (size_t i = 0; i < t->n_states; i++) {
+    nam_block_info info;
+    nam_block_cache_ref_info(e->cache, t->state_refs[i], &info);
+    if (info.home >= 0 && (size_t)info.home < e->n_platforms &&
+        !nam_platform_can_run(e, &e->platforms[info.home], t, now))
+      return 0;
+  }
+  return 1;
+}
+
 int nam_engine_submit(nam_engine *e, const nam_task_spec *spec,
                       nam_task **out) {
   *out = NULL;
   const acc_descriptor *acc = spec->acc;
-  if (spec->n_inputs > NAM_MAX_INPUTS) {
+  if (spec->n_inputs > NAM_MAX_INPUTS || spec->n_outputs > ACC_MAX_OUTPUTS ||
+      spec->n_states > ACC_MAX_STATES ||
+      ((spec->n_outputs || spec->n_states) && !spec->block_ids &&
+       spec->n_inputs)) {
     acc->release(spec->prepared);
-    return EMBER_EINVAL;
+    return refuse(spec, EMBER_EINVAL, "too many blocks, or out/state blocks "
+                  "without block ids");
   }
   nam_task *t = calloc(1, sizeof *t);
   acc_block *inputs = spec->n_inputs ? calloc(spec->n_inputs, sizeof *inputs)
@@ -252,14 +335,13 @@ int nam_engine_submit(nam_engine *e, const nam_task_spec *spec,
     free(inputs);
     free(ids);
     acc->release(spec->prepared);
-    return EMBER_ENOMEM;
+    return refuse(spec, EMBER_ENOMEM, "out of memory");
   }
   if (spec->n_inputs) memcpy(inputs, spec->inputs, spec->n_inputs * sizeof *inputs);
   if (ids) memcpy(ids, spec->block_ids, spec->n_inputs * sizeof *ids);
   t->engine = e;
   t->acc = acc;
   t->prepared = spec->prepared;
-  t->work = acc->work ? acc->work(spec->prepared) : 0;
   t->inputs = inputs;
   t->n_inputs = spec->n_inputs;
   t->app = spec->app;
@@ -273,17 +355,23 @@ int nam_engine_submit(nam_engine *e, const nam_task_spec *spec,
   t->user = spec->user;
   atomic_init(&t->cancel, 0);
   atomic_init(&t->timed_out, 0);
+  int rc = resolve_blocks(e, t, spec);
+  t->work = t->plan.cost.ops;
 
   pthread_mutex_lock(&e->lock);
-  int rc = 0;
   nam_task_queue *q = nam_queue_of(e, acc);
   if (q) t->acc_index = (unsigned)(q - e->queues);
-  if (e->stopping)
-    rc = EMBER_ESHUTDOWN;
+  if (rc)
+    ;
+  else if (e->stopping)
+    rc = refuse(spec, EMBER_ESHUTDOWN, "the engine is stopping");
   else if (!q || !nam_platform_exists(e, t))
-    rc = EMBER_ENOPLATFORM;
+    rc = refuse(spec, EMBER_ENOPLATFORM, "no platform can run it");
+  else if (!state_home_can_run(e, t))
+    rc = refuse(spec, EMBER_ENOPLATFORM, "a state block lives on a platform "
+                "that cannot run this task");
   else if (q->length >= q->capacity)
-    rc = EMBER_EBUSY;
+    rc = refuse(spec, EMBER_EBUSY, "the task queue is full");
   if (rc == 0) {
     t->seq = e->next_seq++;
     t->round = nam_queue_assign_round(q, e->cfg.scheduler, t->app);
@@ -294,6 +382,11 @@ int nam_engine_submit(nam_engine *e, const nam_task_spec *spec,
     e->counters.queued++;
     /* platforms decline tasks another would finish sooner: wake them all */
     pthread_cond_broadcast(&e->work);
+  } else {
+    t->status = rc;
+    for (size_t i = 0; i < t->n_outputs; i++) /* never made: free the ids */
+      nam_block_cache_drop(e->cache, t->app, spec->output_ids[i]);
+    nam_task_drop_refs(e, t);
   }
   pthread_mutex_unlock(&e->lock);
   if (rc) {
@@ -342,6 +435,12 @@ void nam_task_take_output(nam_task *t, acc_output *out) {
   t->output.data = NULL;
   t->output.size = 0;
 }
+
+size_t nam_task_output_size(const nam_task *t, size_t i) {
+  return i < ACC_MAX_OUTPUTS ? t->plan.output_sizes[i] : 0;
+}
+
+const acc_cost *nam_task_cost(const nam_task *t) { return &t->plan.cost; }
 
 void nam_task_free(nam_task *t) {
   if (!t) return;

@@ -56,6 +56,8 @@ typedef struct nam_fpga_emu_config {
   char name[32];           /* platform name, e.g. "fpga0" */
   uint64_t memory;         /* device memory in bytes (the block budget) */
   double pcie_gbps;        /* host <-> board bandwidth, GB/s (1e9 B/s) */
+  double memory_gbps;      /* the board's own memory, GB/s: the
+                              roofline's memory bound */
   uint64_t reprogram_ms;   /* time to load another bitstream */
   char bitstreams[NAM_FPGA_MAX_BITSTREAMS][32]; /* accelerators it can load */
   unsigned n_bitstreams;
@@ -104,12 +106,16 @@ typedef struct nam_engine_config {
 
 typedef void (*nam_task_done_fn)(nam_task *task, void *user);
 
-/* What to run. The engine copies the input array (not the bytes: they must
+/* What to run. The engine copies the arrays (not the bytes: they must
  * stay valid until the done callback) and takes ownership of prepared.
  * With block_ids, input i is block block_ids[i] of app in the engine's
  * block cache (nam_engine_block_cache) and its device copies are reused
- * across tasks; without, device platforms copy the inputs for this task
- * only. */
+ * across tasks; without (or for an id the cache does not know at submit),
+ * device platforms copy the given bytes for this task only. An input that is an earlier task's out block may have data NULL
+ * (its bytes live on a device). output_ids name the out blocks the task
+ * creates in app's namespace (ids not in use), state_ids the app's state
+ * blocks it updates (put with EMBER_BLOCK_STATE); both need block_ids'
+ * namespace, app. */
 typedef struct nam_task_spec {
   const acc_descriptor *acc;
   void *prepared;              /* from acc->validate() */
@@ -120,8 +126,14 @@ typedef struct nam_task_spec {
   int priority;                /* higher first; FIFO within a priority */
   const char *platform_kind;   /* required platform kind; NULL: any */
   const char *prefer_kind;     /* preferred kind; NULL: load decides */
+  const uint64_t *output_ids;  /* n_outputs ids (ACC_MAX_OUTPUTS at most) */
+  size_t n_outputs;
+  const uint64_t *state_ids;   /* n_states ids (ACC_MAX_STATES at most) */
+  size_t n_states;
   nam_task_done_fn done;
   void *user;
+  char *err;                   /* NULL, or where submit says why it failed */
+  size_t err_len;
 } nam_task_spec;
 
 enum nam_task_state { NAM_TASK_QUEUED, NAM_TASK_RUNNING, NAM_TASK_DONE };
@@ -143,8 +155,21 @@ void nam_engine_destroy(nam_engine *engine);
 /* nam_engine_submit - queue a task. Returns 0 and the task in *out (freed
  * by the caller with nam_task_free() after its done callback), or
  * EMBER_ENOPLATFORM when no platform can run it, EMBER_EBUSY when its queue
- * is full, EMBER_ESHUTDOWN while the engine stops. On error the engine has
- * released spec->prepared. */
+ * is full, EMBER_ESHUTDOWN while the engine stops, EMBER_ENOTFOUND for an
+ * unknown input or state id, EMBER_EINVAL for an output id in use or a
+ * block of the wrong kind, EMBER_EPARAM when the accelerator's plan()
+ * refuses the out and state blocks, EMBER_ESTATE for a lost state or
+ * input; spec->err says which. On error the engine has released
+ * spec->prepared.
+ *
+ * State: a task that names a state block runs on the platform that holds
+ * it, after the tasks dispatched before it that name it too. If its
+ * attempt fails, hangs or is abandoned, or the platform is lost or
+ * disabled meanwhile, the task completes with EMBER_ESTATE (never retried
+ * elsewhere: the state may be half written) and the block is lost until
+ * nam_engine_block_op(RESTORE) takes it back to its last synced version.
+ * A task without state is retried on another platform as before; its out
+ * blocks are written wherever it finally runs. */
 int nam_engine_submit(nam_engine *engine, const nam_task_spec *spec,
                       nam_task **out);
 
@@ -163,6 +188,34 @@ const nam_task_times *nam_task_get_times(const nam_task *task);
 /* nam_task_take_output - move the output out of the task (caller frees
  * out->data with free()). */
 void nam_task_take_output(nam_task *task, acc_output *out);
+/* nam_task_output_size - the size of the task's out block i (its plan). */
+size_t nam_task_output_size(const nam_task *task, size_t i);
+/* nam_task_cost - the task's declared cost (acc_cost, from plan()). */
+const acc_cost *nam_task_cost(const nam_task *task);
+
+/* ---- reading, syncing and restoring blocks --------------------------------
+ * Blocks of an app's namespace in the engine's cache, read on the engine's
+ * block thread (a device read may block), never on the caller's. */
+enum nam_block_op_kind {
+  NAM_BLOCK_READ,     /* the block's current bytes */
+  NAM_BLOCK_SYNC,     /* keep a host copy of a state's current version */
+  NAM_BLOCK_RESTORE,  /* a state goes back to its last synced version */
+};
+
+typedef struct nam_block_op_result {
+  int status;          /* 0 or EMBER_E* (ESTATE: lost) */
+  uint8_t *bytes;      /* READ: malloc'd, the callback's to free */
+  size_t size;
+  uint64_t version;    /* state: its version now */
+} nam_block_op_result;
+
+typedef void (*nam_block_op_fn)(const nam_block_op_result *r, void *user);
+
+/* nam_engine_block_op - queue op on app's block id; done is called once,
+ * on the engine's block thread (or, for EMBER_ENOMEM/ESHUTDOWN, not at
+ * all: the return code says so). Returns 0, EMBER_ENOMEM, EMBER_ESHUTDOWN. */
+int nam_engine_block_op(nam_engine *engine, int op, uint64_t app,
+                        uint64_t id, nam_block_op_fn done, void *user);
 
 /* nam_task_free - free a task whose done callback has run. NULL: no-op. */
 void nam_task_free(nam_task *task);

@@ -21,11 +21,18 @@ struct nam_task {
   const acc_descriptor *acc;
   unsigned acc_index;         /* its task queue */
   void *prepared;
-  uint64_t work;              /* acc->work(prepared) */
+  uint64_t work;              /* plan.cost.ops */
+  acc_task_plan plan;         /* out sizes, scratch, cost */
   acc_block *inputs;
   size_t n_inputs;
   uint64_t app;
   uint64_t *block_ids;        /* NULL: anonymous inputs (see anon_id) */
+  nam_block_hold *in_refs[NAM_MAX_INPUTS]; /* held at submit (block_ids) */
+  nam_block_hold *out_refs[ACC_MAX_OUTPUTS]; /* declared at submit */
+  size_t n_outputs;
+  nam_block_hold *state_refs[ACC_MAX_STATES]; /* held at submit */
+  size_t n_states;
+  int claimed;                /* its states are claimed (dispatched) */
   uint64_t anon_id;           /* ids of anonymous inputs: anon_id + i in
                                  the engine's own cache namespace */
   int priority;
@@ -53,6 +60,12 @@ struct nam_task {
   atomic_int timed_out;       /* the watchdog gave up on this attempt */
   nam_block_pin pins[NAM_MAX_INPUTS]; /* device copies while on a device */
   unsigned n_pins;
+  nam_block_pin out_pins[ACC_MAX_OUTPUTS]; /* while it runs */
+  nam_block_pin state_pins[ACC_MAX_STATES];
+  unsigned n_out_pins, n_state_pins;
+  void *scratch;              /* the platform's scratch allocation */
+  int state_touched;          /* a failed attempt had its states pinned */
+  int ran;                    /* this attempt reached execute */
   uint64_t device_clock_ns;   /* the platform's own use (fpga-emu's
                                  virtual time of this task) */
 
@@ -85,6 +98,7 @@ uint64_t nam_queue_assign_round(nam_task_queue *q, int scheduler,
 void nam_queue_served(nam_task_queue *q, uint64_t round);
 
 typedef struct nam_platform nam_platform;
+typedef struct nam_task_io nam_task_io;
 
 /*
  * A platform back end: a const table of functions.
@@ -109,17 +123,19 @@ typedef struct nam_platform_ops {
   int (*supports)(const nam_platform *p, const acc_descriptor *acc);
   int reprogrammable;   /* switching accelerators is costly (FPGA) */
 
-  /* whole-task platforms: run one task on the calling worker thread */
-  int (*run)(nam_platform *p, nam_task *t, acc_output *out, char *err,
-             size_t err_len);
+  /* whole-task platforms: run one bound task on the calling worker thread */
+  int (*run)(nam_platform *p, nam_task *t, const struct nam_task_io *io,
+             acc_output *out, char *err, size_t err_len);
+
+  /* the platform's memory for block copies and scratch (ctx: p->impl) */
+  const nam_block_cache_ops *cache_ops;
 
   /* device platforms */
-  const nam_block_cache_ops *cache_ops; /* ctx passed to alloc: p->impl */
   /* all of t's inputs are on the device (called on the stage-in thread
    * after the fetches); may be NULL */
   void (*staged)(nam_platform *p, nam_task *t);
-  /* run t; dev_inputs[i] is the cache handle of input i */
-  int (*execute)(nam_platform *p, nam_task *t, void *const *dev_inputs,
+  /* run t on its bound blocks (io: their handles and host views) */
+  int (*execute)(nam_platform *p, nam_task *t, const struct nam_task_io *io,
                  acc_output *out, char *err, size_t err_len);
   /* bring the output back to the host (fpga-emu models the DMA); NULL:
    * execute already did */
@@ -146,6 +162,7 @@ typedef struct nam_pair {
 } nam_pair;
 
 typedef struct nam_pipeline nam_pipeline;
+typedef struct nam_block_io nam_block_io;
 
 struct nam_platform {
   const nam_platform_ops *ops;
@@ -183,6 +200,7 @@ struct nam_engine {
   pthread_t watchdog;
   int watchdog_started;
   pthread_cond_t watchdog_wake;
+  nam_block_io *block_io;     /* block reads (block_io.c), NULL until used */
 };
 
 /* The engine's own cache namespace for anonymous inputs. */
@@ -237,6 +255,42 @@ uint64_t nam_expected_ns(nam_platform *p, const nam_task *t);
 void nam_task_complete(nam_platform *p, nam_task *t, int status,
                        const char *message, acc_output *out);
 
+/* A task's blocks on a platform (task_blocks.c). */
+struct nam_task_io {
+  acc_block inputs[NAM_MAX_INPUTS];        /* host view (cpu, fpga-emu) */
+  void *dev_inputs[NAM_MAX_INPUTS];        /* the platform's handles */
+  acc_mut_block outputs[ACC_MAX_OUTPUTS];
+  void *dev_outputs[ACC_MAX_OUTPUTS];
+  acc_mut_block states[ACC_MAX_STATES];
+  void *dev_states[ACC_MAX_STATES];
+  acc_mut_block scratch;
+  void *dev_scratch;
+};
+
+/* nam_task_bind - pin t's inputs, out blocks, states and scratch on p (the
+ * block cache makes the copies). 0, or an error with err set; on error
+ * nothing stays pinned. */
+int nam_task_bind(nam_platform *p, nam_task *t, char *err, size_t err_len);
+/* nam_task_io_view - t's bound blocks as handles and host views. */
+void nam_task_io_view(const nam_platform *p, const nam_task *t,
+                      nam_task_io *io);
+/* nam_task_run_ctx - the run context of a bound task. */
+void nam_task_run_ctx(nam_task *t, nam_task_io *io, acc_run_ctx *ctx);
+/* How an attempt ended, for unbind. */
+enum nam_run_outcome {
+  NAM_RUN_OK,        /* out blocks become ready, states get a new version */
+  NAM_RUN_FAILED,    /* outputs thrown away, its states lost */
+  NAM_RUN_NOT_RUN,   /* outputs thrown away, states as they were */
+};
+/* nam_task_unbind - unpin what bind pinned (enum nam_run_outcome). */
+void nam_task_unbind(nam_platform *p, nam_task *t, int outcome);
+/* Lock held: claim t's state blocks for platform p (all or none). 0,
+ * EMBER_EBUSY / EMBER_ENOPLATFORM (not now, not here), EMBER_ESTATE. */
+int nam_task_claim_states(nam_engine *e, nam_task *t, const nam_platform *p);
+void nam_task_unclaim_states(nam_engine *e, nam_task *t);
+/* Give back everything t holds in the block cache (end of the task). */
+void nam_task_drop_refs(nam_engine *e, nam_task *t);
+
 /* Pipeline for device platforms (pipeline.c). */
 int nam_pipeline_start(nam_platform *p);
 void nam_pipeline_stop(nam_platform *p);
@@ -244,6 +298,9 @@ void nam_pipeline_stop(nam_platform *p);
  * and the platform asked to abort it. Returns the running task's deadline
  * (0: none to watch). */
 uint64_t nam_pipeline_check(nam_platform *p, uint64_t now);
+
+/* Block reads (block_io.c): serve what is queued, then stop the thread. */
+void nam_block_io_stop(nam_engine *e);
 
 /* Watchdog (watchdog.c): catches device tasks past their deadline. */
 int nam_watchdog_start(nam_engine *e);

@@ -27,18 +27,22 @@
  *              payloads, and descriptor fetches and completions more;
  *              Gen3 x8 DMA engines typically measure 6-7 GB/s. 6.0 is an
  *              assumed effective figure - the paper gives none.
+ *   memory_gbps 21.3: the card's two DDR3-1333 SODIMM channels, 64 bits
+ *              each (2 x 10.67 GB/s peak); the roofline's memory bound.
  *   reprogram  1500 ms: "it typically takes 1~2 seconds to program an FPGA
  *              with a given bitstream" (5.1).
  *   faults     none; seed 1; real clock.
  */
 #define FPGA_DEFAULT_MEMORY (16ull << 30)
 #define FPGA_DEFAULT_PCIE_GBPS 6.0
+#define FPGA_DEFAULT_MEMORY_GBPS 21.333
 #define FPGA_DEFAULT_REPROGRAM_MS 1500
 
 void nam_fpga_emu_config_defaults(nam_fpga_emu_config *c) {
   memset(c, 0, sizeof *c);
   c->memory = FPGA_DEFAULT_MEMORY;
   c->pcie_gbps = FPGA_DEFAULT_PCIE_GBPS;
+  c->memory_gbps = FPGA_DEFAULT_MEMORY_GBPS;
   c->reprogram_ms = FPGA_DEFAULT_REPROGRAM_MS;
   c->fail_rate = 0;
   c->hang_rate = 0;
@@ -233,6 +237,18 @@ uint64_t nam_fpga_board_model_ns(const nam_fpga_board *b,
   if (upc > 0 && mhz > 0) /* work / (upc * mhz * 1e6) s, in ns */
     run = ceil_ns((double)work * 1e3 / (upc * mhz));
   return sat_add(acc->fpga->fixed_ns, run);
+}
+
+uint64_t nam_fpga_board_roofline_ns(const nam_fpga_board *b,
+                                    const acc_descriptor *acc,
+                                    const acc_cost *cost) {
+  if (!acc || !acc->fpga) return 0;
+  uint64_t compute = nam_fpga_board_model_ns(b, acc, cost->ops);
+  double gbps = b->cfg.memory_gbps > 0 ? b->cfg.memory_gbps
+                                       : FPGA_DEFAULT_MEMORY_GBPS;
+  uint64_t bytes = cost->bytes_read + cost->bytes_written;
+  uint64_t memory = sat_add(acc->fpga->fixed_ns, ceil_ns((double)bytes / gbps));
+  return compute > memory ? compute : memory;
 }
 
 uint64_t nam_fpga_board_dma_ns(const nam_fpga_board *b, uint64_t bytes) {

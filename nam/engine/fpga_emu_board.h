@@ -110,6 +110,17 @@ int nam_fpga_board_can_load(const nam_fpga_board *b, const char *acc_name);
 uint64_t nam_fpga_board_model_ns(const nam_fpga_board *b,
                                  const acc_descriptor *acc, uint64_t work);
 
+/*
+ * nam_fpga_board_roofline_ns - the kernel time of a task of declared cost
+ * on this board (accel.h's roofline): fixed_ns + max(bytes / memory_gbps,
+ * ops / (units_per_cycle * clock_mhz * 1e6)) s, i.e. the larger of
+ * model_ns(ops) and fixed_ns + the memory time of bytes read and written.
+ * 0 when acc has no FPGA model.
+ */
+uint64_t nam_fpga_board_roofline_ns(const nam_fpga_board *b,
+                                    const acc_descriptor *acc,
+                                    const acc_cost *cost);
+
 /* nam_fpga_board_dma_ns - the modelled time of a bytes-long transfer in
  * one direction, rounded up. */
 uint64_t nam_fpga_board_dma_ns(const nam_fpga_board *b, uint64_t bytes);

@@ -5,11 +5,12 @@
  * executes task k, task k+1's blocks are copied in and task k-1's output is
  * copied out; with depth 1 the stages run one task at a time (serial).
  *
- * Stage-in pins each input block on the device through the block cache: a
- * block already there (an earlier task's, kept by EMBER_BLOCK_CACHE or
- * EMBER_BLOCK_BROADCAST) costs nothing; a missing one is uploaded by the
- * platform's cache ops. Inputs given without block ids are put into the
- * cache under the engine's own namespace for the life of the task.
+ * Stage-in binds the task's blocks on the device through the block cache
+ * (task_blocks.c): an input already there (an earlier task's, kept by
+ * EMBER_BLOCK_CACHE or EMBER_BLOCK_BROADCAST, or an out block it wrote)
+ * costs nothing; a missing one is uploaded - or wrapped in place, on a
+ * device that shares host memory - by the platform's cache ops; out
+ * blocks, state and scratch get their room.
  */
 #include "engine_internal.h"
 
@@ -70,18 +71,14 @@ static void hand_on(nam_pipeline *pl, stage_queue *q, nam_task *t) {
   pthread_mutex_unlock(&pl->lock);
 }
 
-static void release_pins(nam_engine *e, nam_task *t) {
-  for (unsigned i = 0; i < t->n_pins; i++)
-    nam_block_cache_release(e->cache, &t->pins[i]);
-  t->n_pins = 0;
-}
-
 /* The attempt is over: free its pipeline slot and report. */
 static void finish(nam_pipeline *pl, nam_task *t, int status,
                    const char *message, acc_output *out) {
   char msg[256];
   snprintf(msg, sizeof msg, "%s", message ? message : "");
-  release_pins(pl->p->engine, t);
+  nam_task_unbind(pl->p, t, status == 0 ? NAM_RUN_OK
+                           : t->ran ? NAM_RUN_FAILED : NAM_RUN_NOT_RUN);
+  t->ran = 0;
   pthread_mutex_lock(&pl->lock);
   pl->inflight--;
   pthread_cond_broadcast(&pl->changed);
@@ -89,69 +86,24 @@ static void finish(nam_pipeline *pl, nam_task *t, int status,
   nam_task_complete(pl->p, t, status, msg, out);
 }
 
-/* Give anonymous inputs ids in the engine's namespace, once per task. */
-static int put_anonymous(nam_engine *e, nam_task *t) {
-  if (t->anon_id) return 0;
-  pthread_mutex_lock(&e->lock);
-  uint64_t base = e->next_anon + 1;
-  e->next_anon += t->n_inputs;
-  pthread_mutex_unlock(&e->lock);
-  for (size_t i = 0; i < t->n_inputs; i++) {
-    int rc = nam_block_cache_put(e->cache, NAM_ANON_APP, base + i, 0,
-                                 t->inputs[i].data, t->inputs[i].size, NULL,
-                                 NULL);
-    if (rc) {
-      while (i--) nam_block_cache_drop(e->cache, NAM_ANON_APP, base + i);
-      return rc;
-    }
-  }
-  pthread_mutex_lock(&e->lock);
-  t->anon_id = base; /* the engine drops them when the task finishes */
-  pthread_mutex_unlock(&e->lock);
-  return 0;
-}
-
-/* Pin every input on the device. EBUSY: the budget is held by other tasks'
- * pins; retried as they complete, unless nothing else is in flight (then
- * the task's inputs together do not fit: ETOOBIG). */
-static int fetch_inputs(nam_pipeline *pl, nam_task *t, char *err,
-                        size_t err_len) {
-  nam_platform *p = pl->p;
-  nam_engine *e = p->engine;
+/* Bind the task's blocks on the device. EBUSY: the budget is held by
+ * other tasks' pins; retried as they complete, unless nothing else is in
+ * flight (then the task's blocks together do not fit: ETOOBIG). */
+static int bind_blocks(nam_pipeline *pl, nam_task *t, char *err,
+                       size_t err_len) {
   for (;;) {
-    int rc = 0;
-    if (!t->block_ids) rc = put_anonymous(e, t);
-    for (size_t i = 0; !rc && i < t->n_inputs; i++) {
-      uint64_t app = t->block_ids ? t->app : NAM_ANON_APP;
-      uint64_t id = t->block_ids ? t->block_ids[i] : t->anon_id + i;
-      nam_block_pin *pin = &t->pins[t->n_pins];
-      rc = nam_block_cache_fetch(e->cache, app, id, p->index, pin);
-      if (rc) break;
-      t->n_pins++;
-      /* the app released the id (and maybe reused it) after submitting:
-       * the task still holds the old bytes, so it copies those */
-      if (pin->data != t->inputs[i].data || pin->size != t->inputs[i].size)
-        rc = EMBER_ENOTFOUND;
+    int rc = nam_task_bind(pl->p, t, err, err_len);
+    if (rc != EMBER_EBUSY) return rc;
+    pthread_mutex_lock(&pl->lock);
+    int alone = pl->inflight <= 1;
+    if (!alone) pthread_cond_wait(&pl->changed, &pl->lock);
+    pthread_mutex_unlock(&pl->lock);
+    if (alone) {
+      snprintf(err, err_len, "%s: the task's blocks are bigger than its "
+               "memory budget", pl->p->name);
+      return EMBER_ETOOBIG;
     }
-    if (!rc) return 0;
-    release_pins(e, t);
-    if (rc == EMBER_ENOTFOUND && t->block_ids) {
-      free(t->block_ids);
-      t->block_ids = NULL;
-      continue;
-    }
-    if (rc == EMBER_EBUSY) {
-      pthread_mutex_lock(&pl->lock);
-      int alone = pl->inflight <= 1;
-      if (!alone) pthread_cond_wait(&pl->changed, &pl->lock);
-      pthread_mutex_unlock(&pl->lock);
-      if (!alone && !atomic_load(&t->cancel)) continue;
-      if (alone) rc = EMBER_ETOOBIG;
-    }
-    snprintf(err, err_len, "%s: inputs not copied to the device: %s",
-             p->name, rc == EMBER_ETOOBIG ? "bigger than its memory budget"
-                                          : ember_strerror(rc));
-    return rc;
+    if (atomic_load(&t->cancel)) return rc;
   }
 }
 
@@ -169,7 +121,7 @@ static void *stage_in_thread(void *arg) {
     pl->inflight++;
     pthread_mutex_unlock(&pl->lock);
     char err[256] = "";
-    int rc = fetch_inputs(pl, t, err, sizeof err);
+    int rc = bind_blocks(pl, t, err, sizeof err);
     if (rc) {
       acc_output none = {0};
       finish(pl, t, rc, err, &none);
@@ -215,14 +167,15 @@ static void *execute_thread(void *arg) {
     if (atomic_load(&t->cancel)) {
       rc = EMBER_ECANCELED;
     } else {
-      void *handles[NAM_MAX_INPUTS];
-      for (unsigned i = 0; i < t->n_pins; i++) handles[i] = t->pins[i].dev_handle;
+      nam_task_io io;
+      nam_task_io_view(p, t, &io);
       uint64_t limit = timeout_ns(p, t);
       pthread_mutex_lock(&pl->lock);
       t->deadline_ns = clock_now_ns() + limit;
       pl->executing = t;
       pthread_mutex_unlock(&pl->lock);
-      rc = p->ops->execute(p, t, handles, &out, err, sizeof err);
+      t->ran = 1;
+      rc = p->ops->execute(p, t, &io, &out, err, sizeof err);
       pthread_mutex_lock(&pl->lock);
       pl->executing = NULL;
       pthread_mutex_unlock(&pl->lock);

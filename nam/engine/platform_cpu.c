@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ember/ember_errors.h"
+#include "host_memory.h"
 
 typedef struct cpu_impl {
   pthread_t *threads;
@@ -20,7 +21,13 @@ static void *cpu_worker(void *arg) {
   while ((t = nam_dispatch_next(p))) {
     acc_output out = {0};
     char err[256] = "";
-    int rc = p->ops->run(p, t, &out, err, sizeof err);
+    int rc = nam_task_bind(p, t, err, sizeof err);
+    if (rc == 0) {
+      nam_task_io io;
+      nam_task_io_view(p, t, &io);
+      rc = p->ops->run(p, t, &io, &out, err, sizeof err);
+      nam_task_unbind(p, t, rc == 0 ? NAM_RUN_OK : NAM_RUN_FAILED);
+    }
     nam_task_complete(p, t, rc, err, &out);
   }
   return NULL;
@@ -57,10 +64,11 @@ static int cpu_supports(const nam_platform *p, const acc_descriptor *acc) {
   return acc->run_cpu != NULL;
 }
 
-static int cpu_run(nam_platform *p, nam_task *t, acc_output *out, char *err,
-                   size_t err_len) {
-  acc_run_ctx ctx = {.cancel = &t->cancel};
-  return t->acc->run_cpu(t->prepared, t->inputs, t->n_inputs, &ctx, out, err,
+static int cpu_run(nam_platform *p, nam_task *t, const nam_task_io *io,
+                   acc_output *out, char *err, size_t err_len) {
+  acc_run_ctx ctx;
+  nam_task_run_ctx(t, (nam_task_io *)io, &ctx);
+  return t->acc->run_cpu(t->prepared, io->inputs, t->n_inputs, &ctx, out, err,
                          err_len);
 }
 
@@ -70,4 +78,5 @@ const nam_platform_ops nam_platform_cpu_ops = {
   .stop = cpu_stop,
   .supports = cpu_supports,
   .run = cpu_run,
+  .cache_ops = &nam_host_memory_ops, /* copies are host memory */
 };

@@ -4,13 +4,17 @@
  * with the accelerators' CPU code from the host bytes; the board model
  * makes each stage last what the board would take:
  *
- *   stage-in   cache uploads: host->board DMA of each missing block
- *              (device copies are only accounted, never made);
- *              staged(): when the task's inputs are on the board
+ *   stage-in   cache uploads: host->board DMA of each missing block. The
+ *              board's memory is host memory (host_memory.c) accounted
+ *              against the board: a read-only block is wrapped in place,
+ *              out, state and scratch blocks get buffers that run_cpu
+ *              writes; staged(): when the task's inputs are on the board
  *   execute    load the task's bitstream (reprogram if another one is
- *              loaded), draw the injected fault, run the CPU code, then
- *              hold the kernel until the accelerator's timing model says
- *   stage-out  board->host DMA of the output
+ *              loaded), draw the injected fault, run the CPU code on the
+ *              board's copies, then hold the kernel until the timing model
+ *              (a roofline over the task's declared cost) says
+ *   stage-out  board->host DMA of the result message; out and state
+ *              blocks stay on the board (read back only when asked)
  *
  * A task carries its clock (real or virtual, see fpga_emu_board.h) from
  * stage to stage in t->device_clock_ns.
@@ -36,6 +40,7 @@
 #include "clock.h"
 #include "ember/ember_errors.h"
 #include "fpga_emu_board.h"
+#include "host_memory.h"
 #include "log.h"
 
 /* How fast the CPU code runs each accelerator here (ns per work unit,
@@ -60,10 +65,11 @@ typedef struct fpga_impl {
   uint64_t n_staged, n_done;
 } fpga_impl;
 
-/* A device copy: only its size, accounted on the board. */
+/* A device copy: board memory accounted, bytes in host memory. */
 typedef struct fpga_copy {
   fpga_impl *impl;
   size_t size;
+  void *host;   /* host_memory.h's handle */
 } fpga_copy;
 
 static nam_fpga_board *board_of(const nam_platform *p) {
@@ -73,11 +79,16 @@ static nam_fpga_board *board_of(const nam_platform *p) {
 /* ------------------------------------------------------------------------ */
 /* Device memory for the block cache                                         */
 
-static int fpga_alloc(void *ctx, size_t size, void **handle) {
-  fpga_impl *impl = ctx;
+static int new_copy(fpga_impl *impl, size_t size, const void *wrap,
+                    void **handle) {
   fpga_copy *c = malloc(sizeof *c);
   if (!c) return EMBER_ENOMEM;
   int rc = nam_fpga_board_alloc(impl->board, size);
+  if (rc == 0) {
+    rc = wrap ? nam_host_wrap(NULL, wrap, size, &c->host)
+              : nam_host_alloc(NULL, size, &c->host);
+    if (rc) nam_fpga_board_free(impl->board, size);
+  }
   if (rc) {
     free(c);
     return rc;
@@ -88,10 +99,13 @@ static int fpga_alloc(void *ctx, size_t size, void **handle) {
   return 0;
 }
 
+static int fpga_alloc(void *ctx, size_t size, void **handle) {
+  return new_copy(ctx, size, NULL, handle);
+}
+
 /* The host->board DMA: real clock, now (sleeping through it); virtual
  * clock, booked with the task's other uploads at staged(). */
-static int fpga_upload(void *handle, const void *data, size_t size) {
-  fpga_impl *impl = ((fpga_copy *)handle)->impl;
+static int dma_to_board(fpga_impl *impl, size_t size) {
   if (!impl->virtual_clock)
     return nam_fpga_board_dma(impl->board, NAM_FPGA_TO_BOARD, size, NULL);
   pthread_mutex_lock(&impl->lock);
@@ -100,9 +114,43 @@ static int fpga_upload(void *handle, const void *data, size_t size) {
   return 0;
 }
 
+static int fpga_upload(void *handle, const void *data, size_t size) {
+  fpga_copy *c = handle;
+  int rc = nam_host_upload(c->host, data, size);
+  return rc ? rc : dma_to_board(c->impl, size);
+}
+
+/* A read-only block: the board computes on the host bytes themselves; only
+ * the DMA's time is modelled. */
+static int fpga_wrap(void *ctx, const void *data, size_t size, void **handle) {
+  int rc = new_copy(ctx, size, data, handle);
+  if (rc == 0 && (rc = dma_to_board(ctx, size)) != 0) {
+    fpga_copy *c = *handle;
+    nam_host_free(c->host);
+    nam_fpga_board_free(c->impl->board, c->size);
+    free(c);
+  }
+  return rc;
+}
+
+/* board->host DMA of an out or state block (virtual clock: counted, not
+ * booked on a task's clock). */
+static int fpga_read(void *handle, void *dst, size_t size) {
+  fpga_copy *c = handle;
+  uint64_t clock = 0;
+  int rc = nam_fpga_board_dma(c->impl->board, NAM_FPGA_FROM_BOARD, size,
+                              c->impl->virtual_clock ? &clock : NULL);
+  return rc ? rc : nam_host_read(c->host, dst, size);
+}
+
+static void *fpga_host_ptr(void *handle) {
+  return nam_host_ptr(((fpga_copy *)handle)->host);
+}
+
 static void fpga_free(void *handle) {
   fpga_copy *c = handle;
   if (!c) return;
+  nam_host_free(c->host);
   nam_fpga_board_free(c->impl->board, c->size);
   free(c);
 }
@@ -111,6 +159,9 @@ static const nam_block_cache_ops fpga_cache_ops = {
   .alloc = fpga_alloc,
   .upload = fpga_upload,
   .free = fpga_free,
+  .read = fpga_read,
+  .wrap = fpga_wrap,
+  .host_ptr = fpga_host_ptr,
 };
 
 /* ------------------------------------------------------------------------ */
@@ -158,9 +209,7 @@ static void slot_done(fpga_impl *impl, uint64_t end) {
   pthread_mutex_unlock(&impl->lock);
 }
 
-static uint64_t work_of(const nam_task *t) {
-  return t->acc->work ? t->acc->work(t->prepared) : 0;
-}
+static uint64_t work_of(const nam_task *t) { return t->work; }
 
 /* ------------------------------------------------------------------------ */
 /* The platform                                                              */
@@ -228,7 +277,7 @@ static void fpga_staged(nam_platform *p, nam_task *t) {
   t->device_clock_ns = clock;
 }
 
-static int fpga_execute(nam_platform *p, nam_task *t, void *const *dev_inputs,
+static int fpga_execute(nam_platform *p, nam_task *t, const nam_task_io *io,
                         acc_output *out, char *err, size_t err_len) {
   fpga_impl *impl = p->impl;
   nam_fpga_board *b = impl->board;
@@ -257,9 +306,10 @@ static int fpga_execute(nam_platform *p, nam_task *t, void *const *dev_inputs,
     break;
   }
 
-  acc_run_ctx ctx = {.cancel = &t->cancel};
+  acc_run_ctx ctx;
+  nam_task_run_ctx(t, (nam_task_io *)io, &ctx);
   uint64_t c0 = clock_now_ns();
-  rc = t->acc->run_cpu(t->prepared, t->inputs, t->n_inputs, &ctx, out, err,
+  rc = t->acc->run_cpu(t->prepared, io->inputs, t->n_inputs, &ctx, out, err,
                        err_len);
   uint64_t cpu_ns = clock_now_ns() - c0;
   if (rc) {
@@ -270,8 +320,8 @@ static int fpga_execute(nam_platform *p, nam_task *t, void *const *dev_inputs,
   }
   uint64_t work = work_of(t);
   note_cpu_speed(impl, t->acc, work, cpu_ns);
-  nam_fpga_board_kernel(b, nam_fpga_board_model_ns(b, t->acc, work), cpu_ns,
-                        &clock);
+  nam_fpga_board_kernel(b, nam_fpga_board_roofline_ns(b, t->acc, &t->plan.cost),
+                        cpu_ns, &clock);
   t->device_clock_ns = clock;
   return 0;
 
@@ -312,7 +362,8 @@ static uint64_t fpga_model_ns(const nam_platform *p, const nam_task *t) {
   uint64_t work = work_of(t);
   uint64_t cpu = cpu_estimate(impl, t->acc, work);
   if (nam_fpga_board_config(impl->board)->virtual_clock) return cpu;
-  uint64_t model = nam_fpga_board_model_ns(impl->board, t->acc, work);
+  uint64_t model = nam_fpga_board_roofline_ns(impl->board, t->acc,
+                                              &t->plan.cost);
   uint64_t run = model > cpu ? model : cpu;
   uint64_t reprogram = nam_fpga_board_reprogram_ns(impl->board, t->acc->name);
   return run > UINT64_MAX - reprogram ? UINT64_MAX : run + reprogram;

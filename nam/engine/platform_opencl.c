@@ -10,7 +10,12 @@
  *              disables that accelerator on this device only.
  *   stage-in   the block cache's copies are device buffers: alloc creates
  *              one, upload writes it on the transfer queue without
- *              blocking and keeps the write's event in the handle.
+ *              blocking and keeps the write's event in the handle. On a
+ *              device that shares host memory (CL_DEVICE_HOST_UNIFIED_MEMORY,
+ *              pocl's CPU device) a read-only block is wrapped instead
+ *              (CL_MEM_USE_HOST_PTR): no copy, no transfer to wait for.
+ *              read (out and state blocks back to the host) waits for
+ *              what was queued on both queues before it.
  *   execute    the accelerator's run() on the compute queue, given the
  *              buffers and the write events: its first kernel waits for
  *              the uploads, so task k+1's transfers overlap task k's
@@ -26,6 +31,7 @@
  */
 #include "engine_internal.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +63,7 @@ typedef struct ocl_impl {
   cl_context ctx;
   cl_command_queue transfer, compute;
   cl_ulong max_alloc;         /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
+  int unified;                /* CL_DEVICE_HOST_UNIFIED_MEMORY */
   ocl_accel accels[NAM_MAX_ACCELS];
   size_t n_accels;
 } ocl_impl;
@@ -85,25 +92,57 @@ static cl_ulong info_ulong(cl_device_id dev, cl_device_info what) {
 /* ------------------------------------------------------------------------ */
 /* Device memory for the block cache                                         */
 
-static int ocl_alloc(void *ctx, size_t size, void **handle) {
-  ocl_impl *impl = ctx;
+static int ocl_upload(void *handle, const void *data, size_t size);
+static void ocl_free(void *handle);
+
+static int cl_error(cl_int rc) {
+  return rc == CL_OUT_OF_HOST_MEMORY || rc == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
+                 rc == CL_OUT_OF_RESOURCES
+             ? EMBER_ENOMEM
+             : EMBER_EPLATFORM;
+}
+
+/* A buffer for a copy: flags say read-only (inputs) or not, and whether it
+ * is the host bytes themselves. */
+static int new_copy(ocl_impl *impl, cl_mem_flags flags, size_t size,
+                    void *host, void **handle) {
   if (impl->max_alloc && size > impl->max_alloc) return EMBER_ETOOBIG;
   ocl_copy *c = calloc(1, sizeof *c);
   if (!c) return EMBER_ENOMEM;
   cl_int rc;
   /* a buffer cannot be empty: an empty block gets 4 bytes, never read */
-  c->mem = clCreateBuffer(impl->ctx, CL_MEM_READ_ONLY, size ? size : 4, NULL,
+  c->mem = clCreateBuffer(impl->ctx, flags, size ? size : 4, size ? host : NULL,
                           &rc);
   if (rc != CL_SUCCESS) {
     free(c);
-    return rc == CL_OUT_OF_HOST_MEMORY || rc == CL_MEM_OBJECT_ALLOCATION_FAILURE
-               ? EMBER_ENOMEM
-               : EMBER_EPLATFORM;
+    return cl_error(rc);
   }
   c->impl = impl;
   c->size = size;
   *handle = c;
   return 0;
+}
+
+/* Out, state and scratch blocks are written by kernels; inputs get their
+ * bytes by upload. Both are plain device buffers. */
+static int ocl_alloc(void *ctx, size_t size, void **handle) {
+  return new_copy(ctx, CL_MEM_READ_WRITE, size, NULL, handle);
+}
+
+/* Unified memory: the buffer is the host bytes (the cache keeps them valid
+ * and unchanged while the copy lives; kernels only read it). */
+static int ocl_wrap(void *ctx, const void *data, size_t size, void **handle) {
+  ocl_impl *impl = ctx;
+  if (!impl->unified) {
+    int rc = ocl_alloc(ctx, size, handle);
+    if (rc == 0 && (rc = ocl_upload(*handle, data, size)) != 0) {
+      ocl_free(*handle);
+      *handle = NULL;
+    }
+    return rc;
+  }
+  return new_copy(impl, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, size,
+                  (void *)(uintptr_t)data, handle);
 }
 
 static int ocl_upload(void *handle, const void *data, size_t size) {
@@ -137,8 +176,28 @@ static void ocl_free(void *handle) {
   free(c);
 }
 
-static const nam_block_cache_ops ocl_cache_ops = {ocl_alloc, ocl_upload,
-                                                  ocl_free};
+/* Read the copy back: after its upload, and after the kernels queued on
+ * the compute queue (an out or state block is written there). */
+static int ocl_read(void *handle, void *dst, size_t size) {
+  ocl_copy *c = handle;
+  if (size > c->size || (size && !dst)) return EMBER_EINVAL;
+  if (size == 0) return 0;
+  cl_int rc = clFinish(c->impl->compute);
+  if (rc == CL_SUCCESS)
+    rc = clEnqueueReadBuffer(c->impl->transfer, c->mem, CL_TRUE, 0, size, dst,
+                             c->written ? 1 : 0, c->written ? &c->written : NULL,
+                             NULL);
+  return rc == CL_SUCCESS ? 0 : cl_error(rc);
+}
+
+static const nam_block_cache_ops ocl_cache_ops = {
+  .alloc = ocl_alloc,
+  .upload = ocl_upload,
+  .free = ocl_free,
+  .read = ocl_read,
+  .wrap = ocl_wrap,
+  .host_ptr = NULL,
+};
 
 /* ------------------------------------------------------------------------ */
 /* Life cycle                                                                */
@@ -209,6 +268,11 @@ static int ocl_start(nam_platform *p) {
   info_string(arg->device, CL_DEVICE_NAME, name, sizeof name);
   info_string(arg->device, CL_DEVICE_VENDOR, vendor, sizeof vendor);
   impl->max_alloc = info_ulong(arg->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+  cl_bool unified = CL_FALSE;
+  if (clGetDeviceInfo(arg->device, CL_DEVICE_HOST_UNIFIED_MEMORY,
+                      sizeof unified, &unified, NULL) != CL_SUCCESS)
+    unified = CL_FALSE;
+  impl->unified = unified == CL_TRUE;
   uint64_t global = info_ulong(arg->device, CL_DEVICE_GLOBAL_MEM_SIZE);
   snprintf(p->device, sizeof p->device, "%.40s (%.30s), %.3g GiB", name, vendor,
            (double)global / (double)(1ull << 30));
@@ -269,7 +333,20 @@ static int ocl_supports(const nam_platform *p, const acc_descriptor *acc) {
 /* ------------------------------------------------------------------------ */
 /* Execute                                                                   */
 
-static int ocl_execute(nam_platform *p, nam_task *t, void *const *dev_inputs,
+/* cl_mem of each copy in handles; their pending writes join events. */
+static int mems_of(void *const *handles, size_t n, void **mems, void **events,
+                   unsigned *n_events) {
+  for (size_t i = 0; i < n; i++) {
+    const ocl_copy *c = handles[i];
+    if (!c) return EMBER_EINTERNAL;
+    mems[i] = c->mem;
+    /* a cache hit's write is long complete: waiting on it costs nothing */
+    if (c->written) events[(*n_events)++] = c->written;
+  }
+  return 0;
+}
+
+static int ocl_execute(nam_platform *p, nam_task *t, const nam_task_io *io,
                        acc_output *out, char *err, size_t err_len) {
   ocl_impl *impl = p->impl;
   const ocl_accel *a = accel_of(impl, t->acc);
@@ -278,28 +355,22 @@ static int ocl_execute(nam_platform *p, nam_task *t, void *const *dev_inputs,
              t->acc->name);
     return EMBER_EPLATFORM;
   }
-  if (t->n_inputs > NAM_MAX_INPUTS) {
-    snprintf(err, err_len, "%s: %zu inputs, at most %d", p->name,
-             t->n_inputs, NAM_MAX_INPUTS);
-    return EMBER_EINVAL;
-  }
-  void *mems[NAM_MAX_INPUTS];
-  void *events[NAM_MAX_INPUTS];
+  void *mems[NAM_MAX_INPUTS], *outs[ACC_MAX_OUTPUTS], *states[ACC_MAX_STATES];
+  void *events[NAM_MAX_INPUTS + ACC_MAX_STATES];
   unsigned n_events = 0;
-  for (size_t i = 0; i < t->n_inputs; i++) {
-    const ocl_copy *c = dev_inputs[i];
-    if (!c) {
-      snprintf(err, err_len, "%s: input %zu is not on the device", p->name,
-               i);
-      return EMBER_EINTERNAL;
-    }
-    mems[i] = c->mem;
-    /* a cache hit's write is long complete: waiting on it costs nothing */
-    if (c->written) events[n_events++] = c->written;
+  if (mems_of(io->dev_inputs, t->n_inputs, mems, events, &n_events) ||
+      mems_of(io->dev_outputs, t->n_outputs, outs, events, &n_events) ||
+      mems_of(io->dev_states, t->n_states, states, events, &n_events)) {
+    snprintf(err, err_len, "%s: a block is not on the device", p->name);
+    return EMBER_EINTERNAL;
   }
-  acc_run_ctx ctx = {.cancel = &t->cancel};
+  acc_run_ctx ctx;
+  nam_task_run_ctx(t, (nam_task_io *)io, &ctx);
+  ctx.dev_outputs = outs;
+  ctx.dev_states = states;
+  ctx.dev_scratch = io->dev_scratch ? ((ocl_copy *)io->dev_scratch)->mem : NULL;
   int rc = t->acc->opencl->run(a->state, impl->compute, t->prepared,
-                               t->inputs, mems, t->n_inputs, events,
+                               io->inputs, mems, t->n_inputs, events,
                                n_events, &ctx, out, err, err_len);
   if (rc) {
     free(out->data);

@@ -219,7 +219,7 @@ static void run_on(device *d, const char *label, const task *t,
   if (q->written) events[n_ev++] = q->written;
   if (r->written) events[n_ev++] = r->written;
   atomic_int cancel = 0;
-  acc_run_ctx ctx = {&cancel};
+  acc_run_ctx ctx = {.cancel = &cancel};
   rc = acc->opencl->run(d->state, d->compute, prep, t->in, mems, 2, events,
                         n_ev, &ctx, &dev, err, sizeof err);
   double t2 = now();
@@ -431,7 +431,7 @@ static void run_misc(device *d) {
 
   /* canceled before it starts: nothing runs, nothing is returned */
   atomic_int cancel = 1;
-  acc_run_ctx ctx = {&cancel};
+  acc_run_ctx ctx = {.cancel = &cancel};
   rc = acc->opencl->run(d->state, d->compute, prep, t.in, mems, 2, events, 2,
                         &ctx, &out, err, sizeof err);
   CHECK(rc == EMBER_ECANCELED && out.data == NULL,

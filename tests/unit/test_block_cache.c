@@ -104,8 +104,8 @@ static void fake_free(void *handle) {
   __real_free(b);
 }
 
-static const nam_block_cache_ops fake_ops = {fake_alloc, fake_upload,
-                                             fake_free};
+static const nam_block_cache_ops fake_ops = {
+  .alloc = fake_alloc, .upload = fake_upload, .free = fake_free};
 
 static fake_plat plats[2];
 
@@ -190,14 +190,15 @@ static void test_create_args(void **state) {
   assert_int_equal(nam_block_cache_create(NULL, 1, &c), EMBER_EINVAL);
   assert_int_equal(nam_block_cache_create(cfg, NAM_BLOCK_CACHE_MAX_PLATFORMS + 1,
                                           &c), EMBER_EINVAL);
-  static const nam_block_cache_ops half = {fake_alloc, NULL, fake_free};
+  static const nam_block_cache_ops half = {.alloc = fake_alloc,
+                                           .free = fake_free};
   cfg[0].ops = &half;
   assert_int_equal(nam_block_cache_create(cfg, 1, &c), EMBER_EINVAL);
   nam_block_cache_destroy(NULL);
 
   c = make_cache(100, 100);
   unsigned char x = 1;
-  assert_int_equal(nam_block_cache_put(c, 1, 1, 0x4, &x, 1, NULL, NULL),
+  assert_int_equal(nam_block_cache_put(c, 1, 1, 0x8, &x, 1, NULL, NULL),
                    EMBER_EINVAL);
   assert_int_equal(nam_block_cache_put(c, 1, 1, 0, NULL, 1, NULL, NULL),
                    EMBER_EINVAL);

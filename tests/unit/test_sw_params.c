@@ -325,7 +325,7 @@ static void test_run_cpu(void **state) {
 
   acc_output out = {NULL, 0};
   atomic_int cancel = 0;
-  acc_run_ctx ctx = {&cancel};
+  acc_run_ctx ctx = {.cancel = &cancel};
   rc = acc_sw_descriptor.run_cpu(prep, b.in, 2, &ctx, &out, err, sizeof err);
   if (rc) fail_msg("run_cpu: %s", err);
   Ember__Sw__Result *res = ember__sw__result__unpack(NULL, out.size, out.data);

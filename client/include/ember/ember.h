@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "ember_errors.h"
+#include <ember/ember_block_flags.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -87,9 +88,8 @@ const char *ember_last_error(void);
 /* ------------------------------------------------------------------------ */
 /* Blocks                                                                   */
 
-/* Block flags. */
-#define EMBER_BLOCK_CACHE     0x1u  /* keep on the platform after its task */
-#define EMBER_BLOCK_BROADCAST 0x2u  /* keep for the client's lifetime */
+/* Block flags: EMBER_BLOCK_CACHE, EMBER_BLOCK_BROADCAST, EMBER_BLOCK_STATE
+ * (ember_block_flags.h). */
 
 /*
  * ember_block_alloc - get size writable bytes for a new block.

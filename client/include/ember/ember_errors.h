@@ -31,7 +31,8 @@
   X(EINTERNAL,  -20, "internal error")                                       \
   X(EPLATFORM,  -21, "platform failure")                                   \
   X(ELEASE,     -22, "no valid lease")                                     \
-  X(EDENIED,    -23, "permission denied")
+  X(EDENIED,    -23, "permission denied")                                  \
+  X(ESTATE,     -24, "block state lost or untrusted")
 
 #define EMBER_ERRNO_ENUM_(name, value, text) EMBER_##name = (value),
 typedef enum ember_error {
