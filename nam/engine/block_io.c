@@ -49,8 +49,8 @@ static void serve(nam_engine *e, const block_request *r) {
 
 static void *block_thread(void *arg) {
   nam_engine *e = arg;
+  pthread_mutex_lock(&e->lock); /* the creator sets block_io under it */
   nam_block_io *io = e->block_io;
-  pthread_mutex_lock(&e->lock);
   for (;;) {
     while (!io->head && !io->stopping) pthread_cond_wait(&io->wake, &e->lock);
     block_request *r = io->head;
