@@ -42,6 +42,9 @@ static const struct {
   [EMBER__MSG_TYPE__MSG_RELEASE] = {"Release", &ember__release__descriptor},
   [EMBER__MSG_TYPE__MSG_LEASE_ENDED] =
       {"LeaseEnded", &ember__lease_ended__descriptor},
+  [EMBER__MSG_TYPE__MSG_BLOCK_OP] = {"BlockOp", &ember__block_op__descriptor},
+  [EMBER__MSG_TYPE__MSG_BLOCK_REPLY] =
+      {"BlockReply", &ember__block_reply__descriptor},
 };
 
 #define N_TYPES (sizeof message_types / sizeof message_types[0])

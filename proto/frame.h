@@ -18,7 +18,7 @@
 
 #include "proto/ember.pb-c.h"
 
-#define PROTO_VERSION 1
+#define PROTO_VERSION 2 /* 2: out and state blocks (BlockOp) */
 #define PROTO_HEADER_SIZE 5
 #define PROTO_DEFAULT_MAX_FRAME ((size_t)64 << 20)
 #define PROTO_MAX_PENDING_FDS 64    /* received fds not yet claimed */

@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define EMBER_PROTOCOL_VERSION 1
+#define EMBER_PROTOCOL_VERSION 2
 #define EMBER_DEFAULT_SOCKET "/run/ember/nam.sock"
 
 typedef struct ember_client ember_client;
