@@ -25,6 +25,7 @@ typedef struct daemon_run {
   const char *config_path;   /* NULL: defaults and --set only */
   const char *sets[DAEMON_MAX_SETS];
   int n_sets;
+  int check, print, example; /* --check-config, --print-config(-example) */
   uv_loop_t *loop;
   uv_signal_t sig_term, sig_int, sig_hup;
   uv_timer_t watchdog;
@@ -96,9 +97,25 @@ static void set_log_level(const daemon_run *r) {
   if (e) log_threshold = *(const int *)((const char *)r->cfg + e->offset);
 }
 
+/* getopt_long's value for the daemon's own option i. */
+static int own_value(const daemon_spec *spec, int i) {
+  return spec->options[i].short_name ? spec->options[i].short_name
+                                     : OPT_OWN + i;
+}
+
+/* Take the daemon's own option that getopt_long returned as opt; returns
+ * 0, or the exit code. */
+static int take_own(daemon_run *r, int opt) {
+  const daemon_spec *spec = r->spec;
+  for (int i = 0; i < DAEMON_MAX_OPTIONS && spec->options[i].name; i++)
+    if (opt == own_value(spec, i))
+      return spec->options[i].take(r->user, optarg);
+  usage(spec, stderr); /* getopt_long said what was wrong */
+  return 2;
+}
+
 /* The options into r; returns -1 to go on, else the exit code. */
-static int parse_options(daemon_run *r, int *check, int *print, int *example,
-                         int argc, char **argv) {
+static int parse_options(daemon_run *r, int argc, char **argv) {
   const daemon_spec *spec = r->spec;
   struct option opts[8 + DAEMON_MAX_OPTIONS] = {
     {"config", required_argument, 0, 'c'},
@@ -113,18 +130,18 @@ static int parse_options(daemon_run *r, int *check, int *print, int *example,
   size_t n = 7, ns = strlen(shorts);
   for (int i = 0; i < DAEMON_MAX_OPTIONS && spec->options[i].name; i++) {
     const daemon_option *o = &spec->options[i];
-    int val = o->short_name ? o->short_name : OPT_OWN + i;
-    opts[n++] = (struct option){o->name, o->arg ? required_argument : no_argument,
-                                0, val};
+    opts[n++] = (struct option){o->name, o->arg ? required_argument
+                                                : no_argument, 0,
+                                own_value(spec, i)};
     if (o->short_name) {
       shorts[ns++] = o->short_name;
       if (o->arg) shorts[ns++] = ':';
     }
   }
-  int opt;
+  int opt, rc;
   while ((opt = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
     switch (opt) {
-    case 'c': r->config_path = optarg; continue;
+    case 'c': r->config_path = optarg; break;
     case 's':
       if (r->n_sets == DAEMON_MAX_SETS) {
         fprintf(stderr, "%s: at most %d --set options\n", spec->name,
@@ -132,24 +149,15 @@ static int parse_options(daemon_run *r, int *check, int *print, int *example,
         return 2;
       }
       r->sets[r->n_sets++] = optarg;
-      continue;
-    case OPT_CHECK: *check = 1; continue;
-    case OPT_PRINT: *print = 1; continue;
-    case OPT_EXAMPLE: *example = 1; continue;
+      break;
+    case OPT_CHECK: r->check = 1; break;
+    case OPT_PRINT: r->print = 1; break;
+    case OPT_EXAMPLE: r->example = 1; break;
     case 'h': usage(spec, stdout); return 0;
     case 'V': printf("%s %s\n", spec->name, spec->version); return 0;
+    default:
+      if ((rc = take_own(r, opt)) != 0) return rc;
     }
-    const daemon_option *own = NULL;
-    for (int i = 0; i < DAEMON_MAX_OPTIONS && spec->options[i].name; i++)
-      if (opt == (spec->options[i].short_name ? spec->options[i].short_name
-                                               : OPT_OWN + i))
-        own = &spec->options[i];
-    if (!own) {
-      usage(spec, stderr);
-      return 2;
-    }
-    int rc = own->take(r->user, optarg);
-    if (rc) return rc;
   }
   if (optind < argc) {
     fprintf(stderr, "%s: unexpected argument '%s'\n", spec->name, argv[optind]);
@@ -230,10 +238,9 @@ void daemon_close_handles(uv_loop_t *loop) {
 int daemon_main(const daemon_spec *spec, void *cfg, void *user, int argc,
                 char **argv) {
   daemon_run r = {.spec = spec, .cfg = cfg, .user = user};
-  int check = 0, print = 0, example = 0;
-  int rc = parse_options(&r, &check, &print, &example, argc, argv);
+  int rc = parse_options(&r, argc, argv);
   if (rc >= 0) return rc;
-  if (example) {
+  if (r.example) {
     config_write_example(spec->table, stdout, spec->example_header);
     return 0;
   }
@@ -241,9 +248,9 @@ int daemon_main(const daemon_spec *spec, void *cfg, void *user, int argc,
   if (!r.config_path && access(spec->default_path, R_OK) == 0)
     r.config_path = spec->default_path;
   if (load_config(&r, cfg) != 0) return 1;
-  if (check || print) {
-    if (print) config_dump(spec->table, cfg, stdout);
-    if (check) printf("%s: configuration OK\n", spec->name);
+  if (r.check || r.print) {
+    if (r.print) config_dump(spec->table, cfg, stdout);
+    if (r.check) printf("%s: configuration OK\n", spec->name);
     config_free(spec->table, cfg);
     return 0;
   }
