@@ -5,21 +5,8 @@
 # Usage: test_gam_cli.sh EMBER_GAM_BINARY
 set -u
 GAM=$1
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-checks=0
-failed=0
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-# expect STATUS PATTERN ARGS...: exit status and a pattern in stdout+stderr
-expect() {
-  want=$1 pattern=$2
-  shift 2
-  checks=$((checks + 1))
-  "$GAM" "$@" > "$WORK/out" 2>&1
-  got=$?
-  [ "$got" -eq "$want" ] || fail "ember-gam $*: exit $got, expected $want: $(cat "$WORK/out")"
-  grep -q -- "$pattern" "$WORK/out" || fail "ember-gam $*: no '$pattern' in: $(cat "$WORK/out")"
-}
+BIN=$GAM
+. "$(dirname "$0")/cli_expect.sh"
 
 expect 0 "Usage: ember-gam" --help
 expect 0 "--create-key FILE" --help
@@ -38,5 +25,4 @@ checks=$((checks + 1))
   fail "--create-key: no file of mode 0600"
 expect 1 "cluster.key" --create-key "$WORK/cluster.key"
 
-echo "$checks checks, $failed failed"
-[ "$failed" -eq 0 ]
+finish
