@@ -13,6 +13,7 @@
 #include <ini.h>
 
 #include "ember/ember_errors.h"
+#include "log.h"
 
 #define STRING_MAX_DEFAULT 4096 /* CONFIG_STRING bytes when max is 0 */
 #define LIST_MAX_DEFAULT   64   /* CONFIG_LIST items when max is 0 */
@@ -23,6 +24,12 @@
 #define SECTION_MAX_LEN    48   /* libinih keeps 49 bytes of a section name */
 #define SHOW_MAX           64   /* bytes of user text quoted in a message */
 #define WRAP_COLUMNS       78
+
+const config_enum_value config_log_levels[] = {
+  {"error", LOG_LVL_ERR},   {"warning", LOG_LVL_WARN},
+  {"notice", LOG_LVL_NOTICE}, {"info", LOG_LVL_INFO},
+  {"debug", LOG_LVL_DEBUG}, {NULL, 0},
+};
 
 /* A parsed value before it is stored in the daemon's struct. */
 typedef union value {

@@ -87,6 +87,10 @@ typedef struct config_enum_value {
   int value;
 } config_enum_value;
 
+/* The names of the log levels (LOG_LVL_* of log.h), for a daemon's
+ * log_level key. */
+extern const config_enum_value config_log_levels[];
+
 /*
  * A per-value check beyond type and bounds, e.g. the form of an address.
  * Called with each item of a CONFIG_LIST, or the text of any other type once

@@ -11,7 +11,6 @@
 
 #include "core_admin.h"
 #include "ember/ember_errors.h"
-#include "log.h"
 #include "policy.h"
 
 static int fail(char *why, size_t len, const char *text) {
@@ -76,12 +75,6 @@ static int check_rule(const char *text, char *why, size_t len) {
     return fail(why, len, "labels are 1..64 characters of [A-Za-z0-9_.@-]");
   return 0;
 }
-
-static const config_enum_value log_levels[] = {
-  {"error", LOG_LVL_ERR},   {"warning", LOG_LVL_WARN},
-  {"notice", LOG_LVL_NOTICE}, {"info", LOG_LVL_INFO},
-  {"debug", LOG_LVL_DEBUG}, {NULL, 0},
-};
 
 static const config_enum_value policies[] = {
   {"delay", GAM_POLICY_DELAY}, {"naive", GAM_POLICY_NAIVE},
@@ -169,7 +162,7 @@ const config_entry gam_config_table[] = {
    .max = 1000000,
    .help = "NAM and app connections at once; more are refused."},
   {.name = "log_level", .type = CONFIG_ENUM, .flags = CONFIG_RELOADABLE,
-   .offset = AT(log_level, int), .def = "info", .enums = log_levels,
+   .offset = AT(log_level, int), .def = "info", .enums = config_log_levels,
    .help = "Most detailed level of the messages logged to stderr (the "
            "journal under systemd)."},
   {0},

@@ -13,7 +13,8 @@
 #include "lease_check.h"
 #include "log.h"
 #include "nam_config.h"
-#include "server_internal.h"
+#include "server.h"
+#include "stats.h"
 
 #define BACKOFF_MIN_MS 200
 #define BACKOFF_MAX_MS 10000
@@ -99,7 +100,9 @@ static void close_handle(uv_handle_t *h) {
   if (!uv_is_closing(h)) uv_close(h, on_handle_closed);
 }
 
-static nam_stats *metrics(nam_gam_link *l) { return &l->srv->metrics; }
+static nam_stats *metrics(nam_gam_link *l) {
+  return nam_server_metrics(l->srv);
+}
 
 /* xorshift64: jitter only, no need for more */
 static unsigned jitter(nam_gam_link *l, unsigned below) {
@@ -206,12 +209,6 @@ static int send_msg(nam_gam_link *l, Ember__MsgType type,
 
 /* ---- what the node reports --------------------------------------------- */
 
-static unsigned inflight_of(nam_server *s, const acc_descriptor *acc) {
-  for (size_t i = 0; i < NAM_MAX_PAIRS; i++)
-    if (s->inflight_acc[i] == acc) return s->inflight_by_acc[i];
-  return 0;
-}
-
 static int pair_of(const nam_platform_status *p, const char *acc) {
   for (unsigned k = 0; k < p->n_pairs; k++)
     if (strcmp(p->pairs[k].accelerator, acc) == 0) return (int)k;
@@ -234,7 +231,7 @@ static void on_sample(uv_timer_t *t) {
   size_t np = nam_engine_platforms(l->engine, ps, MAX_PLATFORMS);
   double running[NAM_MAX_PAIRS], total = 0;
   for (size_t i = 0; i < l->n_load; i++) {
-    unsigned inflight = inflight_of(l->srv, l->load[i].acc);
+    unsigned inflight = nam_server_inflight(l->srv, l->load[i].acc);
     unsigned queued = nam_engine_queue_length(l->engine, l->load[i].acc);
     running[i] = inflight > queued ? inflight - queued : 0;
     total += running[i];
@@ -361,7 +358,7 @@ static void send_heartbeat(nam_gam_link *l) {
   }
   m.n_fpgas = r->n_fpga;
   m.fpgas = r->fpga_p;
-  m.n_leases_in_use = nam_leases_in_use(l->srv, r->leases, MAX_LEASES);
+  m.n_leases_in_use = nam_server_leases_in_use(l->srv, r->leases, MAX_LEASES);
   m.leases_in_use = r->leases;
   m.n_platforms = r->np;
   m.platforms = r->platforms;

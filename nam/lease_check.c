@@ -10,7 +10,6 @@
 #include "ember/ember_errors.h"
 #include "lease.h"
 #include "log.h"
-#include "server_internal.h"
 
 /* How often connections are checked for an expired lease: a client keeps
  * its connection at most this long past its lease. */
@@ -32,17 +31,7 @@ struct nam_lease_check {
 
 static void on_expiry_check(uv_timer_t *t) {
   nam_lease_check *lc = t->data;
-  uint64_t now = lease_now_unix_ms();
-  nam_conn *next;
-  for (nam_conn *c = lc->srv->conns; c; c = next) {
-    next = c->next; /* refusing may close c */
-    if (c->has_lease && !c->closing && now >= c->lease_expires_unix_ms) {
-      char detail[96];
-      snprintf(detail, sizeof detail, "lease %" PRIu64 " expired", c->lease_id);
-      c->has_lease = 0;
-      nam_conn_refuse(c, EMBER_ELEASE, detail);
-    }
-  }
+  nam_server_drop_expired(lc->srv, lease_now_unix_ms());
 }
 
 int nam_lease_check_start(nam_server *s, const char *key_path,
@@ -59,11 +48,11 @@ int nam_lease_check_start(nam_server *s, const char *key_path,
   snprintf(lc->node, sizeof lc->node, "%s", node);
   lc->served = served;
   lc->served_user = served_user;
-  uv_timer_init(s->loop, &lc->expiry);
+  uv_timer_init(nam_server_loop(s), &lc->expiry);
   lc->expiry.data = lc;
   uv_timer_start(&lc->expiry, on_expiry_check, EXPIRY_CHECK_MS,
                  EXPIRY_CHECK_MS);
-  s->leases = lc;
+  nam_server_set_lease_check(s, lc);
   return 0;
 }
 
@@ -75,9 +64,9 @@ static void on_closed(uv_handle_t *h) {
 }
 
 void nam_lease_check_close(nam_server *s) {
-  nam_lease_check *lc = s->leases;
+  nam_lease_check *lc = nam_server_lease_check(s);
   if (!lc) return;
-  s->leases = NULL;
+  nam_server_set_lease_check(s, NULL);
   uv_close((uv_handle_t *)&lc->expiry, on_closed);
 }
 
@@ -89,7 +78,7 @@ static int was_ended(const nam_lease_check *lc, uint64_t id) {
 
 int nam_lease_admit(nam_server *s, nam_conn *c, const Ember__Hello *hello,
                     char *why, size_t why_len) {
-  nam_lease_check *lc = s->leases;
+  nam_lease_check *lc = nam_server_lease_check(s);
   if (!lc) return 0;
   if (!hello->lease) {
     snprintf(why, why_len, "lease: none (a TCP client needs a lease from the "
@@ -113,44 +102,22 @@ int nam_lease_admit(nam_server *s, nam_conn *c, const Ember__Hello *hello,
     snprintf(why, why_len, "lease: %" PRIu64 " ended", body->lease_id);
   } else {
     rc = 0;
-    c->has_lease = 1;
-    c->lease_id = body->lease_id;
-    c->lease_expires_unix_ms = body->expires_unix_ms;
-    snprintf(c->lease_label, sizeof c->lease_label, "%s", body->label);
-    log_info("client %s holds lease %" PRIu64 " (app %s, label %s)", c->peer,
-             body->lease_id, body->app, body->label);
+    nam_conn_set_lease(c, body->lease_id, body->expires_unix_ms, body->label);
+    log_info("client %s holds lease %" PRIu64 " (app %s, label %s)",
+             nam_conn_peer(c), body->lease_id, body->app, body->label);
   }
   ember__lease_body__free_unpacked(body, NULL);
   return rc;
 }
 
-size_t nam_leases_in_use(nam_server *s, uint64_t *ids, size_t max) {
-  size_t n = 0;
-  for (nam_conn *c = s->conns; c && n < max; c = c->next)
-    if (c->has_lease && !c->closing) {
-      int seen = 0; /* one app may hold several connections on a lease */
-      for (size_t i = 0; i < n; i++) seen |= ids[i] == c->lease_id;
-      if (!seen) ids[n++] = c->lease_id;
-    }
-  return n;
-}
-
 void nam_leases_end(nam_server *s, const uint64_t *ids, size_t n) {
-  nam_lease_check *lc = s->leases;
+  nam_lease_check *lc = nam_server_lease_check(s);
   for (size_t i = 0; i < n; i++) {
     if (lc && !was_ended(lc, ids[i])) {
       lc->ended[lc->next_ended] = ids[i];
       lc->next_ended = (lc->next_ended + 1) % ENDED_REMEMBERED;
       if (lc->n_ended < ENDED_REMEMBERED) lc->n_ended++;
     }
-    nam_conn *next;
-    for (nam_conn *c = s->conns; c; c = next) {
-      next = c->next;
-      if (!c->has_lease || c->lease_id != ids[i] || c->closing) continue;
-      char detail[96];
-      snprintf(detail, sizeof detail, "lease %" PRIu64 " ended", ids[i]);
-      c->has_lease = 0;
-      nam_conn_refuse(c, EMBER_ELEASE, detail);
-    }
+    nam_server_drop_lease(s, ids[i]);
   }
 }

@@ -19,7 +19,6 @@
 #include "server.h"
 
 typedef struct nam_lease_check nam_lease_check;
-typedef struct nam_conn nam_conn;
 
 /* Is label served by this node now (configured and not disabled)? */
 typedef int (*nam_label_served_fn)(void *user, const char *label);
@@ -48,10 +47,6 @@ void nam_lease_check_close(nam_server *s);
  */
 int nam_lease_admit(nam_server *s, nam_conn *c, const Ember__Hello *hello,
                     char *why, size_t why_len);
-
-/* nam_leases_in_use - the lease ids of the clients connected now (at most
- * max written); returns how many were written. */
-size_t nam_leases_in_use(nam_server *s, uint64_t *ids, size_t max);
 
 /* nam_leases_end - the GAM ended these leases: their clients get Error
  * ELEASE "lease N ended" and are disconnected, and the ids are refused

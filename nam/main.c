@@ -3,16 +3,14 @@
  * the engine, listens, tells systemd when it is ready, and on SIGTERM drains
  * the tasks in flight before it exits. SIGHUP rereads the config file.
  */
-#include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <systemd/sd-daemon.h>
 #include <uv.h>
 
+#include "daemon.h"
 #include "ember/ember_errors.h"
 #include "engine.h"
 #include "engine_setup.h"
@@ -25,14 +23,10 @@
 #include "server.h"
 #include "stats.h"
 
-#define MAX_SETS 64
 #define MAX_LABEL_FLAGS 64
 
 typedef struct nam_daemon {
   uv_loop_t *loop;
-  const char *config_path;   /* NULL: defaults and --set only */
-  const char *sets[MAX_SETS];
-  int n_sets;
   const char *label_flags[MAX_LABEL_FLAGS]; /* --label */
   int n_label_flags;
   struct nam_config cfg;
@@ -42,55 +36,9 @@ typedef struct nam_daemon {
   nam_metrics_http *metrics;   /* NULL: metrics_listen is empty */
   nam_node_labels labels;    /* offered at the GAM, checked in leases */
   nam_gam_link *gam;         /* NULL: standalone */
-  uv_signal_t sig_term, sig_int, sig_hup;
-  uv_timer_t watchdog, drain_timer;
-  int draining;
+  uv_timer_t drain_timer;
   int drain_expired;         /* drain_timeout passed with tasks running */
-  int exit_code;
 } nam_daemon;
-
-static void usage(FILE *out) {
-  fprintf(out,
-    "Usage: ember-nam [OPTIONS]\n"
-    "The ember node accelerator manager: serves accelerator tasks to\n"
-    "libember clients over a unix socket and optionally TCP.\n"
-    "\n"
-    "Options:\n"
-    "  -c, --config FILE          read FILE (INI; default: none, or %s\n"
-    "                             when it exists)\n"
-    "  -s, --set KEY=VALUE        override one config key (repeatable)\n"
-    "  -l, --label LABEL          offer LABEL at the GAM, besides the labels\n"
-    "                             key (repeatable)\n"
-    "      --check-config         validate the configuration and exit\n"
-    "      --print-config         print the effective configuration and exit\n"
-    "      --print-config-example print the commented example config and exit\n"
-    "  -h, --help                 show this help\n"
-    "  -V, --version              show the version\n"
-    "\n"
-    "Signals: SIGTERM/SIGINT drain in-flight tasks, then exit; SIGHUP\n"
-    "rereads the config file and applies the reloadable keys.\n"
-    "Keys and defaults: ember-nam --print-config-example\n",
-    NAM_CONFIG_DEFAULT_PATH);
-}
-
-/* Build a config from defaults, the file, then the --set overrides. */
-static int load_config(nam_daemon *d, struct nam_config *cfg) {
-  char err[1024];
-  if (config_init(nam_config_table, cfg) != 0) return -1;
-  if (d->config_path &&
-      config_load_file(nam_config_table, cfg, d->config_path, err, sizeof err) != 0) {
-    fprintf(stderr, "ember-nam: %s\n", err);
-    config_free(nam_config_table, cfg);
-    return -1;
-  }
-  for (int i = 0; i < d->n_sets; i++)
-    if (config_set(nam_config_table, cfg, d->sets[i], err, sizeof err) != 0) {
-      fprintf(stderr, "ember-nam: %s\n", err);
-      config_free(nam_config_table, cfg);
-      return -1;
-    }
-  return 0;
-}
 
 static nam_server_limits limits_of(const struct nam_config *cfg) {
   nam_server_limits l = {
@@ -101,8 +49,6 @@ static nam_server_limits limits_of(const struct nam_config *cfg) {
   };
   return l;
 }
-
-static void on_watchdog(uv_timer_t *t) { sd_notify(0, "WATCHDOG=1"); }
 
 static void stop_loop(nam_daemon *d) {
   uv_timer_stop(&d->drain_timer);
@@ -122,26 +68,13 @@ static void on_drain_timeout(uv_timer_t *t) {
   stop_loop(d);
 }
 
-static void on_terminate(uv_signal_t *sig, int signum) {
-  nam_daemon *d = sig->data;
-  if (d->draining) {
-    log_notice("second %s: exiting now", strsignal(signum));
-    stop_loop(d);
-    return;
-  }
-  d->draining = 1;
+/* SIGTERM/SIGINT: tasks in flight finish, up to drain_timeout. */
+static void drain(void *user, int signum) {
+  nam_daemon *d = user;
   log_notice("%s: draining in-flight tasks (up to %llu ms)", strsignal(signum),
              (unsigned long long)d->cfg.drain_timeout_ms);
-  sd_notify(0, "STOPPING=1");
   uv_timer_start(&d->drain_timer, on_drain_timeout, d->cfg.drain_timeout_ms, 0);
   nam_server_drain(d->server, on_idle, d);
-}
-
-static void note_reload(const char *key, int applied, void *user) {
-  if (applied)
-    log_notice("reload: %s changed", key);
-  else
-    log_warn("reload: %s changed but is not reloadable: restart to apply", key);
 }
 
 /* fpga-emu.fail_rate and hang_rate apply to the running boards. */
@@ -155,21 +88,13 @@ static void apply_fault_rates(nam_daemon *d) {
             d->cfg.fpga_hang_rate);
 }
 
-static void on_reload(uv_signal_t *sig, int signum) {
-  nam_daemon *d = sig->data;
-  struct nam_config fresh;
-  sd_notify(0, "RELOADING=1");
-  if (load_config(d, &fresh) != 0) {
-    log_err("reload failed: keeping the running configuration");
-  } else {
-    config_reload(nam_config_table, &d->cfg, &fresh, note_reload, NULL);
-    config_free(nam_config_table, &fresh);
-    log_threshold = d->cfg.log_level;
-    nam_server_limits l = limits_of(&d->cfg);
-    nam_server_set_limits(d->server, &l);
-    apply_fault_rates(d);
-  }
-  sd_notify(0, "READY=1");
+/* SIGHUP applied the reloadable keys: pass on those the config struct
+ * does not carry by itself. */
+static void reload(void *user) {
+  nam_daemon *d = user;
+  nam_server_limits l = limits_of(&d->cfg);
+  nam_server_set_limits(d->server, &l);
+  apply_fault_rates(d);
 }
 
 /* Loop thread: the text GET /metrics serves. */
@@ -248,8 +173,12 @@ static int start_cluster(nam_daemon *d) {
   return 0;
 }
 
-static int start(nam_daemon *d) {
+static int start(void *user, uv_loop_t *loop) {
+  nam_daemon *d = user;
   char err[512];
+  d->loop = loop;
+  uv_timer_init(loop, &d->drain_timer);
+  d->drain_timer.data = d;
   int rc = nam_engine_setup_build(&d->cfg, &d->setup, err, sizeof err);
   if (rc) {
     log_err("configuration: %s", rc == EMBER_ECONFIG ? err : ember_strerror(rc));
@@ -294,11 +223,14 @@ static int start(nam_daemon *d) {
   return 0;
 }
 
-static void close_walk(uv_handle_t *h, void *arg) {
-  if (!uv_is_closing(h)) uv_close(h, NULL);
-}
-
-static void shutdown_all(nam_daemon *d) {
+static void shutdown_all(void *user) {
+  nam_daemon *d = user;
+  if (d->drain_expired) {
+    /* a task that outlived drain_timeout may never end (a hung device):
+     * joining its worker could block forever, so leave without it */
+    log_notice("ember-nam stopped (tasks abandoned)");
+    _exit(0);
+  }
   /* every task ends first (queued ones canceled), then their results go
    * out to the clients still connected, then the sockets close; the
    * metrics thread stops first, while the engine it reports on is there */
@@ -314,114 +246,50 @@ static void shutdown_all(nam_daemon *d) {
     nam_server_flush(d->server);
     nam_server_close(d->server);
   }
-  uv_walk(d->loop, close_walk, NULL);
-  uv_run(d->loop, UV_RUN_DEFAULT);
+  daemon_close_handles(d->loop);
   nam_metrics_http_destroy(d->metrics);
   nam_server_destroy(d->server);
 }
 
-int main(int argc, char **argv) {
-  static const struct option long_opts[] = {
-    {"config", required_argument, 0, 'c'},
-    {"set", required_argument, 0, 's'},
-    {"label", required_argument, 0, 'l'},
-    {"check-config", no_argument, 0, 1},
-    {"print-config", no_argument, 0, 2},
-    {"print-config-example", no_argument, 0, 3},
-    {"help", no_argument, 0, 'h'},
-    {"version", no_argument, 0, 'V'},
-    {0, 0, 0, 0},
-  };
-  nam_daemon d = {0};
-  int check = 0, print = 0, example = 0, opt;
-  while ((opt = getopt_long(argc, argv, "c:s:l:hV", long_opts, NULL)) != -1) {
-    switch (opt) {
-    case 'c': d.config_path = optarg; break;
-    case 's':
-      if (d.n_sets == MAX_SETS) {
-        fprintf(stderr, "ember-nam: at most %d --set options\n", MAX_SETS);
-        return 2;
-      }
-      d.sets[d.n_sets++] = optarg;
-      break;
-    case 'l':
-      if (!nam_label_valid(optarg)) {
-        fprintf(stderr, "ember-nam: --label '%s': a label is 1 to 64 letters, "
-                "digits, '_', '.', '-' or '@'\n", optarg);
-        return 2;
-      }
-      if (d.n_label_flags == MAX_LABEL_FLAGS) {
-        fprintf(stderr, "ember-nam: at most %d --label options\n",
-                MAX_LABEL_FLAGS);
-        return 2;
-      }
-      d.label_flags[d.n_label_flags++] = optarg;
-      break;
-    case 1: check = 1; break;
-    case 2: print = 1; break;
-    case 3: example = 1; break;
-    case 'h': usage(stdout); return 0;
-    case 'V': printf("ember-nam %s\n", EMBER_VERSION); return 0;
-    default: usage(stderr); return 2;
-    }
-  }
-  if (optind < argc) {
-    fprintf(stderr, "ember-nam: unexpected argument '%s'\n", argv[optind]);
-    usage(stderr);
+static int take_label(void *user, const char *label) {
+  nam_daemon *d = user;
+  if (!nam_label_valid(label)) {
+    fprintf(stderr, "ember-nam: --label '%s': a label is 1 to 64 letters, "
+            "digits, '_', '.', '-' or '@'\n", label);
     return 2;
   }
-  if (example) {
-    config_write_example(nam_config_table, stdout, NAM_CONFIG_EXAMPLE_HEADER);
-    return 0;
+  if (d->n_label_flags == MAX_LABEL_FLAGS) {
+    fprintf(stderr, "ember-nam: at most %d --label options\n",
+            MAX_LABEL_FLAGS);
+    return 2;
   }
-  if (!d.config_path && access(NAM_CONFIG_DEFAULT_PATH, R_OK) == 0)
-    d.config_path = NAM_CONFIG_DEFAULT_PATH;
-  if (load_config(&d, &d.cfg) != 0) return 1;
-  if (check || print) {
-    if (print) config_dump(nam_config_table, &d.cfg, stdout);
-    if (check) printf("ember-nam: configuration OK\n");
-    config_free(nam_config_table, &d.cfg);
-    return 0;
-  }
-  log_threshold = d.cfg.log_level;
-  signal(SIGPIPE, SIG_IGN);
+  d->label_flags[d->n_label_flags++] = label;
+  return 0;
+}
 
-  d.loop = uv_default_loop();
-  d.exit_code = 0;
-  uv_timer_init(d.loop, &d.drain_timer);
-  d.drain_timer.data = &d;
-  if (start(&d) != 0) {
-    shutdown_all(&d);
-    config_free(nam_config_table, &d.cfg);
-    uv_loop_close(d.loop);
-    return 1;
-  }
-  uv_signal_init(d.loop, &d.sig_term);
-  uv_signal_init(d.loop, &d.sig_int);
-  uv_signal_init(d.loop, &d.sig_hup);
-  d.sig_term.data = d.sig_int.data = d.sig_hup.data = &d;
-  uv_signal_start(&d.sig_term, on_terminate, SIGTERM);
-  uv_signal_start(&d.sig_int, on_terminate, SIGINT);
-  uv_signal_start(&d.sig_hup, on_reload, SIGHUP);
-  uint64_t wd_usec = 0;
-  if (sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec > 0) {
-    uv_timer_init(d.loop, &d.watchdog);
-    uv_timer_start(&d.watchdog, on_watchdog, wd_usec / 2000, wd_usec / 2000);
-  }
-  sd_notifyf(0, "READY=1\nSTATUS=serving\nMAINPID=%lu", (unsigned long)getpid());
-  log_notice("ember-nam %s ready", EMBER_VERSION);
+static const daemon_spec nam_spec = {
+  .name = "ember-nam",
+  .version = EMBER_VERSION,
+  .about = "The ember node accelerator manager: serves accelerator tasks to\n"
+           "libember clients over a unix socket and optionally TCP.",
+  .signals = "Signals: SIGTERM/SIGINT drain in-flight tasks, then exit; SIGHUP\n"
+             "rereads the config file and applies the reloadable keys.",
+  .default_path = NAM_CONFIG_DEFAULT_PATH,
+  .table = nam_config_table,
+  .example_header = NAM_CONFIG_EXAMPLE_HEADER,
+  .cfg_size = sizeof(struct nam_config),
+  .options = {
+    {.name = "label", .short_name = 'l', .arg = "LABEL",
+     .help = "offer LABEL at the GAM, besides the labels\nkey (repeatable)",
+     .take = take_label},
+  },
+  .start = start,
+  .reload = reload,
+  .drain = drain,
+  .shutdown = shutdown_all,
+};
 
-  uv_run(d.loop, UV_RUN_DEFAULT);
-
-  if (d.drain_expired) {
-    /* a task that outlived drain_timeout may never end (a hung device):
-     * joining its worker could block forever, so leave without it */
-    log_notice("ember-nam stopped (tasks abandoned)");
-    _exit(0);
-  }
-  shutdown_all(&d);
-  config_free(nam_config_table, &d.cfg);
-  uv_loop_close(d.loop);
-  log_notice("ember-nam stopped");
-  return d.exit_code;
+int main(int argc, char **argv) {
+  nam_daemon d = {0};
+  return daemon_main(&nam_spec, &d.cfg, &d, argc, argv);
 }

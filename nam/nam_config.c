@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "ember/ember_errors.h"
-#include "log.h"
 
 static int fail(char *why, size_t len, const char *f, ...)
     __attribute__((format(printf, 3, 4)));
@@ -205,12 +204,6 @@ static const config_enum_value clocks[] = {
   {"real", 0}, {"virtual", 1}, {NULL, 0},
 };
 
-static const config_enum_value log_levels[] = {
-  {"error", LOG_LVL_ERR},   {"warning", LOG_LVL_WARN},
-  {"notice", LOG_LVL_NOTICE}, {"info", LOG_LVL_INFO},
-  {"debug", LOG_LVL_DEBUG}, {NULL, 0},
-};
-
 #define AT(field, ctype) CONFIG_AT(struct nam_config, field, ctype)
 #define KiB (INT64_C(1) << 10)
 #define MiB (INT64_C(1) << 20)
@@ -265,7 +258,7 @@ const config_entry nam_config_table[] = {
    .help = "On SIGTERM, how long to wait for the tasks in flight before "
            "exiting anyway; 0 exits at once."},
   {.name = "log_level", .type = CONFIG_ENUM, .flags = CONFIG_RELOADABLE,
-   .offset = AT(log_level, int), .def = "info", .enums = log_levels,
+   .offset = AT(log_level, int), .def = "info", .enums = config_log_levels,
    .help = "Most detailed level of the messages logged to stderr (the "
            "journal under systemd)."},
   {.name = "node_name", .type = CONFIG_STRING, .offset = AT(node_name, char *),

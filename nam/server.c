@@ -62,9 +62,17 @@ void nam_server_get_stats(nam_server *s, nam_server_stats *out) {
   for (nam_conn *c = s->conns; c; c = c->next) out->block_bytes += c->blocks.bytes;
 }
 
-const nam_stats *nam_server_metrics(const nam_server *s) { return &s->metrics; }
+nam_stats *nam_server_metrics(nam_server *s) { return &s->metrics; }
 
 const char *nam_server_name(const nam_server *s) { return s->name; }
+
+uv_loop_t *nam_server_loop(const nam_server *s) { return s->loop; }
+
+unsigned nam_server_inflight(const nam_server *s, const acc_descriptor *acc) {
+  for (size_t i = 0; i < NAM_MAX_PAIRS; i++)
+    if (s->inflight_acc[i] == acc) return s->inflight_by_acc[i];
+  return 0;
+}
 
 static void on_accept(uv_poll_t *poll, int status, int events) {
   listener *l = poll->data;

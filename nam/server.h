@@ -52,10 +52,47 @@ void nam_server_drain(nam_server *s, void (*on_idle)(nam_server *s, void *user),
 
 void nam_server_get_stats(nam_server *s, nam_server_stats *out);
 
-/* The daemon's counters (stats.h), owned by the server; loop thread only. */
-const struct nam_stats *nam_server_metrics(const nam_server *s);
+/* The daemon's counters (stats.h), owned by the server; the daemon's other
+ * parts (the GAM link) count into it too. Loop thread only. */
+struct nam_stats *nam_server_metrics(nam_server *s);
 /* The name the server gives itself in Welcome and metrics. */
 const char *nam_server_name(const nam_server *s);
+/* The loop the server runs on. */
+uv_loop_t *nam_server_loop(const nam_server *s);
+/* Tasks of accelerator acc in flight now (the GAM link's utilization). */
+unsigned nam_server_inflight(const nam_server *s, const acc_descriptor *acc);
+
+/* ---- leases of TCP clients (server_leases.c) ----------------------------
+ * The server keeps each connection's lease; lease_check.c decides which
+ * leases are good and when they end. Loop thread only. */
+
+typedef struct nam_conn nam_conn;
+struct nam_lease_check;
+
+/* The lease check that admits TCP clients (lease_check.h), set when it
+ * starts and reset to NULL when it closes; NULL: TCP clients need none. */
+void nam_server_set_lease_check(nam_server *s, struct nam_lease_check *lc);
+struct nam_lease_check *nam_server_lease_check(const nam_server *s);
+
+/* nam_conn_set_lease - c presented this valid lease (label: at most 64
+ * bytes are kept); held until the connection closes or is dropped below. */
+void nam_conn_set_lease(nam_conn *c, uint64_t lease_id,
+                        uint64_t expires_unix_ms, const char *label);
+/* The client's address, for logs. */
+const char *nam_conn_peer(const nam_conn *c);
+
+/* nam_server_leases_in_use - the distinct lease ids that open connections
+ * hold (at most max written); returns how many were written. */
+size_t nam_server_leases_in_use(const nam_server *s, uint64_t *ids,
+                                size_t max);
+
+/* nam_server_drop_lease - every open connection holding lease_id gets
+ * Error ELEASE "lease ID ended" and is closed once it is sent. */
+void nam_server_drop_lease(nam_server *s, uint64_t lease_id);
+
+/* nam_server_drop_expired - likewise, "lease ID expired", for every open
+ * connection whose lease expired by now_unix_ms. */
+void nam_server_drop_expired(nam_server *s, uint64_t now_unix_ms);
 
 /* nam_server_flush - deliver the results of tasks that finished (also run
  * from the loop whenever a worker signals). Used at shutdown after the

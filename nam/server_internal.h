@@ -1,5 +1,6 @@
-/* server_internal.h - what server.c (listeners, completions) and conn.c
- * (one client's frames) share. */
+/* server_internal.h - what server.c (listeners, completions), conn.c (one
+ * client's frames) and server_leases.c (the leases clients hold) share.
+ * The daemon's other parts use server.h. */
 #ifndef EMBER_NAM_SERVER_INTERNAL_H
 #define EMBER_NAM_SERVER_INTERNAL_H
 
@@ -45,7 +46,7 @@ struct nam_conn {
   unsigned inflight;
   uint64_t app;         /* namespace of its blocks in the engine's cache */
   char peer[96];
-  /* TCP clients of a NAM that checks leases (lease_check.c) */
+  /* TCP clients of a NAM that checks leases (server_leases.c) */
   int has_lease;
   uint64_t lease_id;
   uint64_t lease_expires_unix_ms;

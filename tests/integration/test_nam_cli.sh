@@ -6,21 +6,8 @@
 set -u
 NAM=$1
 SRC=$2
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-checks=0
-failed=0
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-# expect STATUS PATTERN ARGS...: exit status and a pattern in stdout+stderr
-expect() {
-  want=$1 pattern=$2
-  shift 2
-  checks=$((checks + 1))
-  "$NAM" "$@" > "$WORK/out" 2>&1
-  got=$?
-  [ "$got" -eq "$want" ] || fail "ember-nam $*: exit $got, expected $want: $(cat "$WORK/out")"
-  grep -q -- "$pattern" "$WORK/out" || fail "ember-nam $*: no '$pattern' in: $(cat "$WORK/out")"
-}
+BIN=$NAM
+. "$(dirname "$0")/cli_expect.sh"
 
 expect 0 "Usage: ember-nam" --help
 expect 0 "ember-nam [0-9]" --version
@@ -43,6 +30,4 @@ checks=$((checks + 1))
 cmp -s "$WORK/example" "$SRC/deploy/nam.conf.example" ||
   fail "deploy/nam.conf.example differs from --print-config-example (regenerate it)"
 
-echo "$checks checks, $failed failed"
-[ "$failed" -eq 0 ] && echo "$checks passed, 0 failed"
-[ "$failed" -eq 0 ]
+finish
