@@ -100,6 +100,20 @@ static int send_error(nam_conn *c, int code, uint64_t task_id,
   return code;
 }
 
+void nam_conn_send(nam_conn *c, Ember__MsgType type, const ProtobufCMessage *m) {
+  send_msg(c, type, m);
+}
+
+int nam_conn_error(nam_conn *c, int code, uint64_t task_id, uint64_t block_id,
+                   const char *fmt, ...) {
+  char text[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  return send_error(c, code, task_id, block_id, "%s", text);
+}
+
 static int close_after_flush_pending(nam_conn *c) {
   if (c->close_after_flush && c->out.len == c->out.sent) {
     nam_conn_close(c, "protocol error");
@@ -149,7 +163,8 @@ void nam_conn_open(nam_server *s, int fd, int is_unix, const char *peer) {
 }
 
 static void maybe_free(nam_conn *c) {
-  if (!c->closing || !c->handle_closed || c->inflight > 0) return;
+  if (!c->closing || !c->handle_closed || c->inflight > 0 || c->ops_pending > 0)
+    return;
   proto_reader_free(&c->reader);
   proto_wbuf_free(&c->out);
   free(c);
@@ -178,6 +193,13 @@ void nam_conn_close(nam_conn *c, const char *why) {
   if (s->engine)
     nam_block_cache_drop_app(nam_engine_block_cache(s->engine), c->app);
   for (conn_task *ct = c->tasks; ct; ct = ct->next) nam_task_cancel(ct->task);
+}
+
+void nam_conn_maybe_free(nam_conn *c) {
+  if (c->closing)
+    maybe_free(c);
+  else
+    flush(c);
 }
 
 /* ---- tasks ------------------------------------------------------------- */
@@ -222,6 +244,19 @@ static void send_result(nam_conn *c, conn_task *ct) {
   }
   r.platform = (char *)nam_task_platform(t);
   r.platform_kind = (char *)nam_task_platform_kind(t);
+  Ember__OutputBlock outs[ACC_MAX_OUTPUTS];
+  Ember__OutputBlock *out_ptrs[ACC_MAX_OUTPUTS];
+  if (r.status == 0) {
+    for (size_t i = 0; i < ct->n_outputs; i++) {
+      ember__output_block__init(&outs[i]);
+      outs[i].block_id = ct->output_ids[i];
+      outs[i].size = nam_task_output_size(t, i);
+      out_ptrs[i] = &outs[i];
+    }
+    r.n_outputs = ct->n_outputs;
+    r.outputs = out_ptrs;
+    for (size_t i = 0; i < ct->n_outputs; i++) c->out_bytes += outs[i].size;
+  }
   if (tm->started) {
     times.has_queue_ns = times.has_exec_ns = 1;
     times.queue_ns = tm->started - tm->queued;
@@ -252,7 +287,8 @@ void nam_conn_task_done(conn_task *ct) {
   count_inflight(s, ct->acc, -1);
   nam_stats_task_done(&s->metrics, ct->acc, ct->task, ct->received_ns);
   if (!c->closing) send_result(c, ct);
-  for (size_t i = 0; i < ct->n_pins; i++) nam_block_unref(ct->pins[i]);
+  for (size_t i = 0; i < ct->n_pins; i++)
+    if (ct->pins[i]) nam_block_unref(ct->pins[i]);
   nam_task_free(ct->task);
   free(ct);
   if (c->closing) {
@@ -262,6 +298,33 @@ void nam_conn_task_done(conn_task *ct) {
   /* a slot came free: frames that waited in the buffer go on */
   process_frames(c);
   if (!c->closing) flush(c);
+}
+
+/* An input: a block the client put (pinned by the task: *pin), or an out
+ * block an earlier task made, which may live only on a device (data
+ * NULL; the engine holds it). 0, EMBER_ENOTFOUND, EMBER_EBUSY (still being
+ * made), EMBER_ESTATE (lost). */
+static int input_of(nam_conn *c, uint64_t id, nam_block **pin,
+                    acc_block *in) {
+  nam_block *b = nam_blocks_find(&c->blocks, id);
+  if (b) {
+    *pin = b;
+    in->data = b->data;
+    in->size = b->size;
+    return 0;
+  }
+  nam_block_cache *cache = nam_engine_block_cache(c->srv->engine);
+  nam_block_hold *h = NULL;
+  nam_block_info info;
+  if (nam_block_cache_hold(cache, c->app, id, &h, &info)) return EMBER_ENOTFOUND;
+  nam_block_cache_unhold(cache, h); /* the engine holds it from submit on */
+  if (info.kind != NAM_BLOCK_OUT) return EMBER_ENOTFOUND;
+  if (info.lost) return EMBER_ESTATE;
+  if (info.pending) return EMBER_EBUSY;
+  *pin = NULL;
+  in->data = info.data;
+  in->size = info.size;
+  return 0;
 }
 
 /* Returns 0 when the task is queued, else the error sent back. */
@@ -289,24 +352,35 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
                       "unknown accelerator '%s' (this NAM has: %s)",
                       m->accelerator, known);
   }
-  if (m->n_input_blocks > NAM_MAX_INPUTS)
+  if (m->n_input_blocks > NAM_MAX_INPUTS || m->n_output_blocks > ACC_MAX_OUTPUTS ||
+      m->n_state_blocks > ACC_MAX_STATES)
     return send_error(c, EMBER_EPARAM, m->task_id, 0,
-                      "%zu input blocks, at most %d", m->n_input_blocks,
-                      NAM_MAX_INPUTS);
+                      "%zu input, %zu out and %zu state blocks, at most %d, "
+                      "%d and %d", m->n_input_blocks, m->n_output_blocks,
+                      m->n_state_blocks, NAM_MAX_INPUTS, ACC_MAX_OUTPUTS,
+                      ACC_MAX_STATES);
+  if (m->n_output_blocks &&
+      c->blocks.bytes + c->out_bytes >= s->limits.max_block_bytes)
+    return send_error(c, EMBER_EBUSY, m->task_id, 0,
+                      "this client's blocks and out blocks hold %llu bytes, "
+                      "the limit is max_block_bytes = %llu: release some",
+                      (unsigned long long)(c->blocks.bytes + c->out_bytes),
+                      (unsigned long long)s->limits.max_block_bytes);
   conn_task *ct = calloc(1, sizeof *ct);
   if (!ct) return send_error(c, EMBER_ENOMEM, m->task_id, 0, "out of memory");
   acc_block inputs[NAM_MAX_INPUTS];
   for (size_t i = 0; i < m->n_input_blocks; i++) {
-    nam_block *b = nam_blocks_find(&c->blocks, m->input_blocks[i]);
-    if (!b) {
+    int rc = input_of(c, m->input_blocks[i], &ct->pins[i], &inputs[i]);
+    if (rc) {
       free(ct);
-      return send_error(c, EMBER_ENOTFOUND, m->task_id, m->input_blocks[i],
-                        "input %zu: block %llu not found", i,
-                        (unsigned long long)m->input_blocks[i]);
+      return send_error(c, rc, m->task_id, m->input_blocks[i],
+                        "input %zu: block %llu %s", i,
+                        (unsigned long long)m->input_blocks[i],
+                        rc == EMBER_ESTATE ? "was lost with its platform"
+                        : rc == EMBER_EBUSY ? "is the output of a task still "
+                                              "running"
+                                            : "not found");
     }
-    ct->pins[i] = b;
-    inputs[i].data = b->data;
-    inputs[i].size = b->size;
   }
   char err[512] = "";
   void *prepared = NULL;
@@ -324,6 +398,10 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
   ct->acc = acc;
   ct->received_ns = clock_now_ns();
   ct->n_pins = m->n_input_blocks;
+  ct->n_outputs = m->n_output_blocks;
+  for (size_t i = 0; i < ct->n_outputs; i++)
+    ct->output_ids[i] = m->output_blocks[i];
+  char why[300] = "";
   nam_task_spec spec = {
     .acc = acc, .prepared = prepared, .inputs = inputs,
     .n_inputs = m->n_input_blocks, .app = c->app,
@@ -332,7 +410,9 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
     .platform_kind = m->platform && m->platform[0] ? m->platform : NULL,
     .prefer_kind = m->prefer_platform && m->prefer_platform[0]
                        ? m->prefer_platform : NULL,
-    .done = on_engine_done, .user = ct,
+    .output_ids = m->output_blocks, .n_outputs = m->n_output_blocks,
+    .state_ids = m->state_blocks, .n_states = m->n_state_blocks,
+    .done = on_engine_done, .user = ct, .err = why, .err_len = sizeof why,
   };
   rc = nam_engine_submit(s->engine, &spec, &ct->task);
   if (rc) {
@@ -343,11 +423,12 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
                  "no platform of kind '%s' can run '%s' here (available: %s)",
                  spec.platform_kind, acc->name, kinds);
     else
-      send_error(c, rc, m->task_id, 0, "%s", ember_strerror(rc));
+      send_error(c, rc, m->task_id, 0, "%s", why[0] ? why : ember_strerror(rc));
     free(ct);
     return rc;
   }
-  for (size_t i = 0; i < ct->n_pins; i++) nam_block_ref(ct->pins[i]);
+  for (size_t i = 0; i < ct->n_pins; i++)
+    if (ct->pins[i]) nam_block_ref(ct->pins[i]);
   ct->next = c->tasks;
   if (c->tasks) c->tasks->prev = ct;
   c->tasks = ct;
@@ -413,7 +494,8 @@ static void cache_released(void *user, const void *data, size_t size) {
 /* Put a new block into the engine's cache, in this client's namespace,
  * so that its device copies can outlive one task. */
 static int cache_block(nam_conn *c, nam_block *b) {
-  unsigned flags = b->flags & (EMBER_BLOCK_CACHE | EMBER_BLOCK_BROADCAST);
+  unsigned flags = b->flags & (EMBER_BLOCK_CACHE | EMBER_BLOCK_BROADCAST |
+                              EMBER_BLOCK_STATE);
   nam_block_ref(b);
   int rc = nam_block_cache_put(nam_engine_block_cache(c->srv->engine), c->app,
                                b->id, flags, b->data, b->size, cache_released,
@@ -470,7 +552,7 @@ static int handle_put_block(nam_conn *c, Ember__PutBlock *m) {
     b->id = m->block_id;
     b->size = m->size;
     b->flags = m->flags;
-    int ok = 1;
+    int ok = 1, crc = 0;
     if (fd >= 0) {
       ok = map_memfd(c, m, fd, b) == 0;
     } else {
@@ -481,10 +563,14 @@ static int handle_put_block(nam_conn *c, Ember__PutBlock *m) {
     if (ok && nam_blocks_insert(&c->blocks, b) != 0) {
       send_error(c, EMBER_ENOMEM, 0, m->block_id, "out of memory");
       ok = 0;
-    } else if (ok && cache_block(c, b) != 0) {
+    } else if (ok && (crc = cache_block(c, b)) != 0) {
       nam_blocks_release(&c->blocks, b->id); /* frees b (and m if adopted) */
       b = NULL;
-      send_error(c, EMBER_ENOMEM, 0, m->block_id, "out of memory");
+      if (crc == EMBER_EINVAL) /* an out block of a task has the id */
+        send_error(c, EMBER_EINVAL, 0, m->block_id, "block %llu already "
+                   "exists", (unsigned long long)m->block_id);
+      else
+        send_error(c, EMBER_ENOMEM, 0, m->block_id, "out of memory");
     }
     if (ok && b)
       nam_stats_block_received(&s->metrics, fd >= 0 ? NAM_TRANSPORT_FD
@@ -597,11 +683,19 @@ static void handle_frame(nam_conn *c, const proto_frame *f) {
     break;
   case EMBER__MSG_TYPE__MSG_RELEASE_BLOCK: {
     uint64_t id = ((Ember__ReleaseBlock *)m)->block_id;
-    if (nam_blocks_release(&c->blocks, id) != 0)
+    nam_block_cache *cache = nam_engine_block_cache(c->srv->engine);
+    int put = nam_blocks_release(&c->blocks, id) == 0;
+    /* out blocks were never put: they live in the cache only */
+    nam_block_hold *h = NULL;
+    nam_block_info info;
+    if (!put && nam_block_cache_hold(cache, c->app, id, &h, &info) == 0) {
+      if (info.kind == NAM_BLOCK_OUT && !info.pending && !info.lost)
+        c->out_bytes -= info.size < c->out_bytes ? info.size : c->out_bytes;
+      nam_block_cache_unhold(cache, h);
+    }
+    if (nam_block_cache_drop(cache, c->app, id) != 0 && !put)
       send_error(c, EMBER_ENOTFOUND, 0, id, "block %llu not found",
                  (unsigned long long)id);
-    else
-      nam_block_cache_drop(nam_engine_block_cache(c->srv->engine), c->app, id);
     break;
   }
   case EMBER__MSG_TYPE__MSG_SUBMIT: {
@@ -614,6 +708,9 @@ static void handle_frame(nam_conn *c, const proto_frame *f) {
   }
   case EMBER__MSG_TYPE__MSG_CANCEL: handle_cancel(c, (Ember__Cancel *)m); break;
   case EMBER__MSG_TYPE__MSG_STATS_REQUEST: handle_stats(c); break;
+  case EMBER__MSG_TYPE__MSG_BLOCK_OP:
+    nam_conn_block_op(c, (Ember__BlockOp *)m);
+    break;
   default:
     nam_stats_protocol_error(&c->srv->metrics);
     send_error(c, EMBER_EPROTO, 0, 0, "%s is not a message a client sends",

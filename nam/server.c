@@ -23,7 +23,14 @@ void nam_server_flush(nam_server *s) {
   pthread_mutex_lock(&s->done_lock);
   conn_task *list = s->done_head;
   s->done_head = s->done_tail = NULL;
+  conn_block_op *ops = s->ops_head;
+  s->ops_head = s->ops_tail = NULL;
   pthread_mutex_unlock(&s->done_lock);
+  while (ops) {
+    conn_block_op *op = ops;
+    ops = op->done_next;
+    nam_conn_block_op_done(op);
+  }
   while (list) {
     conn_task *ct = list;
     list = ct->done_next;

@@ -22,12 +22,23 @@ typedef struct conn_task {
   uint64_t id;
   const acc_descriptor *acc;
   nam_task *task;
-  nam_block *pins[NAM_MAX_INPUTS];
+  nam_block *pins[NAM_MAX_INPUTS]; /* NULL: an out block (the engine's) */
   size_t n_pins;
+  uint64_t output_ids[ACC_MAX_OUTPUTS];
+  size_t n_outputs;
   uint64_t received_ns;
   struct conn_task *prev, *next;  /* the connection's in-flight list */
   struct conn_task *done_next;    /* the server's completion list */
 } conn_task;
+
+/* A block read, sync or restore in flight (conn_blocks.c). */
+typedef struct conn_block_op {
+  nam_conn *conn;
+  uint64_t request_id, block_id;
+  int op;                         /* enum nam_block_op_kind */
+  nam_block_op_result result;     /* set on the engine's block thread */
+  struct conn_block_op *done_next;
+} conn_block_op;
 
 struct nam_conn {
   nam_server *srv;
@@ -44,6 +55,8 @@ struct nam_conn {
   nam_block_table blocks;
   conn_task *tasks;     /* in flight */
   unsigned inflight;
+  unsigned ops_pending; /* block ops in flight (conn_blocks.c) */
+  uint64_t out_bytes;   /* its tasks' out blocks, held on the NAM */
   uint64_t app;         /* namespace of its blocks in the engine's cache */
   char peer[96];
   /* TCP clients of a NAM that checks leases (server_leases.c) */
@@ -76,6 +89,7 @@ struct nam_server {
   uv_async_t done_async;
   pthread_mutex_t done_lock;
   conn_task *done_head, *done_tail;
+  conn_block_op *ops_head, *ops_tail; /* block ops done, for the loop */
   int draining;
   void (*on_idle)(nam_server *s, void *user);
   void *on_idle_user;
@@ -91,6 +105,17 @@ void nam_conn_task_done(conn_task *ct);
 void nam_conn_close(nam_conn *c, const char *why);
 /* Send an Error (code, detail), then close once it is out. */
 void nam_conn_refuse(nam_conn *c, int code, const char *detail);
+
+/* conn.c: what conn_blocks.c answers through */
+void nam_conn_send(nam_conn *c, Ember__MsgType type, const ProtobufCMessage *m);
+int nam_conn_error(nam_conn *c, int code, uint64_t task_id, uint64_t block_id,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* the connection may be freed once nothing is in flight */
+void nam_conn_maybe_free(nam_conn *c);
+
+/* conn_blocks.c: out and state blocks of a client (protocol 2) */
+void nam_conn_block_op(nam_conn *c, const Ember__BlockOp *m);
+void nam_conn_block_op_done(conn_block_op *op);
 
 /* server.c: called when a task finishes, to fire on_idle while draining */
 void nam_server_check_idle(nam_server *s);

@@ -61,6 +61,10 @@ struct ember_client {
   /* the engine: embedded mode, or the CPU fallback (created on demand) */
   nam_engine *engine;
 
+  /* block reads, syncs and restores waiting for the NAM (blocks.c) */
+  struct block_op *block_ops;
+  uint64_t next_op_id;
+
   ember_client_stats stats;
 };
 
@@ -75,6 +79,8 @@ struct ember_block {
   uint8_t *data;             /* readable bytes (mapping or malloc) */
   int data_is_map;
   uint64_t put_gen;          /* connection generation that has it; 0: none */
+  int is_output;             /* made by a task: lives on the NAM only */
+  int in_engine;             /* embedded: put into the engine's cache */
 };
 
 struct ember_task {
@@ -86,6 +92,10 @@ struct ember_task {
   size_t params_len;
   ember_block *inputs[16];
   size_t n_inputs;
+  ember_block *states[ACC_MAX_STATES];
+  size_t n_states;
+  ember_block *outputs[ACC_MAX_OUTPUTS];
+  size_t n_outputs;
   int priority;
   char platform_req[32];
   char platform_pref[32];
@@ -149,6 +159,18 @@ void task_fallback(ember_task *t, int why, const char *message);
 void task_unref(ember_task *t);
 
 /* blocks.c */
+/* The app's namespace in the embedded engine's block cache. */
+#define CLIENT_EMBEDDED_APP 1
+/* out and state blocks make a task that cannot fall back */
+int task_has_remote_blocks(const ember_task *t);
+/* a BlockReply from the NAM (reader thread) */
+void block_op_reply(ember_client *c, const Ember__BlockReply *r);
+/* the connection went away: pending block ops fail with why */
+void block_ops_fail_all(ember_client *c, int why);
+/* embedded: the block goes into the engine's cache (0 or error) */
+int block_put_engine(ember_block *b);
+/* ember_block_alloc's bytes for an output handle (none until read) */
+ember_block *block_new_output(ember_client *c);
 const uint8_t *block_bytes(ember_block *b);
 void block_ref(ember_block *b);
 void block_unref(ember_block *b);

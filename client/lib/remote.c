@@ -294,6 +294,8 @@ static void connection_lost(ember_client *c, const char *why) {
   int closing = c->closing;
   pthread_cond_broadcast(&c->slot_cv);
   pthread_mutex_unlock(&c->lock);
+  /* out and state blocks lived on that connection: their reads fail */
+  block_ops_fail_all(c, closing ? EMBER_ECANCELED : EMBER_ESTATE);
   for (size_t i = 0; i < n; i++) {
     if (closing)
       task_complete(orphans[i], EMBER_ECANCELED, "client closed", NULL, 0, NULL, NULL);
@@ -320,10 +322,15 @@ static void on_result(ember_client *c, Ember__Result *r) {
   info.platform_kind = r->platform_kind;
   /* every platform that could run it failed: the CPU code still can,
    * unless the app required a device */
-  if (r->status == EMBER_EPLATFORM && !t->platform_req[0]) {
+  if (r->status == EMBER_EPLATFORM && !t->platform_req[0] &&
+      !task_has_remote_blocks(t)) {
     task_fallback(t, r->status, r->message);
     return;
   }
+  for (size_t i = 0; r->status == 0 && i < r->n_outputs; i++)
+    for (size_t k = 0; k < t->n_outputs; k++)
+      if (t->outputs[k]->id == r->outputs[i]->block_id)
+        t->outputs[k]->size = r->outputs[i]->size;
   uint8_t *out = NULL;
   if (r->has_output && r->output.len) {
     out = malloc(r->output.len);
@@ -349,7 +356,8 @@ static void on_error(ember_client *c, Ember__Error *e) {
   if (!t) return;
   /* the NAM cannot run it now: the CPU can (but a platform kind the app
    * required and the NAM lacks is the app's error, with the NAM's list) */
-  if (e->code == EMBER_ENOPLATFORM && t->platform_req[0])
+  if ((e->code == EMBER_ENOPLATFORM && t->platform_req[0]) ||
+      task_has_remote_blocks(t)) /* its blocks are on the NAM: no fallback */
     task_complete(t, e->code, e->message, NULL, 0, NULL, NULL);
   else if (e->code == EMBER_ENOPLATFORM || e->code == EMBER_ESHUTDOWN ||
       e->code == EMBER_EBUSY)
@@ -386,6 +394,9 @@ static void *reader_main(void *arg) {
         break;
       case EMBER__MSG_TYPE__MSG_ERROR:
         on_error(c, (Ember__Error *)m);
+        break;
+      case EMBER__MSG_TYPE__MSG_BLOCK_REPLY:
+        block_op_reply(c, (Ember__BlockReply *)m);
         break;
       default:
         on_reply(c, f.type, m);

@@ -17,6 +17,8 @@ void task_unref(ember_task *t) {
   nam_task *local = t->local;
   pthread_mutex_unlock(&t->mu);
   if (left > 0) return;
+  for (size_t i = 0; i < t->n_states; i++) block_unref(t->states[i]);
+  for (size_t i = 0; i < t->n_outputs; i++) block_unref(t->outputs[i]);
   nam_task_free(local);
   free(t->output);
   free(t->params);
@@ -86,6 +88,9 @@ static void on_local_done(nam_task *nt, void *user) {
   info.server_ns = tm->finished - tm->queued;
   info.platform_kind = nam_task_platform_kind(nt);
   info.attempts = tm->attempts;
+  if (nam_task_status(nt) == 0)
+    for (size_t i = 0; i < t->n_outputs; i++)
+      t->outputs[i]->size = nam_task_output_size(nt, i);
   task_complete(t, nam_task_status(nt), nam_task_message(nt), out.data,
                 out.size, nam_task_platform(nt), &info);
 }
@@ -105,14 +110,20 @@ static void run_local(ember_task *t) {
     return;
   }
   acc_block inputs[16];
+  uint64_t ids[16], state_ids[ACC_MAX_STATES], out_ids[ACC_MAX_OUTPUTS];
+  int cached = c->mode == MODE_EMBEDDED; /* blocks live in the engine */
   for (size_t i = 0; i < t->n_inputs; i++) {
-    inputs[i].data = block_bytes(t->inputs[i]);
-    inputs[i].size = t->inputs[i]->size;
-    if (!inputs[i].data) {
+    ember_block *b = t->inputs[i];
+    ids[i] = b->id;
+    inputs[i].size = b->size;
+    inputs[i].data = b->is_output ? NULL : block_bytes(b);
+    if (!inputs[i].data && !b->is_output) {
       task_complete(t, EMBER_ENOMEM, "cannot map an input block", NULL, 0, NULL, NULL);
       return;
     }
   }
+  for (size_t i = 0; i < t->n_states; i++) state_ids[i] = t->states[i]->id;
+  for (size_t i = 0; i < t->n_outputs; i++) out_ids[i] = t->outputs[i]->id;
   char err[512] = "";
   void *prepared = NULL;
   rc = t->acc->validate(t->params, t->params_len, inputs, t->n_inputs, &prepared,
@@ -123,22 +134,26 @@ static void run_local(ember_task *t) {
     task_complete(t, rc, msg, NULL, 0, NULL, NULL);
     return;
   }
+  char why[300] = "";
   nam_task_spec spec = {
     .acc = t->acc, .prepared = prepared, .inputs = inputs,
     .n_inputs = t->n_inputs, .priority = t->priority,
     .platform_kind = t->platform_req[0] ? t->platform_req : NULL,
     .prefer_kind = t->platform_pref[0] ? t->platform_pref : NULL,
-    .done = on_local_done, .user = t,
+    .app = CLIENT_EMBEDDED_APP, .block_ids = cached ? ids : NULL,
+    .state_ids = state_ids, .n_states = t->n_states,
+    .output_ids = out_ids, .n_outputs = t->n_outputs,
+    .done = on_local_done, .user = t, .err = why, .err_len = sizeof why,
   };
   nam_task *nt = NULL;
   rc = nam_engine_submit(engine, &spec, &nt);
   if (rc) {
-    char msg[160];
+    char msg[400];
     if (rc == EMBER_ENOPLATFORM && t->platform_req[0])
       snprintf(msg, sizeof msg, "no platform of kind '%s' here (available: cpu)",
                t->platform_req);
     else
-      snprintf(msg, sizeof msg, "%s", ember_strerror(rc));
+      snprintf(msg, sizeof msg, "%s", why[0] ? why : ember_strerror(rc));
     task_complete(t, rc, msg, NULL, 0, NULL, NULL);
     return;
   }
@@ -147,7 +162,22 @@ static void run_local(ember_task *t) {
   pthread_mutex_unlock(&t->mu);
 }
 
+int task_has_remote_blocks(const ember_task *t) {
+  if (t->n_states || t->n_outputs) return 1;
+  for (size_t i = 0; i < t->n_inputs; i++)
+    if (t->inputs[i]->is_output) return 1;
+  return 0;
+}
+
 void task_fallback(ember_task *t, int why, const char *message) {
+  if (task_has_remote_blocks(t)) {
+    /* its out or state blocks live on the NAM: the CPU here has no copy */
+    char msg[600];
+    snprintf(msg, sizeof msg, "the task's out or state blocks live on the "
+             "NAM, which cannot run it (%s)", message ? message : "");
+    task_complete(t, EMBER_ESTATE, msg, NULL, 0, NULL, NULL);
+    return;
+  }
   if (t->client->opts.no_fallback) {
     task_complete(t, why, message, NULL, 0, NULL, NULL);
     return;
@@ -163,13 +193,20 @@ static int send_task(ember_client *c, ember_task *t, uint64_t gen) {
   size_t nfds = 0;
   int rc = 0;
   pthread_mutex_lock(&c->send_lock);
-  for (size_t i = 0; rc == 0 && i < t->n_inputs; i++) {
-    ember_block *b = t->inputs[i];
+  for (size_t i = 0; rc == 0 && i < t->n_inputs + t->n_states; i++) {
+    ember_block *b = i < t->n_inputs ? t->inputs[i] : t->states[i - t->n_inputs];
     if (b->put_gen == gen) continue;
+    if (b->is_output || (b->put_gen && (b->flags & EMBER_BLOCK_STATE))) {
+      rc = EMBER_ESTATE; /* it lived on a connection that is gone */
+      break;
+    }
     int fd = -1;
     rc = block_append_put(b, &w, &fd);
     if (fd >= 0) fds[nfds++] = fd;
   }
+  uint64_t state_ids[ACC_MAX_STATES], out_ids[ACC_MAX_OUTPUTS];
+  for (size_t i = 0; i < t->n_states; i++) state_ids[i] = t->states[i]->id;
+  for (size_t i = 0; i < t->n_outputs; i++) out_ids[i] = t->outputs[i]->id;
   Ember__Submit s = EMBER__SUBMIT__INIT;
   uint64_t ids[16];
   for (size_t i = 0; i < t->n_inputs; i++) ids[i] = t->inputs[i]->id;
@@ -188,11 +225,18 @@ static int send_task(ember_client *c, ember_task *t, uint64_t gen) {
   }
   if (t->platform_req[0]) s.platform = t->platform_req;
   if (t->platform_pref[0]) s.prefer_platform = t->platform_pref;
+  s.n_state_blocks = t->n_states;
+  s.state_blocks = state_ids;
+  s.n_output_blocks = t->n_outputs;
+  s.output_blocks = out_ids;
   if (rc == 0) rc = proto_wbuf_append(&w, EMBER__MSG_TYPE__MSG_SUBMIT, &s.base,
                                       c->max_frame);
   if (rc == 0) rc = remote_send_locked(c, &w, fds, nfds);
-  if (rc == 0)
+  if (rc == 0) {
     for (size_t i = 0; i < t->n_inputs; i++) t->inputs[i]->put_gen = gen;
+    for (size_t i = 0; i < t->n_states; i++) t->states[i]->put_gen = gen;
+    for (size_t i = 0; i < t->n_outputs; i++) t->outputs[i]->put_gen = gen;
+  }
   pthread_mutex_unlock(&c->send_lock);
   proto_wbuf_free(&w);
   return rc;
@@ -219,11 +263,17 @@ static void submit_remote(ember_client *c, ember_task *t) {
     task_complete(t, rc, "out of memory", NULL, 0, NULL, NULL);
     return;
   }
-  if (send_task(c, t, gen) == EMBER_ENOMEM) {
+  int rc2 = send_task(c, t, gen);
+  if (rc2 == EMBER_ENOMEM || rc2 == EMBER_ESTATE) {
     pthread_mutex_lock(&c->lock);
     ember_task *mine = inflight_take(c, t->id);
     pthread_mutex_unlock(&c->lock);
-    if (mine) task_complete(t, EMBER_ENOMEM, "out of memory", NULL, 0, NULL, NULL);
+    if (mine)
+      task_complete(t, rc2, rc2 == EMBER_ESTATE
+                                ? "an out or state block lived on an earlier "
+                                  "connection to the NAM: it is lost"
+                                : "out of memory",
+                    NULL, 0, NULL, NULL);
   }
   /* a send that failed shut the socket down: the reader hands every
    * in-flight task, this one included, to the fallback */
@@ -249,10 +299,47 @@ int ember_submit(ember_client *c, const char *accelerator, const void *params,
                                                              : "another client's");
       return EMBER_EINVAL;
     }
+  size_t n_states = opts ? opts->n_states : 0;
+  size_t n_outputs = opts ? opts->n_outputs : 0;
+  if (n_states > ACC_MAX_STATES || n_outputs > ACC_MAX_OUTPUTS ||
+      (n_states && !opts->states) || (n_outputs && !opts->outputs)) {
+    client_set_error("ember_submit: at most %d state and %d out blocks",
+                     ACC_MAX_STATES, ACC_MAX_OUTPUTS);
+    return EMBER_EINVAL;
+  }
+  for (size_t i = 0; i < n_states; i++) {
+    const ember_block *b = opts->states[i];
+    if (!b || b->client != c || !b->sealed || !(b->flags & EMBER_BLOCK_STATE)) {
+      client_set_error("ember_submit: state %zu is %s", i,
+                       !b ? "NULL" : b->client != c ? "another client's"
+                       : !b->sealed ? "not sealed"
+                                    : "not made with EMBER_BLOCK_STATE");
+      return EMBER_EINVAL;
+    }
+  }
   ember_task *t = calloc(1, sizeof *t);
   if (!t || (params_len && !(t->params = malloc(params_len)))) {
     free(t);
     return EMBER_ENOMEM;
+  }
+  for (size_t i = 0; i < n_outputs; i++) {
+    if (!(t->outputs[i] = block_new_output(c))) {
+      while (i--) block_unref(t->outputs[i]);
+      free(t->params);
+      free(t);
+      return EMBER_ENOMEM;
+    }
+  }
+  t->n_outputs = n_outputs;
+  for (size_t i = 0; i < n_states; i++) {
+    block_ref(opts->states[i]);
+    t->states[i] = opts->states[i];
+  }
+  t->n_states = n_states;
+  /* the app's handles: one reference each, the task keeps its own */
+  for (size_t i = 0; i < n_outputs; i++) {
+    block_ref(t->outputs[i]);
+    opts->outputs[i] = t->outputs[i];
   }
   t->client = c;
   t->acc = acc_registry_find(accelerator);

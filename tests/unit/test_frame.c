@@ -307,8 +307,10 @@ static void type_table(void **state) {
   assert_string_equal(proto_type_name(EMBER__MSG_TYPE__MSG_NONE), "unknown");
   assert_string_equal(proto_type_name(EMBER__MSG_TYPE__MSG_LEASE_ENDED),
                       "LeaseEnded");
-  assert_null(proto_descriptor(EMBER__MSG_TYPE__MSG_LEASE_ENDED + 1));
-  assert_string_equal(proto_type_name(EMBER__MSG_TYPE__MSG_LEASE_ENDED + 1),
+  assert_string_equal(proto_type_name(EMBER__MSG_TYPE__MSG_BLOCK_REPLY),
+                      "BlockReply");
+  assert_null(proto_descriptor(EMBER__MSG_TYPE__MSG_BLOCK_REPLY + 1));
+  assert_string_equal(proto_type_name(EMBER__MSG_TYPE__MSG_BLOCK_REPLY + 1),
                       "unknown");
   assert_null(proto_descriptor(255));
   assert_string_equal(proto_type_name(255), "unknown");

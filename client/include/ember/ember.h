@@ -115,6 +115,68 @@ size_t ember_block_size(const ember_block *block);
  * block once no task uses it. ember_block_release(NULL) is a no-op. */
 void ember_block_release(ember_block *block);
 
+/*
+ * Out and state blocks (accel.h has the roles).
+ *
+ * An out block is made by a task (ember_submit_options.outputs): it stays
+ * on the NAM, on the platform that ran the task, and a later task can name
+ * it as an input without its bytes crossing the socket. Its size is known
+ * once its task succeeded (ember_block_size is 0 before); read it with
+ * ember_block_read. Submit a task that reads it after its maker completed
+ * (before, the NAM answers EMBER_EBUSY).
+ *
+ * A state block is made with EMBER_BLOCK_STATE and its first bytes; tasks
+ * that name it in ember_submit_options.states update it in place on the
+ * one platform that holds it, one task at a time, in the order the NAM
+ * dispatches them (submit the next after the previous completed when the
+ * order matters). ember_block_read gives its current bytes and version
+ * (the number of tasks that updated it); ember_block_sync makes the NAM
+ * keep a host copy of the current version.
+ *
+ * When state cannot be trusted - a task on it failed or hung, its platform
+ * failed or was disabled, or the NAM itself went away - nothing runs on it
+ * silently: the task that was running completes with EMBER_ESTATE, and so
+ * does every later task and read naming the block, until
+ * ember_block_restore takes it back to its last synced version (or to its
+ * first bytes if it was never synced); the version tells the app which
+ * updates to redo. Tasks without out or state blocks are retried on
+ * another platform and fall back to the CPU as before; tasks with them
+ * never fall back (the blocks live on the NAM): when the NAM cannot be
+ * reached they complete with EMBER_ESTATE. After a reconnect, out and
+ * state blocks of the old connection are lost (EMBER_ESTATE); make a new
+ * state block from your last read.
+ */
+
+/* Called once when an asynchronous read is done: status 0 and the bytes
+ * (valid during the call only), or an error (EMBER_ESTATE: lost; EMBER_EBUSY:
+ * its task has not completed). Runs on a library thread. */
+typedef void (*ember_block_read_cb)(ember_block *block, int status,
+                                    const void *data, size_t size,
+                                    uint64_t version, void *user);
+
+/* ember_block_read_async - read an out or state block's current bytes from
+ * where they live. Returns 0 (cb will be called), or an error (cb will
+ * not be). Input blocks are read locally. Keep the block until cb ran. */
+int ember_block_read_async(ember_block *block, ember_block_read_cb cb,
+                           void *user);
+
+/* ember_block_read - the blocking form: *data gets a malloc'd copy (free it
+ * with free()), *size its size, *version (may be NULL) a state's version.
+ * Returns 0 or the error. */
+int ember_block_read(ember_block *block, void **data, size_t *size,
+                     uint64_t *version);
+
+/* ember_block_sync - make the NAM keep a host copy of a state block's
+ * current version (what ember_block_restore goes back to). Blocks until it
+ * is kept; *version (may be NULL) gets that version. */
+int ember_block_sync(ember_block *block, uint64_t *version);
+
+/* ember_block_restore - take a state block back to its last synced
+ * version: it is trusted again, and its next task uploads it anew.
+ * *version (may be NULL) gets that version. EMBER_EBUSY while a task runs
+ * on it; EMBER_EINVAL for a block that is not state. */
+int ember_block_restore(ember_block *block, uint64_t *version);
+
 /* ------------------------------------------------------------------------ */
 /* Tasks                                                                    */
 
@@ -152,6 +214,14 @@ typedef struct ember_submit_options {
                              library thread; it must not block for long and
                              may free the task */
   void *user;
+  /* state blocks (made with EMBER_BLOCK_STATE) the task updates in place */
+  ember_block *const *states;
+  size_t n_states;
+  /* out blocks the task makes: outputs[i] receives a new handle for each
+   * (release it with ember_block_release); readable once the task
+   * succeeded, and an input of later tasks */
+  ember_block **outputs;
+  size_t n_outputs;
 } ember_submit_options;
 
 /*
@@ -162,8 +232,9 @@ typedef struct ember_submit_options {
  * Returns 0 and a task in *out (free it with ember_task_free()), or an
  * error. Invalid parameters or inputs are reported through the task's
  * status (EMBER_EPARAM, EMBER_EFORMAT), with ember_task_message() saying
- * what was wrong. ember_submit blocks while the client is at the NAM's
- * in-flight limit (backpressure).
+ * what was wrong; a task on state that was lost completes with
+ * EMBER_ESTATE (see "Out and state blocks"). ember_submit blocks while the
+ * client is at the NAM's in-flight limit (backpressure).
  */
 int ember_submit(ember_client *client, const char *accelerator,
                  const void *params, size_t params_len,

@@ -1,0 +1,97 @@
+/*
+ * conn_blocks.c - a client's out and state blocks (protocol 2): BlockOp
+ * reads a block back, syncs a state block's host copy or restores it, on
+ * the engine's block thread (a device read may block); the answer comes
+ * back to the loop like a task's result and goes out as a BlockReply.
+ */
+#include "server_internal.h"
+
+#include <stdlib.h>
+
+#include "ember/ember_errors.h"
+#include "log.h"
+
+/* Engine block thread: hand the answer to the loop. */
+static void on_engine_op(const nam_block_op_result *r, void *user) {
+  conn_block_op *op = user;
+  nam_server *s = op->conn->srv;
+  op->result = *r;
+  pthread_mutex_lock(&s->done_lock);
+  op->done_next = NULL;
+  if (s->ops_tail) s->ops_tail->done_next = op; else s->ops_head = op;
+  s->ops_tail = op;
+  pthread_mutex_unlock(&s->done_lock);
+  uv_async_send(&s->done_async);
+}
+
+static const int op_of_wire[] = {
+  [EMBER__BLOCK_OP__OP__READ] = NAM_BLOCK_READ,
+  [EMBER__BLOCK_OP__OP__SYNC] = NAM_BLOCK_SYNC,
+  [EMBER__BLOCK_OP__OP__RESTORE] = NAM_BLOCK_RESTORE,
+};
+
+void nam_conn_block_op(nam_conn *c, const Ember__BlockOp *m) {
+  if ((unsigned)m->op >= sizeof op_of_wire / sizeof op_of_wire[0]) {
+    nam_conn_error(c, EMBER_EPROTO, 0, m->block_id, "unknown block op %d",
+                   (int)m->op);
+    return;
+  }
+  conn_block_op *op = calloc(1, sizeof *op);
+  if (!op) {
+    nam_conn_error(c, EMBER_ENOMEM, 0, m->block_id, "out of memory");
+    return;
+  }
+  op->conn = c;
+  op->request_id = m->request_id;
+  op->block_id = m->block_id;
+  op->op = op_of_wire[m->op];
+  int rc = nam_engine_block_op(c->srv->engine, op->op, c->app, m->block_id,
+                               on_engine_op, op);
+  if (rc) {
+    free(op);
+    nam_conn_error(c, rc, 0, m->block_id, "block %llu: %s",
+                   (unsigned long long)m->block_id, ember_strerror(rc));
+    return;
+  }
+  c->ops_pending++;
+}
+
+static const char *op_name(int op) {
+  return op == NAM_BLOCK_READ ? "read" : op == NAM_BLOCK_SYNC ? "sync"
+                                                              : "restore";
+}
+
+void nam_conn_block_op_done(conn_block_op *op) {
+  nam_conn *c = op->conn;
+  const nam_block_op_result *r = &op->result;
+  c->ops_pending--;
+  if (!c->closing) {
+    Ember__BlockReply rep = EMBER__BLOCK_REPLY__INIT;
+    char text[160];
+    rep.request_id = op->request_id;
+    rep.status = r->status;
+    if (r->status) {
+      snprintf(text, sizeof text, "block %llu: %s: %s",
+               (unsigned long long)op->block_id, op_name(op->op),
+               r->status == EMBER_ESTATE
+                   ? "its state was lost (its platform failed or a task on "
+                     "it did); restore it from its synced copy"
+                   : ember_strerror(r->status));
+      rep.message = text;
+      log_debug("client %s: %s", c->peer, text);
+    } else {
+      rep.has_size = rep.has_version = 1;
+      rep.size = r->size;
+      rep.version = r->version;
+      if (r->bytes) {
+        rep.has_data = 1;
+        rep.data.data = r->bytes;
+        rep.data.len = r->size;
+      }
+    }
+    nam_conn_send(c, EMBER__MSG_TYPE__MSG_BLOCK_REPLY, &rep.base);
+  }
+  free(r->bytes);
+  free(op);
+  nam_conn_maybe_free(c);
+}
