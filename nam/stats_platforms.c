@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include "platform_kinds.h"
+
 typedef uint64_t (*platform_value)(const nam_platform_status *s);
 
 #define VALUE(field)                                                        \
@@ -142,7 +144,7 @@ void nam_stats_render_platforms(FILE *f, nam_engine *engine,
   nam_stats_family(f, "bitstream_loaded", "gauge",
                    "1 for the bitstream each FPGA has loaded now.");
   for (size_t i = 0; i < np; i++) {
-    if (strcmp(ps[i].kind, "fpga-emu") != 0) continue;
+    if (!platform_kind_has_bitstream(ps[i].kind)) continue;
     fputs("ember_nam_reprograms_total{", f);
     nam_stats_put_label(f, "platform", ps[i].name);
     fprintf(f, "} %llu\n", (unsigned long long)value_reprograms(&ps[i]));

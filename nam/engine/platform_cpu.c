@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ember/ember_errors.h"
+#include "platform_kinds.h"
 
 typedef struct cpu_impl {
   pthread_t *threads;
@@ -65,7 +66,7 @@ static int cpu_run(nam_platform *p, nam_task *t, acc_output *out, char *err,
 }
 
 const nam_platform_ops nam_platform_cpu_ops = {
-  .kind = "cpu",
+  .kind = platform_kinds[PLATFORM_KIND_CPU].name,
   .start = cpu_start,
   .stop = cpu_stop,
   .supports = cpu_supports,

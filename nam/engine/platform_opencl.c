@@ -34,6 +34,7 @@
 
 #include "ember/ember_errors.h"
 #include "log.h"
+#include "platform_kinds.h"
 
 #define MAX_CL_PLATFORMS 16
 #define MAX_CL_DEVICES 64
@@ -310,7 +311,7 @@ static int ocl_execute(nam_platform *p, nam_task *t, void *const *dev_inputs,
 }
 
 const nam_platform_ops nam_platform_opencl_ops = {
-  .kind = "opencl",
+  .kind = platform_kinds[PLATFORM_KIND_OPENCL].name,
   .start = ocl_start,
   .stop = ocl_stop,
   .supports = ocl_supports,
