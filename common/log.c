@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int log_threshold = LOG_LVL_INFO;
+_Atomic int log_threshold = LOG_LVL_INFO;
 
 void log_write(int level, const char *fmt, ...) {
   char line[1024];

@@ -11,7 +11,9 @@
 enum log_level { LOG_LVL_ERR = 3, LOG_LVL_WARN = 4, LOG_LVL_NOTICE = 5,
                  LOG_LVL_INFO = 6, LOG_LVL_DEBUG = 7 };
 
-extern int log_threshold;
+/* Atomic: a daemon's loop thread changes it on SIGHUP while its other
+ * threads (the GAM's admin API, the engine's workers) log. */
+extern _Atomic int log_threshold;
 
 void log_write(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

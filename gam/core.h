@@ -5,6 +5,41 @@
  * server (loop thread) calls these; the admin API calls core_admin.h from
  * its own thread; one lock covers both.
  *
+ * Threads and the lock:
+ *   - main thread: gam_core_create before any other thread uses the core,
+ *     gam_core_destroy after they stopped (the admin API first: its stop
+ *     joins libmicrohttpd's thread).
+ *   - loop thread (server.c): every other call in this file.
+ *   - admin thread (libmicrohttpd's one polling thread, admin_http.c):
+ *     the calls in core_admin.h, nothing else.
+ *   - writer thread (store_writer.h): never touches the core.
+ * gam_core.lock guards all of the core's state (nodes, apps, leases, the
+ * outbox, counters) and the writer's queueing calls, which need one
+ * caller at a time. Every call that reads or changes that state (all but
+ * gam_core_last_change, an atomic read, and the two frees) takes it on
+ * entry and drops it (core_unlock, which publishes the call's changes)
+ * before returning, so a call sees the state whole and no pointer into it
+ * leaves the core: views are copied into JSON or text under the lock.
+ * Read without it: what create sets and nothing changes (opt, rules,
+ * version, w, started_ns). Lock order: the core's lock, then the
+ * writer's (publish, stats); never the reverse. With the lock held the
+ * core calls only wake (which must only uv_async_send), the writer's
+ * non-blocking calls and the log; waiting for a commit (gam_writer_wait,
+ * an admin's change) and reading events (gam_writer_events) happen after
+ * the lock is dropped, so the loop never waits behind the disk. The cost:
+ * an admin view holds the lock while it walks every node, and a heartbeat
+ * arriving then waits that long.
+ *
+ * Why a lock and not the loop thread (as the NAM's /metrics does): every
+ * entry point is a short critical section over memory (no disk, no
+ * waiting), so the lock is held no longer than the loop would be busy
+ * with the same request; an admin change must block its own thread until
+ * the commit either way; and the loop route needs a uv_async_t, a request
+ * queue and a reply handshake per request. One mutex and these rules are
+ * less code. tests/integration/test_gam_admin_hammer.c checks them under
+ * ThreadSanitizer (-DEMBER_TSAN=ON): admins read and change while NAMs
+ * heartbeat, an app acquires and releases, and SIGHUP reloads.
+ *
  * Every change is queued to the store's writer thread (store_writer.h)
  * before the call returns; the server holds the reply that acknowledges
  * it until the writer has committed it (gam_core_last_change), and the

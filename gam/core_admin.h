@@ -1,8 +1,8 @@
 /*
  * core_admin.h - what the admin API (admin_http.c, on libmicrohttpd's
  * thread) may ask of the GAM's core. Each call takes the core's lock, so
- * it is safe from any thread; changes are committed to SQLite before the
- * call returns 0.
+ * it is safe from any thread (core.h has the lock discipline); changes
+ * are committed to SQLite before the call returns 0.
  *
  * JSON shapes (jansson; the caller owns the returned reference):
  *

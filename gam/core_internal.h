@@ -1,7 +1,8 @@
 /* core_internal.h - the GAM core's state, shared by core.c (changes),
  * core_load.c (start-up), core_leases.c (granting and ending leases),
  * core_json.c (admin views) and core_metrics.c (Prometheus). Everything
- * here is guarded by gam_core.lock. */
+ * here is guarded by gam_core.lock, except what gam_core_create sets once
+ * (core.h says which threads call what). */
 #ifndef EMBER_GAM_CORE_INTERNAL_H
 #define EMBER_GAM_CORE_INTERNAL_H
 

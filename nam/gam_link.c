@@ -13,6 +13,7 @@
 #include "lease_check.h"
 #include "log.h"
 #include "nam_config.h"
+#include "platform_kinds.h"
 #include "server.h"
 #include "stats.h"
 
@@ -218,7 +219,7 @@ static int pair_of(const nam_platform_status *p, const char *acc) {
 /* A platform's execution slots: a cpu platform's workers; one on a device
  * (it executes one task at a time; its pipeline only overlaps copies). */
 static unsigned slots_of(const nam_platform_status *p) {
-  return strcmp(p->kind, "cpu") == 0 ? p->workers : 1;
+  return platform_kind_is_device(p->kind) ? 1 : p->workers;
 }
 
 /* One sample: for each accelerator, the slots busy with it now. A slot of
@@ -349,7 +350,7 @@ static void send_heartbeat(nam_gam_link *l) {
   m.n_load = l->n_load;
   m.load = r->load_p;
   for (size_t i = 0; i < r->np; i++) {
-    if (strcmp(r->ps[i].kind, "fpga-emu") != 0) continue;
+    if (!platform_kind_has_bitstream(r->ps[i].kind)) continue;
     Ember__FpgaState *f = &r->fpga[r->n_fpga];
     ember__fpga_state__init(f);
     f->platform = r->ps[i].name;

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "platform_counters.h"
+
 #define SET(msg, field, value) ((msg)->has_##field = 1, (msg)->field = (value))
 
 static void fill_platform(nam_listing *l, size_t i) {
@@ -13,24 +15,11 @@ static void fill_platform(nam_listing *l, size_t i) {
   pi->name = (char *)s->name;
   pi->kind = (char *)s->kind;
   pi->state = (char *)s->state;
-  SET(pi, workers, s->workers);
-  SET(pi, queued, s->queued);
-  SET(pi, running, s->running);
   if (s->device[0]) pi->device = (char *)s->device;
   if (s->loaded[0]) pi->loaded = (char *)s->loaded;
-  SET(pi, reprograms, s->reprograms);
-  SET(pi, completed, s->completed);
-  SET(pi, failed, s->failed);
-  SET(pi, retried, s->retried_away);
-  SET(pi, timeouts, s->timeouts);
-  SET(pi, cache_budget, s->cache_budget);
-  SET(pi, cache_resident, s->cache_resident);
-  SET(pi, cache_blocks, s->cache_blocks);
-  SET(pi, cache_hits, s->cache_hits);
-  SET(pi, cache_misses, s->cache_misses);
-  SET(pi, cache_evictions, s->cache_evictions);
-  SET(pi, bytes_to, s->bytes_to);
-  SET(pi, bytes_from, s->bytes_from);
+#define PUT(field, engine, ...) SET(pi, field, s->engine);
+  PLATFORM_COUNTERS(PUT)
+#undef PUT
   for (unsigned k = 0; k < s->n_pairs; k++) {
     const nam_pair_status *ps = &s->pairs[k];
     Ember__PairInfo *p = &l->pairs[i][k];

@@ -20,6 +20,7 @@
 #include "metrics_http.h"
 #include "nam_config.h"
 #include "node_labels.h"
+#include "platform_kinds.h"
 #include "server.h"
 #include "stats.h"
 
@@ -219,7 +220,8 @@ static int start(void *user, uv_loop_t *loop) {
   for (size_t i = 0; i < np; i++)
     log_notice("platform %s (%s%s%s): %u %s", ps[i].name, ps[i].kind,
                ps[i].device[0] ? ", " : "", ps[i].device, ps[i].workers,
-               strcmp(ps[i].kind, "cpu") == 0 ? "workers" : "tasks in flight");
+               platform_kind_is_device(ps[i].kind) ? "tasks in flight"
+                                                   : "workers");
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ember/ember_errors.h"
+#include "platform_kinds.h"
 
 #define MAX_PLATFORMS 16
 
@@ -32,7 +33,7 @@ static int pair_of(const nam_platform_status *p, const char *acc) {
 }
 
 /* One label per accelerator some platform runs, then ACC@KIND per
- * non-cpu kind that runs it (each kind once, however many devices). */
+ * device kind that runs it (each kind once, however many devices). */
 static int derive(nam_engine *e, nam_node_labels *l) {
   const acc_descriptor *accs[NAM_MAX_PAIRS];
   size_t n_acc = nam_engine_accelerators(e, accs, NAM_MAX_PAIRS);
@@ -44,7 +45,8 @@ static int derive(nam_engine *e, nam_node_labels *l) {
     for (size_t i = 0; i < np; i++) runs |= pair_of(&ps[i], accs[a]->name) >= 0;
     if (runs && add(l, accs[a]->name)) rc = EMBER_ETOOBIG;
     for (size_t i = 0; i < np; i++) {
-      if (strcmp(ps[i].kind, "cpu") == 0 || pair_of(&ps[i], accs[a]->name) < 0)
+      if (!platform_kind_is_device(ps[i].kind) ||
+          pair_of(&ps[i], accs[a]->name) < 0)
         continue;
       char label[NAM_LABEL_MAX];
       snprintf(label, sizeof label, "%s@%s", accs[a]->name, ps[i].kind);

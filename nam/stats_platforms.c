@@ -1,83 +1,77 @@
 /*
- * stats_platforms.c - the engine's platforms as Prometheus families: what
- * each platform did, its block cache, reprogramming, and the health of
- * each (accelerator, platform) pair. Snapshots read at render time.
+ * stats_platforms.c - the engine's platforms as Prometheus families: the
+ * per-platform figures of platform_counters.h (what each platform did,
+ * its block cache, reprogramming), the bitstreams loaded, and the health
+ * of each (accelerator, platform) pair. Snapshots read at render time.
  */
 #include "stats.h"
 
 #include <string.h>
 
-typedef uint64_t (*platform_value)(const nam_platform_status *s);
+#include "platform_counters.h"
+#include "platform_kinds.h"
 
-#define VALUE(field)                                                        \
-  static uint64_t value_##field(const nam_platform_status *s) {             \
-    return s->field;                                                        \
+/* The per-platform figures (platform_counters.h) as a table of families. */
+typedef struct platform_metric {
+  const char *name, *type, *help, *label;
+  int (*where)(const nam_platform_status *s);
+  uint64_t (*value)(const nam_platform_status *s);
+} platform_metric;
+
+static int on_all(const nam_platform_status *s) { return 1; }
+static int on_cached(const nam_platform_status *s) {
+  return s->cache_budget != 0;
+}
+static int on_bitstream(const nam_platform_status *s) {
+  return platform_kind_has_bitstream(s->kind);
+}
+
+#define VALUE(field, engine, ...)                                          \
+  static uint64_t value_##field(const nam_platform_status *s) {            \
+    return s->engine;                                                      \
   }
-VALUE(queued)
-VALUE(completed)
-VALUE(failed)
-VALUE(retried_away)
-VALUE(timeouts)
-VALUE(reprograms)
-VALUE(cache_hits)
-VALUE(cache_misses)
-VALUE(cache_evictions)
-VALUE(cache_resident)
-VALUE(cache_pinned)
-VALUE(cache_blocks)
+PLATFORM_COUNTERS(VALUE)
+PLATFORM_COUNTERS_LOCAL(VALUE)
+#undef VALUE
 
-/* One family with a series per platform (devices only when dev_only). */
-static void per_platform(FILE *f, const char *name, const char *type,
-                         const char *help, const nam_platform_status *ps,
-                         size_t np, platform_value value, int dev_only) {
-  nam_stats_family(f, name, type, help);
-  for (size_t i = 0; i < np; i++) {
-    if (dev_only && !ps[i].cache_budget) continue;
-    fprintf(f, "ember_nam_%s{", name);
-    nam_stats_put_label(f, "platform", ps[i].name);
-    fprintf(f, "} %llu\n", (unsigned long long)value(&ps[i]));
+#define METRIC(field, engine, json, key, metric, type, where, label, help) \
+  {metric, type, help, label, on_##where, value_##field},
+static const platform_metric platform_metrics[] = {
+    PLATFORM_COUNTERS(METRIC) PLATFORM_COUNTERS_LOCAL(METRIC)};
+#undef METRIC
+
+static void counter_families(FILE *f, const nam_platform_status *ps,
+                             size_t np) {
+  size_t n = sizeof platform_metrics / sizeof *platform_metrics;
+  for (size_t m = 0; m < n; m++) {
+    const platform_metric *pm = &platform_metrics[m];
+    if (!pm->name[0]) continue;
+    /* neighbours with one name are one family (labels tell them apart) */
+    if (m == 0 || strcmp(platform_metrics[m - 1].name, pm->name) != 0)
+      nam_stats_family(f, pm->name, pm->type, pm->help);
+    for (size_t i = 0; i < np; i++) {
+      uint64_t v = pm->value(&ps[i]);
+      if (!pm->where(&ps[i]) || v == UINT64_MAX) continue;  /* no limit */
+      fprintf(f, "ember_nam_%s{", pm->name);
+      nam_stats_put_label(f, "platform", ps[i].name);
+      fprintf(f, "%s%s} %llu\n", pm->label[0] ? "," : "", pm->label,
+              (unsigned long long)v);
+    }
   }
 }
 
-static void cache_families(FILE *f, const nam_platform_status *ps,
-                           size_t np) {
-  per_platform(f, "cache_hits_total", "counter",
-               "Input blocks found on the device already (no copy).", ps, np,
-               value_cache_hits, 1);
-  per_platform(f, "cache_misses_total", "counter",
-               "Input blocks copied to the device for a task.", ps, np,
-               value_cache_misses, 1);
-  per_platform(f, "cache_evictions_total", "counter",
-               "Cached blocks evicted to make room (least recently used).",
-               ps, np, value_cache_evictions, 1);
-  per_platform(f, "cache_resident_bytes", "gauge",
-               "Bytes of blocks held in device memory now.", ps, np,
-               value_cache_resident, 1);
-  per_platform(f, "cache_pinned_bytes", "gauge",
-               "Bytes of those pinned by running tasks.", ps, np,
-               value_cache_pinned, 1);
-  per_platform(f, "cache_blocks", "gauge", "Blocks held in device memory.",
-               ps, np, value_cache_blocks, 1);
-  nam_stats_family(f, "cache_budget_bytes", "gauge",
-                   "Device memory the block cache may use.");
+/* The bitstream each FPGA holds: its name is a label, not a figure. */
+static void bitstream_family(FILE *f, const nam_platform_status *ps,
+                             size_t np) {
+  nam_stats_family(f, "bitstream_loaded", "gauge",
+                   "1 for the bitstream each FPGA has loaded now.");
   for (size_t i = 0; i < np; i++) {
-    if (!ps[i].cache_budget || ps[i].cache_budget == UINT64_MAX) continue;
-    fputs("ember_nam_cache_budget_bytes{", f);
+    if (!on_bitstream(&ps[i]) || !ps[i].loaded[0]) continue;
+    fputs("ember_nam_bitstream_loaded{", f);
     nam_stats_put_label(f, "platform", ps[i].name);
-    fprintf(f, "} %llu\n", (unsigned long long)ps[i].cache_budget);
-  }
-  nam_stats_family(f, "transfer_bytes_total", "counter",
-                   "Bytes moved between host and device, by direction.");
-  for (size_t i = 0; i < np; i++) {
-    if (!ps[i].cache_budget) continue;
-    fputs("ember_nam_transfer_bytes_total{", f);
-    nam_stats_put_label(f, "platform", ps[i].name);
-    fprintf(f, ",direction=\"to_device\"} %llu\n",
-            (unsigned long long)ps[i].bytes_to);
-    fputs("ember_nam_transfer_bytes_total{", f);
-    nam_stats_put_label(f, "platform", ps[i].name);
-    fprintf(f, ",direction=\"from_device\"} %llu\n",
-            (unsigned long long)ps[i].bytes_from);
+    fputc(',', f);
+    nam_stats_put_label(f, "accelerator", ps[i].loaded);
+    fputs("} 1\n", f);
   }
 }
 
@@ -122,38 +116,8 @@ static void pair_families(FILE *f, const nam_platform_status *ps, size_t np) {
 
 void nam_stats_render_platforms(FILE *f, nam_engine *engine,
                                 const nam_platform_status *ps, size_t np) {
-  per_platform(f, "platform_queued", "gauge",
-               "Tasks queued that this platform can run.", ps, np,
-               value_queued, 0);
-  per_platform(f, "platform_completed_total", "counter",
-               "Attempts that succeeded on each platform.", ps, np,
-               value_completed, 0);
-  per_platform(f, "platform_failed_total", "counter",
-               "Attempts that failed on each platform.", ps, np,
-               value_failed, 0);
-  per_platform(f, "platform_retried_total", "counter",
-               "Failed attempts sent on to another platform.", ps, np,
-               value_retried_away, 0);
-  per_platform(f, "platform_timeouts_total", "counter",
-               "Attempts abandoned as hung (past the task timeout).", ps, np,
-               value_timeouts, 0);
-  nam_stats_family(f, "reprograms_total", "counter",
-                   "Bitstreams loaded on each FPGA.");
-  nam_stats_family(f, "bitstream_loaded", "gauge",
-                   "1 for the bitstream each FPGA has loaded now.");
-  for (size_t i = 0; i < np; i++) {
-    if (strcmp(ps[i].kind, "fpga-emu") != 0) continue;
-    fputs("ember_nam_reprograms_total{", f);
-    nam_stats_put_label(f, "platform", ps[i].name);
-    fprintf(f, "} %llu\n", (unsigned long long)value_reprograms(&ps[i]));
-    if (!ps[i].loaded[0]) continue;
-    fputs("ember_nam_bitstream_loaded{", f);
-    nam_stats_put_label(f, "platform", ps[i].name);
-    fputc(',', f);
-    nam_stats_put_label(f, "accelerator", ps[i].loaded);
-    fputs("} 1\n", f);
-  }
-  cache_families(f, ps, np);
+  counter_families(f, ps, np);
+  bitstream_family(f, ps, np);
   pair_families(f, ps, np);
   nam_engine_counters c;
   nam_engine_get_counters(engine, &c);

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "ember/ember.h"
+#include "platform_counters.h"
 
 #define CMD "accelerators"
 
@@ -141,6 +142,11 @@ static json_t *platform_list(const char *list) {
   return arr;
 }
 
+/* A figure; UINT64_MAX means no limit. */
+static json_t *figure(uint64_t v) {
+  return v == UINT64_MAX ? json_null() : json_integer((json_int_t)v);
+}
+
 static json_t *platform_json(const ember_platform_info *p) {
   json_t *pairs = json_array();
   for (unsigned k = 0; k < p->n_pairs; k++) {
@@ -152,26 +158,25 @@ static json_t *platform_json(const ember_platform_info *p) {
         "consecutive_failures", (int)q->consecutive_failures,
         "disabled_count", (json_int_t)q->disabled_count));
   }
-  json_t *o = json_pack(
-      "{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:I}", "name",
-      p->name, "kind", p->kind, "state", p->state, "device", p->device,
-      "workers", (int)p->workers, "queued", (int)p->queued, "running",
-      (int)p->running, "completed", (json_int_t)p->completed, "failed",
-      (json_int_t)p->failed, "retried", (json_int_t)p->retried, "timeouts",
-      (json_int_t)p->timeouts, "reprograms", (json_int_t)p->reprograms);
-  json_object_set_new(o, "loaded", p->loaded[0] ? json_string(p->loaded)
-                                                : json_null());
-  json_object_set_new(o, "cache", json_pack(
-      "{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "budget",
-      p->cache_budget == UINT64_MAX ? json_null()
-                                    : json_integer((json_int_t)p->cache_budget),
-      "resident", (json_int_t)p->cache_resident, "blocks",
-      (json_int_t)p->cache_blocks, "hits", (json_int_t)p->cache_hits,
-      "misses", (json_int_t)p->cache_misses, "evictions",
-      (json_int_t)p->cache_evictions, "bytes_to", (json_int_t)p->bytes_to,
-      "bytes_from", (json_int_t)p->bytes_from));
-  json_object_set_new(o, "pairs", pairs);
-  return o;
+  json_t *top = json_pack("{s:s, s:s, s:s, s:s}", "name", p->name, "kind",
+                          p->kind, "state", p->state, "device", p->device);
+  json_t *cache = json_object();
+  if (!top || !cache) {
+    json_decref(top);
+    json_decref(cache);
+    json_decref(pairs);
+    return NULL;
+  }
+  /* the figures in platform_counters.h's order, each in its object */
+#define PUT(field, engine, json, key, ...) \
+  json_object_set_new(json, key, figure(p->field));
+  PLATFORM_COUNTERS(PUT)
+#undef PUT
+  json_object_set_new(top, "loaded", p->loaded[0] ? json_string(p->loaded)
+                                                  : json_null());
+  json_object_set_new(top, "cache", cache);
+  json_object_set_new(top, "pairs", pairs);
+  return top;
 }
 
 static int print_json(const char *address, const ember_accel_info *a,

@@ -110,12 +110,26 @@ typedef struct align_args {
   int has_match, has_mismatch, has_gap_open, has_gap_extend;
 } align_args;
 
+/* The platform kinds come before the fallback in ember_platform_names. */
 static int is_platform_kind(const char *kind) {
-  for (size_t i = 0; i < sizeof ember_platform_names / sizeof *ember_platform_names; i++)
-    if (strcmp(ember_platform_names[i], "fallback") != 0 &&
-        strcmp(ember_platform_names[i], kind) == 0)
-      return 1;
+  for (int i = 0; i < EMBER_PLATFORM_FALLBACK; i++)
+    if (strcmp(ember_platform_names[i], kind) == 0) return 1;
   return 0;
+}
+
+/* "--platform: unknown kind 'gpu' (cpu, opencl or fpga-emu)" */
+static int unknown_kind(const char *option, const char *kind) {
+  char kinds[128] = "";
+  size_t used = 0;
+  for (int i = 0; i < EMBER_PLATFORM_FALLBACK; i++) {
+    const char *sep = i == 0 ? "" : i + 1 < EMBER_PLATFORM_FALLBACK ? ", " : " or ";
+    int n = snprintf(kinds + used, sizeof kinds - used, "%s%s", sep,
+                     ember_platform_names[i]);
+    if (n < 0 || (size_t)n >= sizeof kinds - used) break;
+    used += (size_t)n;
+  }
+  return cli_usage_error(CMD, "%s: unknown kind '%s' (%s)", option, kind,
+                         kinds);
 }
 
 /* Parse and check the options; returns 0, CLI_USAGE, or -1 after --help. */
@@ -189,11 +203,9 @@ static int parse_args(int argc, char **argv, align_args *a) {
   if (a->matrix && !a->matrix[0])
     return cli_usage_error(CMD, "--matrix: an empty name");
   if (a->platform && !is_platform_kind(a->platform))
-    return cli_usage_error(CMD, "--platform: unknown kind '%s' (cpu, opencl or "
-                                "fpga-emu)", a->platform);
+    return unknown_kind("--platform", a->platform);
   if (a->prefer && !is_platform_kind(a->prefer))
-    return cli_usage_error(CMD, "--prefer: unknown kind '%s' (cpu, opencl or "
-                                "fpga-emu)", a->prefer);
+    return unknown_kind("--prefer", a->prefer);
   if (a->out && !a->out[0]) return cli_usage_error(CMD, "--out: an empty path");
   return 0;
 }

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "platform_counters.h"
+
 static int from_engine(nam_engine *e, ember_accel_info **accels, size_t *n_accels,
                        ember_platform_info **platforms, size_t *n_platforms) {
   size_t na = acc_registry_count();
@@ -34,22 +36,9 @@ static int from_engine(nam_engine *e, ember_accel_info **accels, size_t *n_accel
     snprintf(p->state, sizeof p->state, "%s", s->state);
     snprintf(p->device, sizeof p->device, "%s", s->device);
     snprintf(p->loaded, sizeof p->loaded, "%s", s->loaded);
-    p->workers = s->workers;
-    p->queued = s->queued;
-    p->running = s->running;
-    p->completed = s->completed;
-    p->failed = s->failed;
-    p->retried = s->retried_away;
-    p->timeouts = s->timeouts;
-    p->reprograms = s->reprograms;
-    p->cache_budget = s->cache_budget;
-    p->cache_resident = s->cache_resident;
-    p->cache_blocks = s->cache_blocks;
-    p->cache_hits = s->cache_hits;
-    p->cache_misses = s->cache_misses;
-    p->cache_evictions = s->cache_evictions;
-    p->bytes_to = s->bytes_to;
-    p->bytes_from = s->bytes_from;
+#define COPY(field, engine, ...) p->field = s->engine;
+    PLATFORM_COUNTERS(COPY)
+#undef COPY
     for (unsigned k = 0; k < s->n_pairs && k < EMBER_MAX_PAIRS; k++) {
       ember_pair_info *q = &p->pairs[p->n_pairs++];
       snprintf(q->accelerator, sizeof q->accelerator, "%s",
@@ -98,22 +87,9 @@ static int from_reply(const Ember__AcceleratorList *l, ember_accel_info **accels
     snprintf(p->state, sizeof p->state, "%s", s->state);
     snprintf(p->device, sizeof p->device, "%s", s->device ? s->device : "");
     snprintf(p->loaded, sizeof p->loaded, "%s", s->loaded ? s->loaded : "");
-    p->workers = s->workers;
-    p->queued = s->queued;
-    p->running = s->running;
-    p->completed = s->completed;
-    p->failed = s->failed;
-    p->retried = s->retried;
-    p->timeouts = s->timeouts;
-    p->reprograms = s->reprograms;
-    p->cache_budget = s->cache_budget;
-    p->cache_resident = s->cache_resident;
-    p->cache_blocks = s->cache_blocks;
-    p->cache_hits = s->cache_hits;
-    p->cache_misses = s->cache_misses;
-    p->cache_evictions = s->cache_evictions;
-    p->bytes_to = s->bytes_to;
-    p->bytes_from = s->bytes_from;
+#define COPY(field, ...) p->field = s->field;  /* same names on the wire */
+    PLATFORM_COUNTERS(COPY)
+#undef COPY
     for (size_t k = 0; k < s->n_pairs && k < EMBER_MAX_PAIRS; k++) {
       const Ember__PairInfo *r = s->pairs[k];
       ember_pair_info *q = &p->pairs[p->n_pairs++];

@@ -15,6 +15,7 @@
 #include "sw/seqset.h"
 #include "sw/sw.h"
 #include "accelerators/sw/sw.pb-c.h"
+#include "platform_kinds.h"
 
 /* Tasks of about 32 M cells (~10 ms on one core) keep the per-task costs
  * (blocks, frames, wake-ups) near 1%; a batch is still cut into at least
@@ -23,8 +24,17 @@
 #define MAX_PAIRS_PER_TASK 8192
 #define MIN_TASKS 16
 
-const char *const ember_platform_names[4] = {"cpu", "opencl", "fpga-emu",
-                                             "fallback"};
+/* The kinds in platform_kinds.h's order, then the in-process fallback. */
+#define FALLBACK PLATFORM_KIND_COUNT
+const char *const ember_platform_names[4] = {
+#define KIND_NAME(id, name, device, bitstream) name,
+    PLATFORM_KINDS(KIND_NAME)
+#undef KIND_NAME
+    [FALLBACK] = "fallback"};
+_Static_assert(FALLBACK + 1 == sizeof ember_platform_names /
+                                   sizeof *ember_platform_names,
+               "ember_platform_names (ember.h) has one entry per kind and "
+               "one for the fallback");
 
 void ember_sw_params_default(ember_sw_params *p) {
   memset(p, 0, sizeof *p);
@@ -141,10 +151,11 @@ static size_t pairs_per_task(const ember_sw_params *p, const ember_seq *q,
   return (size_t)per;
 }
 
-static int platform_index(const char *name) {
-  for (int i = 0; i < 4; i++)
-    if (strcmp(name, ember_platform_names[i]) == 0) return i;
-  return 0;
+/* The index in ember_platform_names of a result's platform kind. */
+static int platform_index(const char *kind) {
+  if (strcmp(kind, ember_platform_names[FALLBACK]) == 0) return FALLBACK;
+  int k = platform_kind_find(kind);
+  return k >= 0 ? k : PLATFORM_KIND_CPU;
 }
 
 /* Copy one finished chunk into results and the report. */

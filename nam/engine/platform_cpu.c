@@ -9,6 +9,7 @@
 
 #include "ember/ember_errors.h"
 #include "host_memory.h"
+#include "platform_kinds.h"
 
 typedef struct cpu_impl {
   pthread_t *threads;
@@ -73,7 +74,7 @@ static int cpu_run(nam_platform *p, nam_task *t, const nam_task_io *io,
 }
 
 const nam_platform_ops nam_platform_cpu_ops = {
-  .kind = "cpu",
+  .kind = platform_kinds[PLATFORM_KIND_CPU].name,
   .start = cpu_start,
   .stop = cpu_stop,
   .supports = cpu_supports,

@@ -42,6 +42,7 @@
 #include "fpga_emu_board.h"
 #include "host_memory.h"
 #include "log.h"
+#include "platform_kinds.h"
 
 /* How fast the CPU code runs each accelerator here (ns per work unit,
  * an exponentially weighted moving average), for model_ns: in real-clock
@@ -391,7 +392,7 @@ int nam_engine_set_fault_rates(nam_engine *e, double fail_rate,
 }
 
 const nam_platform_ops nam_platform_fpga_emu_ops = {
-  .kind = "fpga-emu",
+  .kind = platform_kinds[PLATFORM_KIND_FPGA_EMU].name,
   .start = fpga_start,
   .stop = fpga_stop,
   .supports = fpga_supports,

@@ -40,6 +40,7 @@
 
 #include "ember/ember_errors.h"
 #include "log.h"
+#include "platform_kinds.h"
 
 #define MAX_CL_PLATFORMS 16
 #define MAX_CL_DEVICES 64
@@ -381,7 +382,7 @@ static int ocl_execute(nam_platform *p, nam_task *t, const nam_task_io *io,
 }
 
 const nam_platform_ops nam_platform_opencl_ops = {
-  .kind = "opencl",
+  .kind = platform_kinds[PLATFORM_KIND_OPENCL].name,
   .start = ocl_start,
   .stop = ocl_stop,
   .supports = ocl_supports,

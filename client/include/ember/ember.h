@@ -326,8 +326,10 @@ typedef struct ember_sw_report {
   uint64_t wall_ns;
 } ember_sw_report;
 
-/* Platform names that ember_sw_report counts, in index order. */
+/* Platform names that ember_sw_report counts, in index order: the NAM's
+ * platform kinds, then "fallback" at EMBER_PLATFORM_FALLBACK. */
 extern const char *const ember_platform_names[4];
+#define EMBER_PLATFORM_FALLBACK 3
 
 /* Progress callback: pairs done so far out of total. */
 typedef void (*ember_progress_cb)(size_t done, size_t total, void *user);
