@@ -4,12 +4,33 @@
  * An accelerator is a named function a client can call ("sw", later "plf",
  * "cnn"). Its descriptor is a const table: the engine, the daemon and the
  * client's CPU fallback only ever reach an accelerator through it. Built-ins
- * are listed in registry.c; plugins will load the same struct from shared
+ * are listed in registry.c; plugins load the same struct from shared
  * objects, so fields are only ever appended and abi_version comes first.
  *
  * Contract: validate() decodes and checks everything (parameters and input
  * blocks) and fails with a reason; run_cpu() is only called on what validate
  * accepted, so it fails only on resource exhaustion or cancellation.
+ *
+ * Plugins (the accelerator SDK: this header, ember/ember_errors.h and
+ * `pkg-config ember-accelerator`). A plugin is one shared object per
+ * accelerator, NAME.so in ember-nam's plugin_dir, that exports
+ *     const acc_descriptor *ember_accelerator(void);
+ * (ACC_PLUGIN_SYMBOL) returning its descriptor, which must stay valid while
+ * the process runs. ember-nam loads it with dlopen(RTLD_NOW | RTLD_LOCAL) at
+ * start-up and refuses it, logged and counted, when the file or directory
+ * is writable by anyone but root or the daemon's user (or is a symbolic
+ * link), when abi_version is not ACC_ABI_VERSION, when the name is a
+ * built-in's or another plugin's, when the symbol is missing, or when
+ * name, validate, run_cpu, release or work is missing. It links to
+ * libprotobuf-c itself if it uses protobuf; nothing of ember's is linked in.
+ * Example: accelerators/example/.
+ *
+ * A plugin runs inside ember-nam's process, with its privileges, on its
+ * worker threads: nothing isolates it. A plugin that crashes (in validate,
+ * on any input) takes the daemon down with every task in flight; systemd
+ * restarts it (Restart=on-failure in ember-nam.service) and clients
+ * reconnect or fall back to their CPU. Only install plugins you trust as
+ * much as ember-nam itself.
  */
 #ifndef EMBER_ACCEL_H
 #define EMBER_ACCEL_H
@@ -113,7 +134,11 @@ typedef struct acc_fpga_model {
   const char *source;
 } acc_fpga_model;
 
-/* Built-in accelerators. */
+/* The one symbol a plugin exports (see the top of this file). */
+#define ACC_PLUGIN_SYMBOL "ember_accelerator"
+const acc_descriptor *ember_accelerator(void);
+
+/* Built-in accelerators (ember's own code, not part of the SDK). */
 size_t acc_registry_count(void);
 const acc_descriptor *acc_registry_get(size_t index);
 /* acc_registry_find: the descriptor named name, or NULL. */
