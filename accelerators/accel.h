@@ -32,6 +32,27 @@
  * on what both accepted, so it fails only on resource exhaustion or
  * cancellation. A run that fails may have written part of its out and
  * state blocks: the engine never trusts them afterwards (EMBER_ESTATE).
+ *
+ * Plugins (the accelerator SDK: this header, ember/ember_errors.h and
+ * `pkg-config ember-accelerator`). A plugin is one shared object per
+ * accelerator, NAME.so in ember-nam's plugin_dir, that exports
+ *     const acc_descriptor *ember_accelerator(void);
+ * (ACC_PLUGIN_SYMBOL) returning its descriptor, which must stay valid while
+ * the process runs. ember-nam loads it with dlopen(RTLD_NOW | RTLD_LOCAL) at
+ * start-up and refuses it, logged and counted, when the file or directory
+ * is writable by anyone but root or the daemon's user (or is a symbolic
+ * link), when abi_version is not ACC_ABI_VERSION, when the name is a
+ * built-in's or another plugin's, when the symbol is missing, or when
+ * name, validate, run_cpu, release or work is missing. It links to
+ * libprotobuf-c itself if it uses protobuf; nothing of ember's is linked in.
+ * Example: accelerators/example/.
+ *
+ * A plugin runs inside ember-nam's process, with its privileges, on its
+ * worker threads: nothing isolates it. A plugin that crashes (in validate,
+ * on any input) takes the daemon down with every task in flight; systemd
+ * restarts it (Restart=on-failure in ember-nam.service) and clients
+ * reconnect or fall back to their CPU. Only install plugins you trust as
+ * much as ember-nam itself.
  */
 #ifndef EMBER_ACCEL_H
 #define EMBER_ACCEL_H
@@ -195,15 +216,20 @@ typedef struct acc_fpga_model {
   const char *source;
 } acc_fpga_model;
 
-/* acc_plan_task - run acc->plan (or its default, see there) for a
- * prepared task: zeroes *plan, then fills it. Returns 0 or EMBER_EPARAM
+/* acc_plan_task (ember's own code, not part of the SDK) - run acc->plan
+ * (or its default, see there) for a prepared task: zeroes *plan, then
+ * fills it. Returns 0 or EMBER_EPARAM
  * with the reason in err. input_bytes: the sum of the input sizes (the
  * default cost reads them once). */
 int acc_plan_task(const acc_descriptor *acc, const void *prepared,
                   const acc_task_shape *shape, uint64_t input_bytes,
                   acc_task_plan *plan, char *err, size_t err_len);
 
-/* Built-in accelerators. */
+/* The one symbol a plugin exports (see the top of this file). */
+#define ACC_PLUGIN_SYMBOL "ember_accelerator"
+const acc_descriptor *ember_accelerator(void);
+
+/* Built-in accelerators (ember's own code, not part of the SDK). */
 size_t acc_registry_count(void);
 const acc_descriptor *acc_registry_get(size_t index);
 /* acc_registry_find: the descriptor named name, or NULL. */

@@ -3,11 +3,20 @@
 
 #include <string.h>
 
-#include "sw/sw.h"
+/* The built-ins, one line each: X(name) for the descriptor
+ * acc_<name>_descriptor, built by ember_add_accelerator(<name> ...) in
+ * accelerators/<name>/CMakeLists.txt (which checks that the line is here).
+ * The order is the listing's. */
+#define ACC_BUILTINS(X) \
+  X(sw)
 
-static const acc_descriptor *const builtin[] = {
-  &acc_sw_descriptor,
-};
+#define DECLARE(name) extern const acc_descriptor acc_##name##_descriptor;
+ACC_BUILTINS(DECLARE)
+#undef DECLARE
+
+#define ENTRY(name) &acc_##name##_descriptor,
+static const acc_descriptor *const builtin[] = {ACC_BUILTINS(ENTRY)};
+#undef ENTRY
 
 size_t acc_registry_count(void) {
   return sizeof builtin / sizeof builtin[0];

@@ -4,6 +4,12 @@ option(EMBER_ASAN "Build with AddressSanitizer + UndefinedBehaviorSanitizer" OFF
 option(EMBER_TSAN "Build with ThreadSanitizer" OFF)
 option(EMBER_FUZZ "Build libFuzzer targets (needs clang)" OFF)
 
+# Where ember-nam looks for accelerator plugins unless plugin_dir says
+# otherwise, and where ember-accelerator.pc tells plugins to install.
+include(GNUInstallDirs)
+set(EMBER_PLUGIN_DIR ${CMAKE_INSTALL_FULL_LIBDIR}/ember/accelerators CACHE PATH
+    "Default plugin_dir of ember-nam")
+
 if(EMBER_ASAN AND EMBER_TSAN)
   message(FATAL_ERROR "EMBER_ASAN and EMBER_TSAN cannot be combined")
 endif()

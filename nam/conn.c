@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "accels.h"
 #include "block_cache.h"
 #include "clock.h"
 #include "ember/ember_errors.h"
@@ -340,12 +341,12 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
   if (s->draining)
     return send_error(c, EMBER_ESHUTDOWN, m->task_id, 0,
                       "the NAM is shutting down");
-  const acc_descriptor *acc = acc_registry_find(m->accelerator);
+  const acc_descriptor *acc = nam_accel_find(m->accelerator);
   if (!acc) {
     char known[256] = "";
-    for (size_t i = 0, used = 0; i < acc_registry_count() && used < sizeof known; i++) {
+    for (size_t i = 0, used = 0; i < nam_accels_count() && used < sizeof known; i++) {
       int n = snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "",
-                       acc_registry_get(i)->name);
+                       nam_accels_get(i)->name);
       if (n > 0) used += (size_t)n;
     }
     return send_error(c, EMBER_ENOACCEL, m->task_id, 0,
@@ -703,7 +704,7 @@ static void handle_frame(nam_conn *c, const proto_frame *f) {
     int rc = handle_submit(c, sm);
     if (rc)
       nam_stats_task_rejected(&c->srv->metrics,
-                              acc_registry_find(sm->accelerator), rc);
+                              nam_accel_find(sm->accelerator), rc);
     break;
   }
   case EMBER__MSG_TYPE__MSG_CANCEL: handle_cancel(c, (Ember__Cancel *)m); break;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "accels.h"
 #include "ember/ember_errors.h"
 #include "log.h"
 
@@ -81,6 +82,9 @@ int nam_engine_setup_build(const struct nam_config *cfg, nam_engine_setup *s,
     e->opencl.cache_dir = cfg->opencl_cache_dir;
   }
   e->event = engine_event;
+  /* built-ins and plugins: the engine gets one queue for each */
+  if (nam_accels_load(cfg->plugin_dir) != 0) return EMBER_ENOMEM;
+  e->accelerators = nam_accels_list(&e->n_accelerators);
   if (cfg->fpga_boards > 0) {
     s->boards = calloc((size_t)cfg->fpga_boards, sizeof *s->boards);
     if (!s->boards) return EMBER_ENOMEM;
@@ -96,6 +100,7 @@ int nam_engine_setup_build(const struct nam_config *cfg, nam_engine_setup *s,
 }
 
 void nam_engine_setup_free(nam_engine_setup *s) {
+  nam_accels_unload();
   free(s->boards);
   memset(s, 0, sizeof *s);
 }

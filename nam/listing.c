@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "accels.h"
 #include "platform_counters.h"
 
 #define SET(msg, field, value) ((msg)->has_##field = 1, (msg)->field = (value))
@@ -47,6 +48,7 @@ void nam_listing_build(nam_engine *e, nam_listing *l) {
     ember__accelerator_info__init(ai);
     ai->name = (char *)accs[i]->name;
     ai->version = accs[i]->version;
+    ai->origin = (char *)nam_accel_origin(accs[i]);
     nam_engine_platforms_for(e, accs[i], l->plat_names[i],
                              sizeof l->plat_names[i]);
     l->plat_lists[i][0] = l->plat_names[i];

@@ -9,6 +9,11 @@
 
 #include "ember/ember_errors.h"
 
+/* the build sets it (nam/CMakeLists.txt): LIBDIR/ember/accelerators */
+#ifndef EMBER_PLUGIN_DIR
+#error "EMBER_PLUGIN_DIR is not defined"
+#endif
+
 static int fail(char *why, size_t len, const char *f, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -343,6 +348,15 @@ const config_entry nam_config_table[] = {
    .offset = AT(timeout_factor, int), .def = "10", .min = 1, .max = 10000,
    .help = "With task_timeout 0: how many times its expected time (from "
            "the platform's model or measured speed) a task may take."},
+  {.name = "plugin_dir", .type = CONFIG_STRING,
+   .offset = AT(plugin_dir, char *), .def = EMBER_PLUGIN_DIR, .max = 4000,
+   .help = "Directory of accelerator plugins, one NAME.so per accelerator, "
+           "loaded at start-up (the default is under the library directory "
+           "ember was built for); empty loads none. A plugin, or the "
+           "directory, that anyone but root or the daemon's user can "
+           "change is refused, as are plugins of another ABI version, "
+           "without the entry symbol or whose name is already served. "
+           "Plugins run inside the daemon: a crashing plugin stops it."},
   {.name = "opencl.enabled", .type = CONFIG_BOOL,
    .offset = AT(opencl_enabled, bool), .def = "true",
    .help = "Make every device the OpenCL ICD loader finds a platform (pocl's "

@@ -61,6 +61,7 @@ struct nam_config {
   uint64_t probe_interval_ms; /* probe_interval */
   uint64_t task_timeout_ms;  /* task_timeout: 0 = timeout_factor x expected */
   int timeout_factor;        /* timeout_factor */
+  char *plugin_dir;          /* plugin_dir: "" = no plugins */
   /* [opencl] */
   bool opencl_enabled;       /* opencl.enabled */
   uint64_t opencl_max_memory; /* opencl.max_memory: 0 = the device's */

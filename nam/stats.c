@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accels.h"
 #include "clock.h"
 #include "ember/ember_errors.h"
 #include "frame.h"
@@ -293,8 +294,8 @@ static void render_gauges(FILE *f, nam_server *server, nam_engine *engine) {
 
   nam_stats_family(f, "queue_length", "gauge",
          "Tasks waiting in each accelerator's queue.");
-  for (size_t i = 0; i < acc_registry_count(); i++) {
-    const acc_descriptor *acc = acc_registry_get(i);
+  for (size_t i = 0; i < nam_accels_count(); i++) {
+    const acc_descriptor *acc = nam_accels_get(i);
     fputs("ember_nam_queue_length{", f);
     nam_stats_put_label(f, "accelerator", acc->name);
     fprintf(f, "} %u\n", nam_engine_queue_length(engine, acc));
@@ -328,6 +329,7 @@ int nam_stats_render(const nam_stats *st, nam_server *server,
   FILE *f = open_memstream(&buf, &size);
   if (!f) return EMBER_ENOMEM;
   render_counters(f, st);
+  nam_stats_render_plugins(f, nam_accels_plugins());
   render_gauges(f, server, engine);
   int bad = ferror(f);
   if (fclose(f) != 0 || bad) {

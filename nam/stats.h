@@ -17,6 +17,7 @@
 
 #include "accel.h"
 #include "engine.h"
+#include "plugins.h"
 
 typedef struct nam_server nam_server;
 
@@ -120,5 +121,8 @@ void nam_stats_family(FILE *f, const char *name, const char *type,
  * cache, reprograms, accelerator/platform pair health, retries. */
 void nam_stats_render_platforms(FILE *f, nam_engine *engine,
                                 const nam_platform_status *ps, size_t np);
+/* The plugin loader's families: plugins loaded, plugins refused by
+ * reason (stats_plugins.c). */
+void nam_stats_render_plugins(FILE *f, const nam_plugins *plugins);
 
 #endif

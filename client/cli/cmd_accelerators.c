@@ -19,11 +19,11 @@ static const char accelerators_help[] =
     "Usage: ember accelerators [--nam ADDR | --embedded] [--json]\n"
     "\n"
     "List the accelerators a NAM offers (name, version, platforms that run\n"
-    "them, tasks queued) and its platforms: kind, state, loaded bitstream\n"
-    "(fpga-emu), tasks queued, running, done, failed and retried elsewhere,\n"
-    "block cache use (resident/budget, hits/misses/evictions), and each\n"
-    "accelerator's health on each platform (ready, disabled or probing, with\n"
-    "its error counters).\n"
+    "them, tasks queued, origin: built-in or the plugin's path) and its\n"
+    "platforms: kind, state, loaded bitstream (fpga-emu), tasks queued,\n"
+    "running, done, failed and retried elsewhere, block cache use\n"
+    "(resident/budget, hits/misses/evictions), and each accelerator's health\n"
+    "on each platform (ready, disabled or probing, with its error counters).\n"
     "\n"
     "  --nam ADDR      ask the NAM at unix:PATH or tcp:HOST:PORT\n"
     "  --embedded      describe the in-process engine instead\n"
@@ -83,11 +83,12 @@ static void print_tables(const char *address, const ember_accel_info *a,
     wn = width(wn, a[i].name);
     wp = width(wp, a[i].platforms[0] ? a[i].platforms : "-");
   }
-  printf("%-*s  %7s  %-*s  %6s\n", wn, "ACCELERATOR", "VERSION", wp,
-         "PLATFORMS", "QUEUED");
+  printf("%-*s  %7s  %-*s  %6s  %s\n", wn, "ACCELERATOR", "VERSION", wp,
+         "PLATFORMS", "QUEUED", "ORIGIN");
   for (size_t i = 0; i < na; i++)
-    printf("%-*s  %7u  %-*s  %6u\n", wn, a[i].name, a[i].version, wp,
-           a[i].platforms[0] ? a[i].platforms : "-", a[i].queued);
+    printf("%-*s  %7u  %-*s  %6u  %s\n", wn, a[i].name, a[i].version, wp,
+           a[i].platforms[0] ? a[i].platforms : "-", a[i].queued,
+           a[i].origin);
   if (na == 0) printf("(none)\n");
 
   int pn = width(0, "PLATFORM"), pk = width(0, "KIND"), ps = width(0, "STATE");
@@ -184,9 +185,9 @@ static int print_json(const char *address, const ember_accel_info *a,
   json_t *accs = json_array(), *plats = json_array();
   for (size_t i = 0; i < na; i++)
     json_array_append_new(accs, json_pack(
-        "{s:s, s:i, s:o, s:i}", "name", a[i].name, "version",
+        "{s:s, s:i, s:o, s:i, s:s}", "name", a[i].name, "version",
         (int)a[i].version, "platforms", platform_list(a[i].platforms),
-        "queued", (int)a[i].queued));
+        "queued", (int)a[i].queued, "origin", a[i].origin));
   for (size_t i = 0; i < np; i++)
     json_array_append_new(plats, platform_json(&p[i]));
   json_t *root = json_pack("{s:s, s:o, s:o}", "address", address,

@@ -27,6 +27,7 @@ static int from_engine(nam_engine *e, ember_accel_info **accels, size_t *n_accel
     a->version = d->version;
     nam_engine_platforms_for(e, d, a->platforms, sizeof a->platforms);
     a->queued = nam_engine_queue_length(e, d);
+    snprintf(a->origin, sizeof a->origin, "built-in"); /* no plugins here */
   }
   for (size_t i = 0; i < np; i++) {
     const nam_platform_status *s = &ps[i];
@@ -78,6 +79,9 @@ static int from_reply(const Ember__AcceleratorList *l, ember_accel_info **accels
       if (n > 0) used += (size_t)n;
     }
     a->queued = s->queued;
+    /* a NAM older than the field: its accelerators are all built-in */
+    snprintf(a->origin, sizeof a->origin, "%s",
+             s->origin ? s->origin : "built-in");
   }
   for (size_t i = 0; i < l->n_platforms; i++) {
     const Ember__PlatformInfo *s = l->platforms[i];

@@ -2,6 +2,7 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -186,6 +187,41 @@ void nam_cleanup(nam_proc *p) {
   unlink(p->log_path);
   unlink(p->sock);
   rmdir(p->dir);
+}
+
+int nam_http_get(int port, const char *path, char **body) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_port = htons((uint16_t)port),
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    perror("nam_http_get: connect");
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  char req[512];
+  int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: localhost\r\n\r\n",
+                   path);
+  size_t len = 0, cap = 1 << 16;
+  char *buf = malloc(cap);
+  ssize_t got = write(fd, req, (size_t)n) == n ? 1 : -1;
+  while (buf && got > 0 && (got = read(fd, buf + len, cap - len - 1)) > 0) {
+    len += (size_t)got;
+    if (len + 1 == cap) {
+      char *bigger = realloc(buf, cap *= 2);
+      if (!bigger) free(buf);
+      buf = bigger;
+    }
+  }
+  close(fd);
+  if (!buf) return -1;
+  buf[len] = '\0';
+  int status = -1;
+  if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1) status = -1;
+  char *sep = strstr(buf, "\r\n\r\n");
+  *body = strdup(sep ? sep + 4 : "");
+  free(buf);
+  return *body ? status : -1;
 }
 
 /* ---- data ------------------------------------------------------------- */

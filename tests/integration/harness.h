@@ -54,6 +54,10 @@ int nam_stop(nam_proc *p);
 /* Stop if running and remove the directory. */
 void nam_cleanup(nam_proc *p);
 
+/* nam_http_get - GET path from 127.0.0.1:port (HTTP/1.0); returns the
+ * status and the body in *body (malloc'd, NUL-terminated), or -1. */
+int nam_http_get(int port, const char *path, char **body);
+
 /* Pairs from the bundled test data. */
 typedef struct pair_set {
   size_t n;

@@ -379,6 +379,7 @@ typedef struct ember_accel_info {
   unsigned version;
   char platforms[256];   /* comma-separated */
   unsigned queued;
+  char origin[4096];     /* "built-in", or the path of the NAM's plugin */
 } ember_accel_info;
 
 /* ember_list_accelerators - what the NAM (or the embedded engine) offers.

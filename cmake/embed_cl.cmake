@@ -1,5 +1,5 @@
 # embed_cl.cmake - turn an OpenCL C file into a C header holding it as a
-# string (run at build time by accelerators/sw/CMakeLists.txt):
+# string (run at build time by ember_add_accelerator, EmberAccelerator.cmake):
 #   cmake -DIN=sw.cl -DOUT=sw_cl_source.h -DNAME=acc_sw_cl_source -P embed_cl.cmake
 file(READ "${IN}" text)
 string(REPLACE "\\" "\\\\" text "${text}")
