@@ -124,7 +124,7 @@ uint64_t client_now_ns(void);
 /* remote.c */
 /* remote_tcp_open - a connected, blocking TCP socket to "HOST:PORT" (an IPv6
  * address in brackets), within timeout_ms; -1 with the reason in err. */
-int remote_tcp_open(const char *hostport, int timeout_ms, char *err,
+int remote_tcp_open(const char *address, int timeout_ms, char *err,
                     size_t err_len);
 int remote_connect(ember_client *c);             /* under connect_lock */
 int remote_ensure(ember_client *c);              /* reconnect with backoff */

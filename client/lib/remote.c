@@ -19,6 +19,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "hostport.h"
+
 #define BACKOFF_MIN_NS 50000000ull    /* 50 ms */
 #define BACKOFF_MAX_NS 2000000000ull  /* 2 s */
 
@@ -99,24 +101,14 @@ static int open_socket(ember_client *c) {
   return fd;
 }
 
-int remote_tcp_open(const char *hostport, int timeout_ms, char *err,
+int remote_tcp_open(const char *address, int timeout_ms, char *err,
                     size_t err_len) {
-  char host[256];
-  const char *colon = strrchr(hostport, ':');
-  if (!colon || (size_t)(colon - hostport) >= sizeof host) {
-    snprintf(err, err_len, "expected HOST:PORT");
-    return -1;
-  }
-  memcpy(host, hostport, (size_t)(colon - hostport));
-  host[colon - hostport] = '\0';
-  if (host[0] == '[' && strlen(host) >= 2) { /* [::1] */
-    memmove(host, host + 1, strlen(host));
-    host[strlen(host) - 1] = '\0';
-  }
+  hostport hp;
+  if (hostport_parse(address, 0, &hp, err, err_len) != 0) return -1;
   struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                            .ai_flags = AI_NUMERICSERV};
   struct addrinfo *res = NULL;
-  int gai = getaddrinfo(host, colon + 1, &hints, &res);
+  int gai = getaddrinfo(hp.host, hp.port, &hints, &res);
   if (gai != 0) {
     snprintf(err, err_len, "%s", gai_strerror(gai));
     return -1;
