@@ -13,7 +13,7 @@ PACKAGES="build-essential cmake pkg-config gzip python3 bsdextrautils
   libhts-dev zlib1g-dev libmicrohttpd-dev libsqlite3-dev libsodium-dev libcurl4-gnutls-dev
   gnuplot-nox sqlite3
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
-  libcmocka-dev libparasail-dev libssw-dev clang libclang-rt-14-dev
+  libcmocka-dev libparasail-dev libssw-dev clang libclang-rt-14-dev uthash-dev
   prometheus"
 
 missing=""
