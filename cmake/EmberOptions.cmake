@@ -3,6 +3,7 @@ option(EMBER_BUILD_TESTS "Build unit, conformance and integration tests" ON)
 option(EMBER_ASAN "Build with AddressSanitizer + UndefinedBehaviorSanitizer" OFF)
 option(EMBER_TSAN "Build with ThreadSanitizer" OFF)
 option(EMBER_FUZZ "Build libFuzzer targets (needs clang)" OFF)
+option(EMBER_WERROR "Turn compiler warnings into errors (CI turns it on)" OFF)
 
 # Where ember-nam looks for accelerator plugins unless plugin_dir says
 # otherwise, and where ember-accelerator.pc tells plugins to install.
@@ -15,9 +16,12 @@ if(EMBER_ASAN AND EMBER_TSAN)
 endif()
 
 add_compile_definitions(_GNU_SOURCE)  # memfd, SCM_RIGHTS, accept4, ucred
-add_compile_options(-Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
+add_compile_options(-Wall -Wextra -Wshadow -Wstrict-prototypes
                     -Wmissing-prototypes -Wno-unused-parameter
                     -fno-strict-aliasing)
+if(EMBER_WERROR)
+  add_compile_options(-Werror)
+endif()
 
 if(EMBER_ASAN)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs every Debian package that ember's build, tests and demo need (a
 # no-op when they are there), then configures and builds into build/.
-# Run as root on Debian 12 (or with sudo available).
+# Run as root on Debian 12 (or with sudo available). EMBER_CMAKE_ARGS adds
+# cmake options to the configure step.
 # libcurl's GnuTLS flavour: libhts-dev depends on it, and the OpenSSL one
 # conflicts with it (installing that would remove libhts-dev).
 set -eu
@@ -12,7 +13,7 @@ PACKAGES="build-essential cmake pkg-config gzip python3 bsdextrautils
   libhts-dev zlib1g-dev libmicrohttpd-dev libsqlite3-dev libsodium-dev libcurl4-gnutls-dev
   gnuplot-nox sqlite3
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
-  libcmocka-dev libparasail-dev libssw-dev clang libclang-rt-14-dev
+  libcmocka-dev libparasail-dev libssw-dev clang libclang-rt-14-dev uthash-dev
   prometheus"
 
 missing=""
@@ -28,5 +29,6 @@ if [ -n "$missing" ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
 fi
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# shellcheck disable=SC2086 # EMBER_CMAKE_ARGS is a list of options
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo ${EMBER_CMAKE_ARGS:-}
 cmake --build build -j"$(nproc)"

@@ -19,12 +19,12 @@
 #include "admin_routes.h"
 #include "admin_token.h"
 #include "ember/ember_errors.h"
+#include "hostport.h"
 
 #define JSON_TYPE "application/json"
 #define METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define BODY_MAX 4096          /* the API takes no bodies; more is a 413 */
 #define BODY_DRAIN_MAX 65536   /* a chunked body past this closes the link */
-#define HOST_MAX 256
 
 /* Kept ready so that running out of memory still gets a JSON answer. */
 static const char oom_body[] =
@@ -361,60 +361,20 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *s) {
 
 /* ---- life --------------------------------------------------------------- */
 
-/* "HOST:PORT" or "[IPV6]:PORT" into host and port. */
-static int split_address(const char *address, char *host, size_t host_len,
-                         char *port, size_t port_len, char *why,
-                         size_t why_len) {
-  const char *h = address, *end, *p;
-  if (*address == '[') {
-    h = address + 1;
-    end = strchr(h, ']');
-    if (!end || end[1] != ':') {
-      snprintf(why, why_len, "expected [IPV6]:PORT");
-      return EMBER_ECONFIG;
-    }
-    p = end + 2;
-  } else {
-    end = strrchr(address, ':');
-    if (!end || memchr(address, ':', (size_t)(end - address))) {
-      snprintf(why, why_len, "expected HOST:PORT (IPv6 in brackets)");
-      return EMBER_ECONFIG;
-    }
-    p = end + 1;
-  }
-  size_t n = (size_t)(end - h);
-  if (n == 0 || n >= host_len) {
-    snprintf(why, why_len, "host is empty or too long");
-    return EMBER_ECONFIG;
-  }
-  size_t pn = strlen(p);
-  long v = 0;
-  for (size_t i = 0; i < pn; i++)
-    v = isdigit((unsigned char)p[i]) && i < 5 ? v * 10 + (p[i] - '0') : -1;
-  if (pn == 0 || pn >= port_len || v < 1 || v > 65535) {
-    snprintf(why, why_len, "port must be a number from 1 to 65535");
-    return EMBER_ECONFIG;
-  }
-  memcpy(host, h, n);
-  host[n] = '\0';
-  memcpy(port, p, pn + 1);
-  return 0;
-}
-
 /* Our own listening socket, so that a failure says why. Returns the fd or
  * a negative EMBER_E*. */
 static int listen_on(const char *address, int *family, char *err,
                      size_t err_len) {
-  char host[HOST_MAX], port[8], why[128];
-  if (split_address(address, host, sizeof host, port, sizeof port, why,
-                    sizeof why) != 0) {
+  hostport hp;
+  char why[128];
+  if (hostport_parse(address, 0, &hp, why, sizeof why) != 0) {
     snprintf(err, err_len, "admin_listen %s: %s", address, why);
     return EMBER_ECONFIG;
   }
   struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                            .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
   struct addrinfo *res = NULL;
-  int gai = getaddrinfo(host, port, &hints, &res);
+  int gai = getaddrinfo(hp.host, hp.port, &hints, &res);
   if (gai != 0) {
     snprintf(err, err_len, "admin_listen %s: %s", address, gai_strerror(gai));
     return EMBER_ECONFIG;

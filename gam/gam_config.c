@@ -11,6 +11,8 @@
 
 #include "core_admin.h"
 #include "ember/ember_errors.h"
+#include "hostport.h"
+#include "log.h"
 #include "policy.h"
 
 static int fail(char *why, size_t len, const char *text) {
@@ -20,31 +22,22 @@ static int fail(char *why, size_t len, const char *text) {
 
 int gam_hostport_parse(const char *text, struct sockaddr_storage *out,
                        char *why, size_t why_len) {
-  char host[256];
-  const char *colon = strrchr(text, ':');
-  if (!colon || colon == text) return fail(why, why_len, "expected HOST:PORT");
-  size_t hl = (size_t)(colon - text);
-  if (hl >= sizeof host) return fail(why, why_len, "host name too long");
-  memcpy(host, text, hl);
-  host[hl] = '\0';
-  char *end;
-  long port = strtol(colon + 1, &end, 10);
-  if (!colon[1] || *end || port < 0 || port > 65535)
-    return fail(why, why_len, "the port must be 0..65535");
+  hostport hp;
+  if (hostport_parse(text, HOSTPORT_ANY_PORT, &hp, why, why_len) != 0)
+    return EMBER_ECONFIG;
   struct sockaddr_storage ss;
   memset(&ss, 0, sizeof ss);
   struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
   struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
-  if (strcmp(host, "localhost") == 0) strcpy(host, "127.0.0.1");
-  if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
-    host[hl - 1] = '\0';
-    if (inet_pton(AF_INET6, host + 1, &v6->sin6_addr) != 1)
+  if (strcmp(hp.host, "localhost") == 0) strcpy(hp.host, "127.0.0.1");
+  if (hp.is_ipv6) {
+    if (inet_pton(AF_INET6, hp.host, &v6->sin6_addr) != 1)
       return fail(why, why_len, "not an IPv6 address");
     v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons((uint16_t)port);
-  } else if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+    v6->sin6_port = htons((uint16_t)hp.port_num);
+  } else if (inet_pton(AF_INET, hp.host, &v4->sin_addr) == 1) {
     v4->sin_family = AF_INET;
-    v4->sin_port = htons((uint16_t)port);
+    v4->sin_port = htons((uint16_t)hp.port_num);
   } else {
     return fail(why, why_len,
                 "the host must be an IPv4 address, [IPv6] or localhost");

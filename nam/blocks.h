@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <uthash.h>
+
 #include "proto/ember.pb-c.h"
 
 typedef struct nam_block {
@@ -25,11 +27,11 @@ typedef struct nam_block {
   int client_ref;             /* the client still holds it */
   void *map;                  /* mmap'd memfd, or NULL */
   Ember__PutBlock *inline_msg; /* TCP: the unpacked frame owns the bytes */
+  UT_hash_handle hh;          /* in the table while client_ref is set */
 } nam_block;
 
 typedef struct nam_block_table {
-  nam_block **slots;          /* open addressing, NULL = empty */
-  size_t cap, count;
+  nam_block *head;            /* uthash on id; NULL when empty */
   uint64_t bytes;             /* held by the client (client_ref set) */
 } nam_block_table;
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "ember/ember_errors.h"
+#include "hostport.h"
 #include "frame.h"
 #include "lease_check.h"
 #include "log.h"
@@ -607,15 +608,15 @@ int nam_gam_link_start(uv_loop_t *loop, nam_server *server, nam_engine *engine,
                        const nam_gam_link_config *cfg, nam_gam_link **out,
                        char *err, size_t err_len) {
   const char *hp = strncmp(cfg->gam, "tcp:", 4) == 0 ? cfg->gam + 4 : cfg->gam;
-  nam_listen_addr a;
-  if (nam_hostport_parse(hp, &a, err, err_len) != 0) return EMBER_ECONFIG;
+  hostport a;
+  if (hostport_parse(hp, 0, &a, err, err_len) != 0) return EMBER_ECONFIG;
   nam_gam_link *l = calloc(1, sizeof *l);
   if (!l) return EMBER_ENOMEM;
   l->loop = loop;
   l->srv = server;
   l->engine = engine;
   snprintf(l->host, sizeof l->host, "%s", a.host);
-  snprintf(l->port, sizeof l->port, "%d", a.port);
+  snprintf(l->port, sizeof l->port, "%s", a.port);
   snprintf(l->gam, sizeof l->gam, "%s", hp);
   snprintf(l->node, sizeof l->node, "%s", cfg->node);
   snprintf(l->address, sizeof l->address, "%s", cfg->address ? cfg->address : "");

@@ -15,6 +15,7 @@
 #include <microhttpd.h>
 
 #include "ember/ember_errors.h"
+#include "hostport.h"
 #include "nam_config.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -119,18 +120,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 /* Our own listening socket, so that a failure says why. */
 static int listen_on(const char *address, int *family, char *err,
                      size_t err_len) {
-  nam_listen_addr a;
+  hostport a;
   char why[256];
-  if (nam_hostport_parse(address, &a, why, sizeof why) != 0) {
+  if (hostport_parse(address, 0, &a, why, sizeof why) != 0) {
     snprintf(err, err_len, "metrics_listen %s: %s", address, why);
     return EMBER_ECONFIG;
   }
-  char port[8];
-  snprintf(port, sizeof port, "%d", a.port);
   struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                            .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
   struct addrinfo *res = NULL;
-  int gai = getaddrinfo(a.host, port, &hints, &res);
+  int gai = getaddrinfo(a.host, a.port, &hints, &res);
   if (gai != 0) {
     snprintf(err, err_len, "metrics_listen %s: %s", address, gai_strerror(gai));
     return EMBER_ECONFIG;

@@ -22,7 +22,7 @@ typedef struct nam_metrics_http nam_metrics_http;
 typedef int (*nam_metrics_render_fn)(void *user, char **text, size_t *len);
 
 /*
- * nam_metrics_http_start - listen on "HOST:PORT" (as nam_hostport_parse
+ * nam_metrics_http_start - listen on "HOST:PORT" (as hostport_parse
  * takes it) and serve render's text. Call on the loop thread; render runs
  * once here and then on the loop for each request.
  * Returns 0 and the server in *out, or EMBER_ECONFIG (bad address),

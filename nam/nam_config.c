@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "ember/ember_errors.h"
+#include "hostport.h"
+#include "log.h"
 
 /* the build sets it (nam/CMakeLists.txt): LIBDIR/ember/accelerators */
 #ifndef EMBER_PLUGIN_DIR
@@ -27,61 +29,6 @@ static int fail(char *why, size_t len, const char *f, ...) {
   return EMBER_ECONFIG;
 }
 
-static int parse_port(const char *s, const char *pre, int *port, char *why,
-                      size_t len) {
-  int n = 0;
-  size_t i;
-  for (i = 0; s[i]; i++) {
-    if (!isdigit((unsigned char)s[i]) || i >= 5)
-      return fail(why, len, "port '%.16s' is not a number from 1 to 65535", s);
-    n = n * 10 + (s[i] - '0');
-  }
-  if (i == 0) return fail(why, len, "no port (expected %sHOST:PORT)", pre);
-  if (n < 1 || n > 65535)
-    return fail(why, len, "port %d is not from 1 to 65535", n);
-  *port = n;
-  return 0;
-}
-
-/* HOST:PORT; pre ("tcp:" or "") is how the reasons show the form. */
-static int parse_tcp(const char *s, const char *pre, nam_listen_addr *a,
-                     char *why, size_t len) {
-  const char *host = s, *end, *port;
-  size_t n;
-  bool v6 = *s == '[';
-  if (v6) {
-    host = s + 1;
-    end = strchr(host, ']');
-    if (!end) return fail(why, len, "no ']' after the IPv6 address");
-    if (end[1] != ':')
-      return fail(why, len, "no port after ']' (expected %s[ADDRESS]:PORT)", pre);
-    port = end + 2;
-  } else {
-    end = strrchr(s, ':');
-    if (!end) return fail(why, len, "no port (expected %sHOST:PORT)", pre);
-    port = end + 1;
-  }
-  n = (size_t)(end - host);
-  if (n == 0)
-    return fail(why, len, "empty host (expected %sHOST:PORT)", pre);
-  if (n >= sizeof a->host)
-    return fail(why, len, "host is %zu bytes, more than the maximum %zu", n,
-                sizeof a->host - 1);
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)host[i];
-    if (!v6 && c == ':')
-      return fail(why, len,
-                  "an IPv6 address needs brackets, e.g. %s[::1]:7700", pre);
-    if (!isalnum(c) && c != '.' && c != '-' && c != '_' &&
-        !(v6 && (c == ':' || c == '%')))
-      return fail(why, len, "bad character '%c' in the host", c);
-  }
-  if (parse_port(port, pre, &a->port, why, len)) return EMBER_ECONFIG;
-  memcpy(a->host, host, n);
-  a->host[n] = '\0';
-  return 0;
-}
-
 int nam_listen_parse(const char *item, nam_listen_addr *out, char *why,
                      size_t why_len) {
   nam_listen_addr a;
@@ -96,19 +43,13 @@ int nam_listen_parse(const char *item, nam_listen_addr *out, char *why,
     a.is_unix = 1;
     memcpy(a.path, item + 5, n + 1);
   } else if (strncmp(item, "tcp:", 4) == 0) {
-    if (parse_tcp(item + 4, "tcp:", &a, why, why_len)) return EMBER_ECONFIG;
+    hostport hp;
+    if (hostport_parse(item + 4, 0, &hp, why, why_len)) return EMBER_ECONFIG;
+    memcpy(a.host, hp.host, sizeof a.host);
+    a.port = hp.port_num;
   } else {
     return fail(why, why_len, "expected unix:PATH or tcp:HOST:PORT");
   }
-  if (out) *out = a;
-  return 0;
-}
-
-int nam_hostport_parse(const char *text, nam_listen_addr *out, char *why,
-                       size_t why_len) {
-  nam_listen_addr a;
-  memset(&a, 0, sizeof a);
-  if (parse_tcp(text, "", &a, why, why_len)) return EMBER_ECONFIG;
   if (out) *out = a;
   return 0;
 }
@@ -119,7 +60,7 @@ static int check_listen(const char *text, char *why, size_t len) {
 
 /* metrics_listen: HOST:PORT, or empty for no metrics endpoint. */
 static int check_metrics_listen(const char *text, char *why, size_t len) {
-  return text[0] ? nam_hostport_parse(text, NULL, why, len) : 0;
+  return text[0] ? hostport_parse(text, 0, NULL, why, len) : 0;
 }
 
 /* Group and node names: letters, digits, '.', '-', '_'. */
@@ -147,8 +88,8 @@ static int check_label(const char *text, char *why, size_t len) {
 /* gam: HOST:PORT (a tcp: in front is taken too), or empty. */
 static int check_gam(const char *text, char *why, size_t len) {
   if (!text[0]) return 0;
-  return nam_hostport_parse(strncmp(text, "tcp:", 4) == 0 ? text + 4 : text,
-                            NULL, why, len);
+  return hostport_parse(strncmp(text, "tcp:", 4) == 0 ? text + 4 : text, 0,
+                        NULL, why, len);
 }
 
 /* advertise: tcp:HOST:PORT, or empty. */

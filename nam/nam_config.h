@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "hostport.h"
 
 #define NAM_CONFIG_DEFAULT_PATH "/etc/ember/nam.conf"
 
@@ -86,27 +87,19 @@ extern const config_entry nam_config_table[];
 typedef struct nam_listen_addr {
   int is_unix;
   char path[108];  /* unix: the socket path (fits sockaddr_un.sun_path) */
-  char host[256];  /* tcp: host name or address, IPv6 without brackets */
+  char host[HOSTPORT_HOST_MAX]; /* tcp: name or address, IPv6 without [] */
   int port;        /* tcp: 1..65535 */
 } nam_listen_addr;
 
 /*
  * nam_listen_parse - parse one listen item: "unix:PATH" (PATH 1 to 107
- * bytes) or "tcp:HOST:PORT" (HOST a name, an IPv4 address or a bracketed
- * IPv6 address such as [::1]; PORT 1 to 65535).
+ * bytes) or "tcp:HOST:PORT" (as hostport_parse takes it: HOST a name, an
+ * IPv4 address or a bracketed IPv6 address such as [::1]; PORT 1 to 65535).
  * out may be NULL (validation only). Returns 0, or EMBER_ECONFIG with the
  * reason in why (why may be NULL).
  */
 int nam_listen_parse(const char *item, nam_listen_addr *out, char *why,
                      size_t why_len);
-
-/*
- * nam_hostport_parse - parse "HOST:PORT" as in a tcp: listen item (HOST a
- * name, an IPv4 address or a bracketed IPv6 address). out may be NULL.
- * Returns 0, or EMBER_ECONFIG with the reason in why (why may be NULL).
- */
-int nam_hostport_parse(const char *text, nam_listen_addr *out, char *why,
-                       size_t why_len);
 
 /* nam_label_valid - a label as the GAM takes it: 1 to 64 characters of
  * letters, digits, '_', '.', '-' and '@' (e.g. "sw", "sw@fpga-emu"). */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ember/ember_errors.h"
+#include "hostport.h"
 #include "log.h"
 
 void nam_server_flush(nam_server *s) {
@@ -182,31 +183,20 @@ static int listen_unix(nam_server *s, listener *l, const char *path,
   return 0;
 }
 
-static int listen_tcp(listener *l, const char *hostport, char *err,
+static int listen_tcp(listener *l, const char *address, char *err,
                       size_t err_len) {
-  char host[256];
-  const char *colon = strrchr(hostport, ':');
-  if (!colon || colon == hostport || (size_t)(colon - hostport) >= sizeof host) {
-    snprintf(err, err_len, "tcp:%s: expected HOST:PORT", hostport);
+  hostport hp;
+  char why[256];
+  if (hostport_parse(address, 0, &hp, why, sizeof why) != 0) {
+    snprintf(err, err_len, "tcp:%s: %s", address, why);
     return EMBER_EINVAL;
-  }
-  memcpy(host, hostport, (size_t)(colon - hostport));
-  host[colon - hostport] = '\0';
-  if (host[0] == '[') { /* [::1] */
-    size_t n = strlen(host);
-    if (n < 2 || host[n - 1] != ']') {
-      snprintf(err, err_len, "tcp:%s: bad IPv6 address", hostport);
-      return EMBER_EINVAL;
-    }
-    memmove(host, host + 1, n - 2);
-    host[n - 2] = '\0';
   }
   struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                            .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
   struct addrinfo *res = NULL;
-  int gai = getaddrinfo(host, colon + 1, &hints, &res);
+  int gai = getaddrinfo(hp.host, hp.port, &hints, &res);
   if (gai != 0) {
-    snprintf(err, err_len, "tcp:%s: %s", hostport, gai_strerror(gai));
+    snprintf(err, err_len, "tcp:%s: %s", address, gai_strerror(gai));
     return EMBER_EINVAL;
   }
   int fd = socket(res->ai_family, res->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
@@ -214,7 +204,7 @@ static int listen_tcp(listener *l, const char *hostport, char *err,
   int one = 1;
   if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
       bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 128) != 0) {
-    snprintf(err, err_len, "tcp:%s: %s", hostport, strerror(errno));
+    snprintf(err, err_len, "tcp:%s: %s", address, strerror(errno));
     if (fd >= 0) close(fd);
     freeaddrinfo(res);
     return EMBER_EIO;

@@ -99,35 +99,24 @@ static size_t utf8_length(const unsigned char *s) {
   return n;
 }
 
-void cli_json_string(FILE *f, const char *s) {
+json_t *cli_json_text(const char *s) {
   const unsigned char *p = (const unsigned char *)s;
-  fputc('"', f);
-  while (*p) {
-    unsigned char c = *p;
-    if (c == '"' || c == '\\') {
-      fputc('\\', f);
-      fputc(c, f);
-      p++;
-    } else if (c < 0x20 || c == 0x7F) {
-      switch (c) {
-      case '\b': fputs("\\b", f); break;
-      case '\f': fputs("\\f", f); break;
-      case '\n': fputs("\\n", f); break;
-      case '\r': fputs("\\r", f); break;
-      case '\t': fputs("\\t", f); break;
-      default: fprintf(f, "\\u%04x", c); break;
-      }
-      p++;
+  size_t len = strlen(s), o = 0;
+  char *clean = malloc(3 * len + 1); /* every byte bad: 3 bytes each */
+  if (!clean) return NULL;
+  for (size_t i = 0; i < len;) {
+    size_t n = utf8_length(p + i);
+    if (n == 0) {
+      memcpy(clean + o, "\xEF\xBF\xBD", 3); /* U+FFFD */
+      o += 3;
+      i++;
     } else {
-      size_t n = utf8_length(p);
-      if (n == 0) {
-        fputs("\\ufffd", f);
-        p++;
-      } else {
-        fwrite(p, 1, n, f);
-        p += n;
-      }
+      memcpy(clean + o, p + i, n);
+      o += n;
+      i += n;
     }
   }
-  fputc('"', f);
+  json_t *j = json_stringn(clean, o);
+  free(clean);
+  return j;
 }

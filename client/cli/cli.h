@@ -1,13 +1,16 @@
 /*
  * cli.h - what the subcommands of the `ember` tool share: the command table
- * entry, exit codes, error messages, strict number parsing and a JSON
- * string writer. The tool uses only libember's public API (ember.h).
+ * entry, exit codes, error messages, strict number parsing and JSON
+ * strings from names that may not be UTF-8. The tool uses only libember's
+ * public API (ember.h).
  */
 #ifndef EMBER_CLI_H
 #define EMBER_CLI_H
 
 #include <stdint.h>
 #include <stdio.h>
+
+#include <jansson.h>
 
 /* Exit codes of every subcommand. */
 enum {
@@ -49,9 +52,9 @@ int cli_parse_int(const char *cmd, const char *option, const char *text,
 /* cli_group_digits - v with thousands separators ("100,000") in buf. */
 const char *cli_group_digits(uint64_t v, char *buf, size_t len);
 
-/* cli_json_string - write s as a JSON string literal: quotes, backslashes
- * and control characters escaped, valid UTF-8 passed through, every byte
- * that is not part of valid UTF-8 written as U+FFFD. */
-void cli_json_string(FILE *f, const char *s);
+/* cli_json_text - s as a new JSON string (jansson takes only UTF-8): valid
+ * UTF-8 kept, every byte that is not part of valid UTF-8 replaced by
+ * U+FFFD. NULL when out of memory; the caller owns the reference. */
+json_t *cli_json_text(const char *s);
 
 #endif

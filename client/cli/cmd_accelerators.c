@@ -49,19 +49,21 @@ static int width(int w, const char *s) {
   return n > w ? n : w;
 }
 
-/* 1536 MiB -> "1.5G", for the cache column. */
+/* 1536 MiB -> "1.5G", for the cache column: at most "1023B" or, for the
+ * largest uint64_t, "16384P". */
 static void human(uint64_t bytes, char *buf, size_t len) {
   static const char units[] = "BKMGTP";
+  if (bytes < 1024) {
+    snprintf(buf, len, "%uB", (unsigned)bytes);
+    return;
+  }
   double v = (double)bytes;
   int u = 0;
   while (v >= 1024 && u < 5) {
     v /= 1024;
     u++;
   }
-  if (u == 0)
-    snprintf(buf, len, "%lluB", (unsigned long long)bytes);
-  else
-    snprintf(buf, len, v < 10 ? "%.1f%c" : "%.0f%c", v, units[u]);
+  snprintf(buf, len, v < 10 ? "%.1f%c" : "%.0f%c", v, units[u]);
 }
 
 static void print_pairs(const ember_platform_info *p) {

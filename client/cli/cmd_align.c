@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "cli.h"
 #include "ember/ember.h"
 #include "seqio.h"
@@ -258,20 +260,24 @@ static int write_tsv(FILE *f, const seqio_set *q, const seqio_set *r,
   return ferror(f) ? -1 : 0;
 }
 
+/* One object per pair, streamed: a batch of millions of pairs is never
+ * held as one JSON tree. */
 static int write_json(FILE *f, const seqio_set *q, const seqio_set *r,
                       const ember_sw_result *res) {
   fputs("[\n", f);
   for (size_t i = 0; i < q->n; i++) {
-    fputs("  {\"query\": ", f);
-    cli_json_string(f, q->records[i].name);
-    fputs(", \"ref\": ", f);
-    cli_json_string(f, r->records[i].name);
-    fprintf(f,
-            ", \"score\": %d, \"query_start\": %d, \"query_end\": %d, "
-            "\"ref_start\": %d, \"ref_end\": %d}%s\n",
-            (int)res[i].score, (int)res[i].query_start, (int)res[i].query_end,
-            (int)res[i].ref_start, (int)res[i].ref_end,
-            i + 1 < q->n ? "," : "");
+    json_t *o = json_pack(
+        "{s:o, s:o, s:i, s:i, s:i, s:i, s:i}", "query",
+        cli_json_text(q->records[i].name), "ref",
+        cli_json_text(r->records[i].name), "score", (int)res[i].score,
+        "query_start", (int)res[i].query_start, "query_end",
+        (int)res[i].query_end, "ref_start", (int)res[i].ref_start, "ref_end",
+        (int)res[i].ref_end);
+    fputs("  ", f);
+    int rc = o ? json_dumpf(o, f, 0) : -1;
+    json_decref(o);
+    if (rc != 0) return -1;
+    fputs(i + 1 < q->n ? ",\n" : "\n", f);
   }
   fputs("]\n", f);
   return ferror(f) ? -1 : 0;

@@ -138,7 +138,7 @@ void ember_close(ember_client *c) {
   pthread_mutex_unlock(&c->lock);
   remote_shutdown(c);     /* in-flight remote tasks end as ECANCELED */
   nam_engine_destroy(c->engine); /* local ones too */
-  free(c->inflight_tasks);
+  HASH_CLEAR(hh, c->inflight_tasks); /* empty by now: frees the table */
   free(c->lease_body);
   free(c->lease_mac);
   pthread_cond_destroy(&c->slot_cv);

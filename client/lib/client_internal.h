@@ -10,6 +10,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include <uthash.h>
+
 #include "accel.h"
 #include "ember/ember.h"
 #include "engine.h"
@@ -43,8 +45,7 @@ struct ember_client {
   size_t max_frame;
   unsigned max_inflight;
   unsigned inflight;
-  ember_task **inflight_tasks; /* open addressing on task id */
-  size_t inflight_cap;
+  ember_task *inflight_tasks; /* uthash on task id; NULL when empty */
   uint64_t next_task_id, next_block_id;
   uint64_t last_attempt_ns, backoff_ns;
   int closing;
@@ -116,6 +117,7 @@ struct ember_task {
   char platform_kind[32];
   ember_task_info info;
   nam_task *local;           /* running on the in-process engine */
+  UT_hash_handle hh;         /* in client->inflight_tasks while in flight */
 };
 
 /* client.c */
@@ -134,7 +136,7 @@ uint64_t client_now_ns(void);
 /* remote.c */
 /* remote_tcp_open - a connected, blocking TCP socket to "HOST:PORT" (an IPv6
  * address in brackets), within timeout_ms; -1 with the reason in err. */
-int remote_tcp_open(const char *hostport, int timeout_ms, char *err,
+int remote_tcp_open(const char *address, int timeout_ms, char *err,
                     size_t err_len);
 int remote_connect(ember_client *c);             /* under connect_lock */
 int remote_ensure(ember_client *c);              /* reconnect with backoff */

@@ -19,58 +19,29 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "hostport.h"
+
 #define BACKOFF_MIN_NS 50000000ull    /* 50 ms */
 #define BACKOFF_MAX_NS 2000000000ull  /* 2 s */
 
 /* ---- in-flight map (client->lock held) --------------------------------- */
 
-static size_t slot_of(uint64_t id, size_t cap) {
-  return (size_t)(id * 0x9E3779B97F4A7C15ull >> 7) & (cap - 1);
-}
-
 int inflight_add(ember_client *c, ember_task *t) {
-  if ((c->inflight + 1) * 2 > c->inflight_cap) {
-    size_t cap = c->inflight_cap ? c->inflight_cap * 2 : 128;
-    ember_task **slots = calloc(cap, sizeof *slots);
-    if (!slots) return EMBER_ENOMEM;
-    for (size_t i = 0; i < c->inflight_cap; i++) {
-      ember_task *o = c->inflight_tasks[i];
-      if (!o) continue;
-      size_t j = slot_of(o->id, cap);
-      while (slots[j]) j = (j + 1) & (cap - 1);
-      slots[j] = o;
-    }
-    free(c->inflight_tasks);
-    c->inflight_tasks = slots;
-    c->inflight_cap = cap;
-  }
-  size_t i = slot_of(t->id, c->inflight_cap);
-  while (c->inflight_tasks[i]) i = (i + 1) & (c->inflight_cap - 1);
-  c->inflight_tasks[i] = t;
+  unsigned count = HASH_COUNT(c->inflight_tasks);
+  HASH_ADD(hh, c->inflight_tasks, id, sizeof t->id, t);
+  if (HASH_COUNT(c->inflight_tasks) == count) return EMBER_ENOMEM;
   c->inflight++;
   return 0;
 }
 
 ember_task *inflight_take(ember_client *c, uint64_t id) {
-  if (!c->inflight_cap) return NULL;
-  size_t mask = c->inflight_cap - 1;
-  for (size_t i = slot_of(id, c->inflight_cap);; i = (i + 1) & mask) {
-    ember_task *t = c->inflight_tasks[i];
-    if (!t) return NULL;
-    if (t->id != id) continue;
-    c->inflight_tasks[i] = NULL;
-    /* re-place the rest of the cluster */
-    for (size_t j = (i + 1) & mask; c->inflight_tasks[j]; j = (j + 1) & mask) {
-      ember_task *o = c->inflight_tasks[j];
-      c->inflight_tasks[j] = NULL;
-      size_t k = slot_of(o->id, c->inflight_cap);
-      while (c->inflight_tasks[k]) k = (k + 1) & mask;
-      c->inflight_tasks[k] = o;
-    }
-    c->inflight--;
-    pthread_cond_broadcast(&c->slot_cv);
-    return t;
-  }
+  ember_task *t = NULL;
+  HASH_FIND(hh, c->inflight_tasks, &id, sizeof id, t);
+  if (!t) return NULL;
+  HASH_DEL(c->inflight_tasks, t);
+  c->inflight--;
+  pthread_cond_broadcast(&c->slot_cv);
+  return t;
 }
 
 /* ---- sockets ----------------------------------------------------------- */
@@ -99,24 +70,14 @@ static int open_socket(ember_client *c) {
   return fd;
 }
 
-int remote_tcp_open(const char *hostport, int timeout_ms, char *err,
+int remote_tcp_open(const char *address, int timeout_ms, char *err,
                     size_t err_len) {
-  char host[256];
-  const char *colon = strrchr(hostport, ':');
-  if (!colon || (size_t)(colon - hostport) >= sizeof host) {
-    snprintf(err, err_len, "expected HOST:PORT");
-    return -1;
-  }
-  memcpy(host, hostport, (size_t)(colon - hostport));
-  host[colon - hostport] = '\0';
-  if (host[0] == '[' && strlen(host) >= 2) { /* [::1] */
-    memmove(host, host + 1, strlen(host));
-    host[strlen(host) - 1] = '\0';
-  }
+  hostport hp;
+  if (hostport_parse(address, 0, &hp, err, err_len) != 0) return -1;
   struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                            .ai_flags = AI_NUMERICSERV};
   struct addrinfo *res = NULL;
-  int gai = getaddrinfo(host, colon + 1, &hints, &res);
+  int gai = getaddrinfo(hp.host, hp.port, &hints, &res);
   if (gai != 0) {
     snprintf(err, err_len, "%s", gai_strerror(gai));
     return -1;
@@ -278,13 +239,13 @@ static void connection_lost(ember_client *c, const char *why) {
     /* the reader owns closing; writers only shut it down */
     shutdown(c->fd, SHUT_RDWR);
   }
-  ember_task **orphans = NULL;
+  ember_task **orphans = NULL, *t, *next;
   size_t n = 0;
   if (c->inflight) orphans = calloc(c->inflight, sizeof *orphans);
-  for (size_t i = 0; orphans && i < c->inflight_cap; i++)
-    if (c->inflight_tasks[i]) {
-      orphans[n++] = c->inflight_tasks[i];
-      c->inflight_tasks[i] = NULL;
+  if (orphans)
+    HASH_ITER(hh, c->inflight_tasks, t, next) {
+      HASH_DEL(c->inflight_tasks, t);
+      orphans[n++] = t;
     }
   c->inflight = 0;
   if (c->reply.waiting) {

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "gam_load.h"
+#include "hostport.h"
 
 #define MAX_GAM_SETS 32
 #define MAX_ARG_LABELS 64
@@ -108,28 +109,12 @@ typedef struct gam_metrics {
   double changes, commits, commit_s;
 } gam_metrics;
 
-static int hostport(const char *s, char *host, size_t host_len, char *port,
-                    size_t port_len) {
-  const char *colon = strrchr(s, ':');
-  if (!colon || colon == s || !colon[1]) return -1;
-  size_t hl = (size_t)(colon - s);
-  if (s[0] == '[' && hl >= 2 && s[hl - 1] == ']') {
-    s++;
-    hl -= 2;
-  }
-  if (hl >= host_len || strlen(colon + 1) >= port_len) return -1;
-  memcpy(host, s, hl);
-  host[hl] = '\0';
-  snprintf(port, port_len, "%s", colon + 1);
-  return 0;
-}
-
 static int resolve(const char *hp, struct sockaddr_storage *ss,
                    socklen_t *len) {
-  char host[256], port[16];
-  if (hostport(hp, host, sizeof host, port, sizeof port) != 0) return -1;
+  hostport a;
+  if (hostport_parse(hp, 0, &a, NULL, 0) != 0) return -1;
   struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
-  if (getaddrinfo(host, port, &hints, &res) != 0) return -1;
+  if (getaddrinfo(a.host, a.port, &hints, &res) != 0) return -1;
   memcpy(ss, res->ai_addr, res->ai_addrlen);
   *len = res->ai_addrlen;
   freeaddrinfo(res);

@@ -316,7 +316,7 @@ static void error_out_of_bounds(void **state) {
 static void error_bad_list_item(void **state) {
   expect_nam_error("listen = unix:/a, tcp:host\n",
                    ":1: key 'listen': 'tcp:host': no port "
-                   "(expected tcp:HOST:PORT)");
+                   "(expected HOST:PORT)");
   expect_nam_error("listen = unix:/a,,unix:/b\n",
                    ":1: key 'listen': item 2 is empty");
   expect_nam_error("listen = unix:/a,\n", ":1: key 'listen': item 2 is empty");
@@ -326,7 +326,7 @@ static void error_bad_list_item(void **state) {
                    "tcp:HOST:PORT");
   expect_nam_error("listen = tcp:::1:7700\n",
                    ":1: key 'listen': 'tcp:::1:7700': an IPv6 address needs "
-                   "brackets, e.g. tcp:[::1]:7700");
+                   "brackets, e.g. [::1]:7700");
   expect_nam_error("listen = tcp:h:0\n",
                    ":1: key 'listen': 'tcp:h:0': port 0 is not from 1 to "
                    "65535");
@@ -601,10 +601,10 @@ static void listen_parse(void **state) {
                            "107");
   assert_int_equal(nam_listen_parse("tcp:[::1]7700", NULL, why, sizeof why),
                    EMBER_ECONFIG);
-  assert_string_equal(why, "no port after ']' (expected tcp:[ADDRESS]:PORT)");
+  assert_string_equal(why, "no port after ']' (expected [ADDRESS]:PORT)");
   assert_int_equal(nam_listen_parse("tcp::7700", NULL, why, sizeof why),
                    EMBER_ECONFIG);
-  assert_string_equal(why, "empty host (expected tcp:HOST:PORT)");
+  assert_string_equal(why, "empty host (expected HOST:PORT)");
   assert_int_equal(nam_listen_parse("tcp:h:77x", NULL, why, sizeof why),
                    EMBER_ECONFIG);
   assert_string_equal(why, "port '77x' is not a number from 1 to 65535");
@@ -613,20 +613,17 @@ static void listen_parse(void **state) {
 
 /* metrics_listen: HOST:PORT as in tcp: items, or empty (off). */
 static void metrics_listen_key(void **state) {
-  nam_listen_addr a;
-  char why[256], err[512];
+  char err[512];
   struct nam_config cfg = {0};
-  assert_int_equal(nam_hostport_parse("[::1]:9464", &a, why, sizeof why), 0);
-  assert_string_equal(a.host, "::1");
-  assert_int_equal(a.port, 9464);
-  assert_int_equal(nam_hostport_parse("9464", NULL, why, sizeof why),
-                   EMBER_ECONFIG);
-  assert_string_equal(why, "no port (expected HOST:PORT)");
-  assert_int_equal(nam_hostport_parse("tcp:h:1", NULL, why, sizeof why),
-                   EMBER_ECONFIG);
-
   assert_int_equal(config_init(nam_config_table, &cfg), 0);
   assert_string_equal(cfg.metrics_listen, "127.0.0.1:9464");
+  assert_int_equal(config_set(nam_config_table, &cfg,
+                              "metrics_listen=[::1]:9464", err, sizeof err), 0);
+  assert_string_equal(cfg.metrics_listen, "[::1]:9464");
+  assert_int_equal(config_set(nam_config_table, &cfg, "metrics_listen=9464",
+                              err, sizeof err), EMBER_ECONFIG);
+  assert_string_equal(err, "--set metrics_listen=9464: '9464': no port "
+                           "(expected HOST:PORT)");
   assert_int_equal(config_set(nam_config_table, &cfg, "metrics_listen=",
                               err, sizeof err), 0);
   assert_string_equal(cfg.metrics_listen, "");

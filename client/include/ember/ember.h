@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ember_errors.h"
+#include <ember/ember_errors.h>
 #include <ember/ember_block_flags.h>
 
 #ifdef __cplusplus
