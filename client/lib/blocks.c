@@ -38,7 +38,7 @@ static ember_block *block_new(ember_client *c, size_t size, unsigned flags) {
 
 static int check_size(size_t size) {
   if (size == 0) {
-    client_set_error("a block cannot be empty");
+    ember__client_set_error("a block cannot be empty");
     return EMBER_EINVAL;
   }
   return 0;
@@ -57,7 +57,7 @@ int ember_block_alloc(ember_client *c, size_t size, unsigned flags, void **data,
     if (b->memfd >= 0 && ftruncate(b->memfd, (off_t)size) == 0)
       p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, b->memfd, 0);
     if (p == MAP_FAILED) {
-      client_set_error("block of %zu bytes: %s", size, strerror(errno));
+      ember__client_set_error("block of %zu bytes: %s", size, strerror(errno));
       if (b->memfd >= 0) close(b->memfd);
       free(b);
       return EMBER_ENOMEM;
@@ -76,7 +76,7 @@ int ember_block_alloc(ember_client *c, size_t size, unsigned flags, void **data,
 int ember_block_seal(ember_block *b) {
   if (b->sealed) return 0;
   if (b->client->mode == MODE_EMBEDDED) {
-    int rc = block_put_engine(b);
+    int rc = ember__block_put_engine(b);
     if (rc) return rc;
   }
   if (b->memfd >= 0) {
@@ -86,7 +86,7 @@ int ember_block_seal(ember_block *b) {
     b->data = NULL;
     b->data_is_map = 0;
     if (fcntl(b->memfd, F_ADD_SEALS, ALL_SEALS) != 0) {
-      client_set_error("sealing block %llu: %s", (unsigned long long)b->id,
+      ember__client_set_error("sealing block %llu: %s", (unsigned long long)b->id,
                        strerror(errno));
       return EMBER_EIO;
     }
@@ -121,7 +121,7 @@ int ember_block_create(ember_client *c, const void *data, size_t size,
     left -= (size_t)n;
   }
   if (b->memfd < 0 || left > 0) {
-    client_set_error("block of %zu bytes: %s", size, strerror(errno));
+    ember__client_set_error("block of %zu bytes: %s", size, strerror(errno));
     if (b->memfd >= 0) close(b->memfd);
     free(b);
     return EMBER_ENOMEM;
@@ -138,7 +138,7 @@ int ember_block_create(ember_client *c, const void *data, size_t size,
 
 size_t ember_block_size(const ember_block *b) { return b->size; }
 
-const uint8_t *block_bytes(ember_block *b) {
+const uint8_t *ember__block_bytes(ember_block *b) {
   ember_client *c = b->client;
   pthread_mutex_lock(&c->lock);
   if (!b->data && b->memfd >= 0) {
@@ -153,13 +153,13 @@ const uint8_t *block_bytes(ember_block *b) {
   return data;
 }
 
-void block_ref(ember_block *b) {
+void ember__block_ref(ember_block *b) {
   pthread_mutex_lock(&b->client->lock);
   b->refs++;
   pthread_mutex_unlock(&b->client->lock);
 }
 
-void block_unref(ember_block *b) {
+void ember__block_unref(ember_block *b) {
   ember_client *c = b->client;
   pthread_mutex_lock(&c->lock);
   int left = --b->refs;
@@ -169,12 +169,12 @@ void block_unref(ember_block *b) {
   if (tell_nam) {
     Ember__ReleaseBlock m = EMBER__RELEASE_BLOCK__INIT;
     m.block_id = b->id;
-    remote_send_msg(c, EMBER__MSG_TYPE__MSG_RELEASE_BLOCK, &m.base);
+    ember__remote_send_msg(c, EMBER__MSG_TYPE__MSG_RELEASE_BLOCK, &m.base);
   }
   if (b->in_engine) {
     /* the cache owns the bytes: it frees them once no task uses them */
     nam_engine *engine = NULL;
-    if (client_engine(c, &engine) == 0)
+    if (ember__client_engine(c, &engine) == 0)
       nam_block_cache_drop(nam_engine_block_cache(engine), CLIENT_EMBEDDED_APP,
                            b->id);
   } else if (b->data_is_map) {
@@ -193,9 +193,9 @@ static void free_cached_bytes(void *user, const void *data, size_t size) {
   free((void *)(uintptr_t)data);
 }
 
-int block_put_engine(ember_block *b) {
+int ember__block_put_engine(ember_block *b) {
   nam_engine *engine;
-  int rc = client_engine(b->client, &engine);
+  int rc = ember__client_engine(b->client, &engine);
   if (rc) return rc;
   unsigned flags = b->flags & (EMBER_BLOCK_CACHE | EMBER_BLOCK_BROADCAST |
                                EMBER_BLOCK_STATE);
@@ -206,7 +206,7 @@ int block_put_engine(ember_block *b) {
   return rc;
 }
 
-ember_block *block_new_output(ember_client *c) {
+ember_block *ember__block_new_output(ember_client *c) {
   ember_block *b = block_new(c, 0, 0);
   if (!b) return NULL;
   b->is_output = 1;
@@ -228,7 +228,7 @@ typedef struct block_op {
 static void op_done(block_op *op, int status, const void *data, size_t size,
                     uint64_t version) {
   op->cb(op->block, status, data, size, version, op->user);
-  block_unref(op->block);
+  ember__block_unref(op->block);
   free(op);
 }
 
@@ -249,12 +249,12 @@ static int block_op_start(ember_block *b, int op, ember_block_read_cb cb,
   ember_client *c = b->client;
   int is_state = (b->flags & EMBER_BLOCK_STATE) != 0;
   if (op != NAM_BLOCK_READ && !is_state) {
-    client_set_error("block %llu is not a state block",
+    ember__client_set_error("block %llu is not a state block",
                      (unsigned long long)b->id);
     return EMBER_EINVAL;
   }
   if (op == NAM_BLOCK_READ && !is_state && !b->is_output) {
-    const uint8_t *data = block_bytes(b); /* an input: the bytes are here */
+    const uint8_t *data = ember__block_bytes(b); /* an input: the bytes are here */
     if (!data) return EMBER_ENOMEM;
     cb(b, 0, data, b->size, 0, user);
     return 0;
@@ -264,15 +264,15 @@ static int block_op_start(ember_block *b, int op, ember_block_read_cb cb,
   o->block = b;
   o->cb = cb;
   o->user = user;
-  block_ref(b);
+  ember__block_ref(b);
   if (c->mode == MODE_EMBEDDED) {
     nam_engine *engine;
-    int rc = client_engine(c, &engine);
+    int rc = ember__client_engine(c, &engine);
     if (!rc)
       rc = nam_engine_block_op(engine, op, CLIENT_EMBEDDED_APP, b->id,
                                on_engine_op, o);
     if (rc) {
-      block_unref(b);
+      ember__block_unref(b);
       free(o);
     }
     return rc;
@@ -286,9 +286,9 @@ static int block_op_start(ember_block *b, int op, ember_block_read_cb cb,
   }
   pthread_mutex_unlock(&c->lock);
   if (!here) {
-    block_unref(b);
+    ember__block_unref(b);
     free(o);
-    client_set_error("block %llu lived on a NAM connection that is gone",
+    ember__client_set_error("block %llu lived on a NAM connection that is gone",
                      (unsigned long long)b->id);
     return EMBER_ESTATE;
   }
@@ -296,13 +296,13 @@ static int block_op_start(ember_block *b, int op, ember_block_read_cb cb,
   m.request_id = o->id;
   m.block_id = b->id;
   m.op = wire_op[op];
-  int rc = remote_send_msg(c, EMBER__MSG_TYPE__MSG_BLOCK_OP, &m.base);
+  int rc = ember__remote_send_msg(c, EMBER__MSG_TYPE__MSG_BLOCK_OP, &m.base);
   /* a send that failed shut the socket down: the reader fails every op */
   (void)rc;
   return 0;
 }
 
-void block_op_reply(ember_client *c, const Ember__BlockReply *r) {
+void ember__block_op_reply(ember_client *c, const Ember__BlockReply *r) {
   pthread_mutex_lock(&c->lock);
   block_op **pp = &c->block_ops, *o = NULL;
   while (*pp && (*pp)->id != r->request_id) pp = &(*pp)->next;
@@ -314,13 +314,13 @@ void block_op_reply(ember_client *c, const Ember__BlockReply *r) {
   if (!o) return; /* not ours: ignore */
   if (r->status == 0 && r->has_size && o->block->is_output)
     o->block->size = r->size;
-  if (r->status) client_set_error("%s", r->message ? r->message : "");
+  if (r->status) ember__client_set_error("%s", r->message ? r->message : "");
   op_done(o, r->status, r->has_data ? r->data.data : NULL,
           r->has_data ? r->data.len : (r->has_size ? r->size : 0),
           r->has_version ? r->version : 0);
 }
 
-void block_ops_fail_all(ember_client *c, int why) {
+void ember__block_ops_fail_all(ember_client *c, int why) {
   pthread_mutex_lock(&c->lock);
   block_op *list = c->block_ops;
   c->block_ops = NULL;
@@ -413,10 +413,10 @@ int ember_block_restore(ember_block *b, uint64_t *version) {
 }
 
 void ember_block_release(ember_block *b) {
-  if (b) block_unref(b);
+  if (b) ember__block_unref(b);
 }
 
-int block_append_put(ember_block *b, proto_wbuf *w, int *fd_out) {
+int ember__block_append_put(ember_block *b, proto_wbuf *w, int *fd_out) {
   Ember__PutBlock m = EMBER__PUT_BLOCK__INIT;
   m.block_id = b->id;
   m.size = b->size;
@@ -430,7 +430,7 @@ int block_append_put(ember_block *b, proto_wbuf *w, int *fd_out) {
     m.transport = EMBER__PUT_BLOCK__TRANSPORT__FD;
     *fd_out = b->memfd;
   } else {
-    const uint8_t *data = block_bytes(b);
+    const uint8_t *data = ember__block_bytes(b);
     m.has_data = 1;
     m.data.data = (uint8_t *)data;
     m.data.len = b->size;

@@ -12,7 +12,7 @@
 
 static __thread char last_error[512];
 
-void client_set_error(const char *fmt, ...) {
+void ember__client_set_error(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(last_error, sizeof last_error, fmt, ap);
@@ -21,7 +21,7 @@ void client_set_error(const char *fmt, ...) {
 
 const char *ember_last_error(void) { return last_error; }
 
-uint64_t client_now_ns(void) {
+uint64_t ember__client_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -29,7 +29,7 @@ uint64_t client_now_ns(void) {
 
 /* The in-process engine: embedded mode's, or the fallback's (started the
  * first time a task falls back). */
-int client_engine(ember_client *c, nam_engine **out) {
+int ember__client_engine(ember_client *c, nam_engine **out) {
   pthread_mutex_lock(&c->lock);
   int rc = 0;
   if (!c->engine) {
@@ -51,7 +51,7 @@ static int resolve_address(const char *address, char *out, size_t len) {
       address = "embedded";
   }
   if (strlen(address) >= len) {
-    client_set_error("address too long: %s", address);
+    ember__client_set_error("address too long: %s", address);
     return EMBER_EINVAL;
   }
   strcpy(out, address);
@@ -71,10 +71,10 @@ static int copy_lease(ember_client *c, const Ember__Lease *lease) {
 
 int ember_connect(const char *address, const ember_options *opts,
                   ember_client **out) {
-  return client_open(address, opts, NULL, out);
+  return ember__client_open(address, opts, NULL, out);
 }
 
-int client_open(const char *address, const ember_options *opts,
+int ember__client_open(const char *address, const ember_options *opts,
                 const Ember__Lease *lease, ember_client **out) {
   *out = NULL;
   last_error[0] = '\0';
@@ -109,17 +109,17 @@ int client_open(const char *address, const ember_options *opts,
   if (strcmp(c->address, "embedded") == 0) {
     c->mode = MODE_EMBEDDED;
     nam_engine *e;
-    rc = client_engine(c, &e);
+    rc = ember__client_engine(c, &e);
   } else if (strncmp(c->address, "unix:", 5) == 0 ||
              strncmp(c->address, "tcp:", 4) == 0) {
     c->mode = c->address[0] == 'u' ? MODE_UNIX : MODE_TCP;
     pthread_mutex_lock(&c->connect_lock);
-    rc = remote_connect(c);
+    rc = ember__remote_connect(c);
     pthread_mutex_unlock(&c->connect_lock);
     /* unreachable is fine: tasks fall back until the NAM is back */
     if (rc == EMBER_ECONNECT && !c->opts.no_fallback) rc = 0;
   } else {
-    client_set_error("unknown address '%s': expected unix:PATH, tcp:HOST:PORT "
+    ember__client_set_error("unknown address '%s': expected unix:PATH, tcp:HOST:PORT "
                      "or embedded", c->address);
     rc = EMBER_EINVAL;
   }
@@ -136,7 +136,7 @@ void ember_close(ember_client *c) {
   pthread_mutex_lock(&c->lock);
   c->closing = 1;
   pthread_mutex_unlock(&c->lock);
-  remote_shutdown(c);     /* in-flight remote tasks end as ECANCELED */
+  ember__remote_shutdown(c);     /* in-flight remote tasks end as ECANCELED */
   nam_engine_destroy(c->engine); /* local ones too */
   HASH_CLEAR(hh, c->inflight_tasks); /* empty by now: frees the table */
   free(c->lease_body);
@@ -150,7 +150,7 @@ void ember_close(ember_client *c) {
   free(c);
 }
 
-void client_lease_ended(ember_client *c) {
+void ember__client_lease_ended(ember_client *c) {
   pthread_mutex_lock(&c->lock);
   c->lease_ended = 1;
   /* the reader sees the end of the stream and hands the tasks in flight

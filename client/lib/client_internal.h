@@ -121,61 +121,61 @@ struct ember_task {
 };
 
 /* client.c */
-/* client_open - ember_connect, presenting lease (NULL: none) in the Hello
+/* ember__client_open - ember_connect, presenting lease (NULL: none) in the Hello
  * of every connection to a TCP NAM. A NAM that refuses the lease gives
  * EMBER_ELEASE; an unreachable one is fine unless opts->no_fallback. */
-int client_open(const char *address, const ember_options *opts,
+int ember__client_open(const char *address, const ember_options *opts,
                 const Ember__Lease *lease, ember_client **out);
-/* client_lease_ended - the lease ended: drop the connection (its tasks
+/* ember__client_lease_ended - the lease ended: drop the connection (its tasks
  * fall back) and never reconnect. */
-void client_lease_ended(ember_client *c);
-void client_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-int client_engine(ember_client *c, nam_engine **out);
-uint64_t client_now_ns(void);
+void ember__client_lease_ended(ember_client *c);
+void ember__client_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int ember__client_engine(ember_client *c, nam_engine **out);
+uint64_t ember__client_now_ns(void);
 
 /* remote.c */
-/* remote_tcp_open - a connected, blocking TCP socket to "HOST:PORT" (an IPv6
+/* ember__remote_tcp_open - a connected, blocking TCP socket to "HOST:PORT" (an IPv6
  * address in brackets), within timeout_ms; -1 with the reason in err. */
-int remote_tcp_open(const char *address, int timeout_ms, char *err,
+int ember__remote_tcp_open(const char *address, int timeout_ms, char *err,
                     size_t err_len);
-int remote_connect(ember_client *c);             /* under connect_lock */
-int remote_ensure(ember_client *c);              /* reconnect with backoff */
-void remote_shutdown(ember_client *c);
-int remote_send(ember_client *c, const proto_wbuf *w, const int *fds,
+int ember__remote_connect(ember_client *c);             /* under connect_lock */
+int ember__remote_ensure(ember_client *c);              /* reconnect with backoff */
+void ember__remote_shutdown(ember_client *c);
+int ember__remote_send(ember_client *c, const proto_wbuf *w, const int *fds,
                 size_t nfds);
 /* the same with send_lock already held by the caller */
-int remote_send_locked(ember_client *c, const proto_wbuf *w, const int *fds,
+int ember__remote_send_locked(ember_client *c, const proto_wbuf *w, const int *fds,
                        size_t nfds);
-int remote_send_msg(ember_client *c, uint8_t type, const ProtobufCMessage *m);
-int remote_request(ember_client *c, uint8_t type, const ProtobufCMessage *m,
+int ember__remote_send_msg(ember_client *c, uint8_t type, const ProtobufCMessage *m);
+int ember__remote_request(ember_client *c, uint8_t type, const ProtobufCMessage *m,
                    uint8_t reply_type, ProtobufCMessage **reply);
 /* task map (client->lock held) */
-int inflight_add(ember_client *c, ember_task *t);
-ember_task *inflight_take(ember_client *c, uint64_t id);
+int ember__inflight_add(ember_client *c, ember_task *t);
+ember_task *ember__inflight_take(ember_client *c, uint64_t id);
 
 /* tasks.c */
-void task_complete(ember_task *t, int status, const char *message,
+void ember__task_complete(ember_task *t, int status, const char *message,
                    uint8_t *output, size_t output_len, const char *platform,
                    const ember_task_info *info);
-void task_fallback(ember_task *t, int why, const char *message);
-void task_unref(ember_task *t);
+void ember__task_fallback(ember_task *t, int why, const char *message);
+void ember__task_unref(ember_task *t);
 
 /* blocks.c */
 /* The app's namespace in the embedded engine's block cache. */
 #define CLIENT_EMBEDDED_APP 1
 /* out and state blocks make a task that cannot fall back */
-int task_has_remote_blocks(const ember_task *t);
+int ember__task_has_remote_blocks(const ember_task *t);
 /* a BlockReply from the NAM (reader thread) */
-void block_op_reply(ember_client *c, const Ember__BlockReply *r);
+void ember__block_op_reply(ember_client *c, const Ember__BlockReply *r);
 /* the connection went away: pending block ops fail with why */
-void block_ops_fail_all(ember_client *c, int why);
+void ember__block_ops_fail_all(ember_client *c, int why);
 /* embedded: the block goes into the engine's cache (0 or error) */
-int block_put_engine(ember_block *b);
+int ember__block_put_engine(ember_block *b);
 /* ember_block_alloc's bytes for an output handle (none until read) */
-ember_block *block_new_output(ember_client *c);
-const uint8_t *block_bytes(ember_block *b);
-void block_ref(ember_block *b);
-void block_unref(ember_block *b);
-int block_append_put(ember_block *b, proto_wbuf *w, int *fd_out);
+ember_block *ember__block_new_output(ember_client *c);
+const uint8_t *ember__block_bytes(ember_block *b);
+void ember__block_ref(ember_block *b);
+void ember__block_unref(ember_block *b);
+int ember__block_append_put(ember_block *b, proto_wbuf *w, int *fd_out);
 
 #endif

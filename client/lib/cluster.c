@@ -43,14 +43,14 @@ struct ember_cluster {
   pthread_mutex_t lock;
 };
 
-static uint64_t now_ms(void) { return client_now_ns() / 1000000u; }
+static uint64_t now_ms(void) { return ember__client_now_ns() / 1000000u; }
 
 static int send_frame(ember_cluster *cl, Ember__MsgType type,
                       const ProtobufCMessage *m) {
   proto_wbuf w = {0};
   int rc = proto_wbuf_append(&w, (uint8_t)type, m, GAM_MAX_FRAME);
   if (rc == 0 && proto_send(cl->fd, w.data, w.len, NULL, 0) != 0) {
-    client_set_error("GAM %s: %s", cl->gam, strerror(errno));
+    ember__client_set_error("GAM %s: %s", cl->gam, strerror(errno));
     rc = EMBER_ECONNLOST;
   }
   proto_wbuf_free(&w);
@@ -65,7 +65,7 @@ static ProtobufCMessage *recv_frame(ember_cluster *cl, uint64_t deadline_ms,
     proto_frame f;
     int got = proto_reader_next(&cl->rd, &f);
     if (got < 0) {
-      client_set_error("GAM %s: frame over the limit", cl->gam);
+      ember__client_set_error("GAM %s: frame over the limit", cl->gam);
       *rc = EMBER_EPROTO;
       return NULL;
     }
@@ -79,7 +79,7 @@ static ProtobufCMessage *recv_frame(ember_cluster *cl, uint64_t deadline_ms,
     if (deadline_ms) {
       uint64_t now = now_ms();
       if (now >= deadline_ms) {
-        client_set_error("GAM %s: no answer in time", cl->gam);
+        ember__client_set_error("GAM %s: no answer in time", cl->gam);
         *rc = EMBER_ETIMEDOUT;
         return NULL;
       }
@@ -88,7 +88,7 @@ static ProtobufCMessage *recv_frame(ember_cluster *cl, uint64_t deadline_ms,
     struct pollfd p = {.fd = cl->fd, .events = POLLIN};
     int pr = poll(&p, 1, wait);
     if (pr < 0 && errno != EINTR) {
-      client_set_error("GAM %s: %s", cl->gam, strerror(errno));
+      ember__client_set_error("GAM %s: %s", cl->gam, strerror(errno));
       *rc = EMBER_ECONNLOST;
       return NULL;
     }
@@ -96,7 +96,7 @@ static ProtobufCMessage *recv_frame(ember_cluster *cl, uint64_t deadline_ms,
     ssize_t n = proto_recv(cl->fd, &cl->rd);
     if (n == -EAGAIN || n == -EINTR) continue;
     if (n <= 0) {
-      client_set_error("GAM %s: connection closed", cl->gam);
+      ember__client_set_error("GAM %s: connection closed", cl->gam);
       *rc = EMBER_ECONNLOST;
       return NULL;
     }
@@ -105,7 +105,7 @@ static ProtobufCMessage *recv_frame(ember_cluster *cl, uint64_t deadline_ms,
 
 /* An Error frame from the GAM as the call's result. */
 static int gam_error(ember_cluster *cl, const Ember__Error *e) {
-  client_set_error("GAM %s: %s", cl->gam, e->message);
+  ember__client_set_error("GAM %s: %s", cl->gam, e->message);
   return e->code < 0 ? e->code : EMBER_EPROTO;
 }
 
@@ -121,7 +121,7 @@ static int greet(ember_cluster *cl, const char *app, int timeout_ms) {
   if (type == EMBER__MSG_TYPE__MSG_ERROR) {
     rc = gam_error(cl, (Ember__Error *)m);
   } else if (type != EMBER__MSG_TYPE__MSG_WELCOME) {
-    client_set_error("GAM %s: expected Welcome, got %s", cl->gam,
+    ember__client_set_error("GAM %s: expected Welcome, got %s", cl->gam,
                      proto_type_name(type));
     rc = EMBER_EPROTO;
   }
@@ -144,11 +144,11 @@ static int open_members(ember_cluster *cl, const Ember__Allocation *a,
     snprintf(mb->address, sizeof mb->address, "%s%s",
              strncmp(g->address, "tcp:", 4) == 0 ? "" : "tcp:", g->address);
     mb->lease_id = g->lease_id;
-    int rc = client_open(mb->address, &copts, g->lease, &mb->client);
+    int rc = ember__client_open(mb->address, &copts, g->lease, &mb->client);
     if (rc) {
       char detail[512];
       snprintf(detail, sizeof detail, "%s", ember_last_error());
-      client_set_error("node %s (%s): %s", mb->node, mb->address, detail);
+      ember__client_set_error("node %s (%s): %s", mb->node, mb->address, detail);
       return rc;
     }
   }
@@ -177,7 +177,7 @@ static int acquire(ember_cluster *cl, const ember_cluster_options *o,
       const Ember__Allocation *a = (Ember__Allocation *)m;
       cl->app_id = a->app_id;
       if (a->n_grants != q.count) {
-        client_set_error("GAM %s: %zu nodes granted, %u asked", cl->gam,
+        ember__client_set_error("GAM %s: %zu nodes granted, %u asked", cl->gam,
                          a->n_grants, q.count);
         rc = EMBER_EPROTO;
       } else {
@@ -203,7 +203,7 @@ static void on_lease_ended(ember_cluster *cl, const Ember__LeaseEnded *e) {
     int was = mb->ended;
     mb->ended = 1;
     pthread_mutex_unlock(&cl->lock);
-    if (!was) client_lease_ended(mb->client);
+    if (!was) ember__client_lease_ended(mb->client);
   }
 }
 
@@ -242,10 +242,10 @@ static const char *gam_hostport(const char *gam) {
 
 int ember_cluster_acquire(const ember_cluster_options *o, ember_cluster **out) {
   *out = NULL;
-  client_set_error("%s", "");
+  ember__client_set_error("%s", "");
   const char *gam = o && o->gam ? o->gam : getenv("EMBER_GAM");
   if (!o || !gam || !gam[0] || !o->label || !o->label[0]) {
-    client_set_error("ember_cluster_acquire: %s",
+    ember__client_set_error("ember_cluster_acquire: %s",
                      !o || !o->label || !o->label[0]
                          ? "no label" : "no GAM address (gam or $EMBER_GAM)");
     return EMBER_EINVAL;
@@ -259,10 +259,10 @@ int ember_cluster_acquire(const ember_cluster_options *o, ember_cluster **out) {
   pthread_mutex_init(&cl->lock, NULL);
   proto_reader_init(&cl->rd, GAM_MAX_FRAME);
   char err[300];
-  cl->fd = remote_tcp_open(cl->gam, timeout_ms, err, sizeof err);
+  cl->fd = ember__remote_tcp_open(cl->gam, timeout_ms, err, sizeof err);
   int rc = 0;
   if (cl->fd < 0) {
-    client_set_error("GAM %s: %s", cl->gam, err);
+    ember__client_set_error("GAM %s: %s", cl->gam, err);
     rc = EMBER_ECONNECT;
   }
   if (rc == 0) rc = greet(cl, app, timeout_ms);
@@ -278,7 +278,7 @@ int ember_cluster_acquire(const ember_cluster_options *o, ember_cluster **out) {
     char detail[512];
     snprintf(detail, sizeof detail, "%s", ember_last_error());
     ember_cluster_release(cl); /* gives back what was granted, if anything */
-    client_set_error("%s", detail);
+    ember__client_set_error("%s", detail);
     return rc;
   }
   *out = cl;

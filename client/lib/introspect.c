@@ -119,17 +119,17 @@ int ember_list_accelerators(ember_client *c, ember_accel_info **accels,
   *n_accels = *n_platforms = 0;
   if (c->mode == MODE_EMBEDDED) {
     nam_engine *e;
-    int rc = client_engine(c, &e);
+    int rc = ember__client_engine(c, &e);
     return rc ? rc : from_engine(e, accels, n_accels, platforms, n_platforms);
   }
   Ember__ListAccelerators req = EMBER__LIST_ACCELERATORS__INIT;
   ProtobufCMessage *reply = NULL;
-  int rc = remote_request(c, EMBER__MSG_TYPE__MSG_LIST_ACCELERATORS, &req.base,
+  int rc = ember__remote_request(c, EMBER__MSG_TYPE__MSG_LIST_ACCELERATORS, &req.base,
                           EMBER__MSG_TYPE__MSG_ACCELERATOR_LIST, &reply);
   if (rc) {
     if (rc == EMBER_ECONNLOST || rc == EMBER_ECONNECT) {
       if (!ember_last_error()[0])
-        client_set_error("%s: cannot reach the NAM", c->address);
+        ember__client_set_error("%s: cannot reach the NAM", c->address);
       rc = EMBER_ECONNECT;
     }
     return rc;

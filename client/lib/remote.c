@@ -26,7 +26,7 @@
 
 /* ---- in-flight map (client->lock held) --------------------------------- */
 
-int inflight_add(ember_client *c, ember_task *t) {
+int ember__inflight_add(ember_client *c, ember_task *t) {
   unsigned count = HASH_COUNT(c->inflight_tasks);
   HASH_ADD(hh, c->inflight_tasks, id, sizeof t->id, t);
   if (HASH_COUNT(c->inflight_tasks) == count) return EMBER_ENOMEM;
@@ -34,7 +34,7 @@ int inflight_add(ember_client *c, ember_task *t) {
   return 0;
 }
 
-ember_task *inflight_take(ember_client *c, uint64_t id) {
+ember_task *ember__inflight_take(ember_client *c, uint64_t id) {
   ember_task *t = NULL;
   HASH_FIND(hh, c->inflight_tasks, &id, sizeof id, t);
   if (!t) return NULL;
@@ -51,26 +51,26 @@ static int open_socket(ember_client *c) {
     const char *path = c->address + 5;
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sa.sun_path) {
-      client_set_error("%s: path too long", c->address);
+      ember__client_set_error("%s: path too long", c->address);
       return -1;
     }
     strcpy(sa.sun_path, path);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-      client_set_error("%s: %s", c->address, strerror(errno));
+      ember__client_set_error("%s: %s", c->address, strerror(errno));
       if (fd >= 0) close(fd);
       return -1;
     }
     return fd;
   }
   char err[300];
-  int fd = remote_tcp_open(c->address + 4, c->opts.connect_timeout_ms, err,
+  int fd = ember__remote_tcp_open(c->address + 4, c->opts.connect_timeout_ms, err,
                            sizeof err);
-  if (fd < 0) client_set_error("%s: %s", c->address, err);
+  if (fd < 0) ember__client_set_error("%s: %s", c->address, err);
   return fd;
 }
 
-int remote_tcp_open(const char *address, int timeout_ms, char *err,
+int ember__remote_tcp_open(const char *address, int timeout_ms, char *err,
                     size_t err_len) {
   hostport hp;
   if (hostport_parse(address, 0, &hp, err, err_len) != 0) return -1;
@@ -115,13 +115,13 @@ static int read_frame_sync(ember_client *c, int fd, proto_reader *rd,
     if (rc != 0) return rc < 0 ? rc : 0;
     struct pollfd p = {.fd = fd, .events = POLLIN};
     if (poll(&p, 1, c->opts.connect_timeout_ms) != 1) {
-      client_set_error("%s: no Welcome from the NAM", c->address);
+      ember__client_set_error("%s: no Welcome from the NAM", c->address);
       return EMBER_ETIMEDOUT;
     }
     ssize_t n = proto_recv(fd, rd);
     if (n == -EAGAIN || n == -EINTR) continue;
     if (n <= 0) {
-      client_set_error("%s: connection closed during the greeting", c->address);
+      ember__client_set_error("%s: connection closed during the greeting", c->address);
       return EMBER_ECONNECT;
     }
   }
@@ -129,7 +129,7 @@ static int read_frame_sync(ember_client *c, int fd, proto_reader *rd,
 
 static void *reader_main(void *arg);
 
-int remote_connect(ember_client *c) {
+int ember__remote_connect(ember_client *c) {
   int fd = open_socket(c);
   if (fd < 0) return EMBER_ECONNECT;
   proto_reader rd;
@@ -148,7 +148,7 @@ int remote_connect(ember_client *c) {
   }
   int rc = proto_wbuf_append(&w, EMBER__MSG_TYPE__MSG_HELLO, &hello.base, 0);
   if (rc == 0 && proto_send(fd, w.data, w.len, NULL, 0) != 0) {
-    client_set_error("%s: %s", c->address, strerror(errno));
+    ember__client_set_error("%s: %s", c->address, strerror(errno));
     rc = EMBER_ECONNECT;
   }
   proto_wbuf_free(&w);
@@ -164,11 +164,11 @@ int remote_connect(ember_client *c) {
       pthread_mutex_unlock(&c->lock);
     } else if (m && f.type == EMBER__MSG_TYPE__MSG_ERROR) {
       Ember__Error *e = (Ember__Error *)m;
-      client_set_error("%s: %s", c->address, e->message);
+      ember__client_set_error("%s: %s", c->address, e->message);
       rc = e->code == EMBER_EVERSION || e->code == EMBER_ELEASE
                ? e->code : EMBER_ECONNECT;
     } else {
-      client_set_error("%s: expected Welcome, got %s", c->address,
+      ember__client_set_error("%s: expected Welcome, got %s", c->address,
                        proto_type_name(f.type));
       rc = EMBER_EPROTO;
     }
@@ -204,10 +204,10 @@ int remote_connect(ember_client *c) {
   return 0;
 }
 
-int remote_ensure(ember_client *c) {
+int ember__remote_ensure(ember_client *c) {
   pthread_mutex_lock(&c->lock);
   int up = c->fd >= 0;
-  uint64_t now = client_now_ns();
+  uint64_t now = ember__client_now_ns();
   int try_now = !up && !c->closing && !c->lease_ended &&
                 now - c->last_attempt_ns >= c->backoff_ns;
   pthread_mutex_unlock(&c->lock);
@@ -219,9 +219,9 @@ int remote_ensure(ember_client *c) {
   up = c->fd >= 0; /* another thread may have done it meanwhile */
   pthread_mutex_unlock(&c->lock);
   if (!up) {
-    rc = remote_connect(c);
+    rc = ember__remote_connect(c);
     pthread_mutex_lock(&c->lock);
-    c->last_attempt_ns = client_now_ns();
+    c->last_attempt_ns = ember__client_now_ns();
     if (rc) {
       c->backoff_ns = c->backoff_ns ? c->backoff_ns * 2 : BACKOFF_MIN_NS;
       if (c->backoff_ns > BACKOFF_MAX_NS) c->backoff_ns = BACKOFF_MAX_NS;
@@ -256,19 +256,19 @@ static void connection_lost(ember_client *c, const char *why) {
   pthread_cond_broadcast(&c->slot_cv);
   pthread_mutex_unlock(&c->lock);
   /* out and state blocks lived on that connection: their reads fail */
-  block_ops_fail_all(c, closing ? EMBER_ECANCELED : EMBER_ESTATE);
+  ember__block_ops_fail_all(c, closing ? EMBER_ECANCELED : EMBER_ESTATE);
   for (size_t i = 0; i < n; i++) {
     if (closing)
-      task_complete(orphans[i], EMBER_ECANCELED, "client closed", NULL, 0, NULL, NULL);
+      ember__task_complete(orphans[i], EMBER_ECANCELED, "client closed", NULL, 0, NULL, NULL);
     else
-      task_fallback(orphans[i], EMBER_ECONNLOST, why);
+      ember__task_fallback(orphans[i], EMBER_ECONNLOST, why);
   }
   free(orphans);
 }
 
 static void on_result(ember_client *c, Ember__Result *r) {
   pthread_mutex_lock(&c->lock);
-  ember_task *t = inflight_take(c, r->task_id);
+  ember_task *t = ember__inflight_take(c, r->task_id);
   pthread_mutex_unlock(&c->lock);
   if (!t) return; /* canceled and already completed */
   ember_task_info info = {0};
@@ -284,8 +284,8 @@ static void on_result(ember_client *c, Ember__Result *r) {
   /* every platform that could run it failed: the CPU code still can,
    * unless the app required a device */
   if (r->status == EMBER_EPLATFORM && !t->platform_req[0] &&
-      !task_has_remote_blocks(t)) {
-    task_fallback(t, r->status, r->message);
+      !ember__task_has_remote_blocks(t)) {
+    ember__task_fallback(t, r->status, r->message);
     return;
   }
   for (size_t i = 0; r->status == 0 && i < r->n_outputs; i++)
@@ -296,35 +296,35 @@ static void on_result(ember_client *c, Ember__Result *r) {
   if (r->has_output && r->output.len) {
     out = malloc(r->output.len);
     if (!out) {
-      task_fallback(t, EMBER_ENOMEM, "out of memory for the result");
+      ember__task_fallback(t, EMBER_ENOMEM, "out of memory for the result");
       return;
     }
     memcpy(out, r->output.data, r->output.len);
   }
-  task_complete(t, r->status, r->message, out, r->has_output ? r->output.len : 0,
+  ember__task_complete(t, r->status, r->message, out, r->has_output ? r->output.len : 0,
                 r->platform, &info);
 }
 
 static void on_error(ember_client *c, Ember__Error *e) {
   if (!e->has_task_id) {
     /* about a block or the connection: the task that needs it will say */
-    client_set_error("NAM: %s", e->message);
+    ember__client_set_error("NAM: %s", e->message);
     return;
   }
   pthread_mutex_lock(&c->lock);
-  ember_task *t = inflight_take(c, e->task_id);
+  ember_task *t = ember__inflight_take(c, e->task_id);
   pthread_mutex_unlock(&c->lock);
   if (!t) return;
   /* the NAM cannot run it now: the CPU can (but a platform kind the app
    * required and the NAM lacks is the app's error, with the NAM's list) */
   if ((e->code == EMBER_ENOPLATFORM && t->platform_req[0]) ||
-      task_has_remote_blocks(t)) /* its blocks are on the NAM: no fallback */
-    task_complete(t, e->code, e->message, NULL, 0, NULL, NULL);
+      ember__task_has_remote_blocks(t)) /* its blocks are on the NAM: no fallback */
+    ember__task_complete(t, e->code, e->message, NULL, 0, NULL, NULL);
   else if (e->code == EMBER_ENOPLATFORM || e->code == EMBER_ESHUTDOWN ||
       e->code == EMBER_EBUSY)
-    task_fallback(t, e->code, e->message);
+    ember__task_fallback(t, e->code, e->message);
   else
-    task_complete(t, e->code, e->message, NULL, 0, NULL, NULL);
+    ember__task_complete(t, e->code, e->message, NULL, 0, NULL, NULL);
 }
 
 static void on_reply(ember_client *c, uint8_t type, ProtobufCMessage *m) {
@@ -357,7 +357,7 @@ static void *reader_main(void *arg) {
         on_error(c, (Ember__Error *)m);
         break;
       case EMBER__MSG_TYPE__MSG_BLOCK_REPLY:
-        block_op_reply(c, (Ember__BlockReply *)m);
+        ember__block_op_reply(c, (Ember__BlockReply *)m);
         break;
       default:
         on_reply(c, f.type, m);
@@ -395,7 +395,7 @@ static void *reader_main(void *arg) {
   return NULL;
 }
 
-void remote_shutdown(ember_client *c) {
+void ember__remote_shutdown(ember_client *c) {
   pthread_mutex_lock(&c->lock);
   if (c->fd >= 0) shutdown(c->fd, SHUT_RDWR);
   pthread_mutex_unlock(&c->lock);
@@ -406,7 +406,7 @@ void remote_shutdown(ember_client *c) {
   }
 }
 
-int remote_send_locked(ember_client *c, const proto_wbuf *w, const int *fds,
+int ember__remote_send_locked(ember_client *c, const proto_wbuf *w, const int *fds,
                        size_t nfds) {
   pthread_mutex_lock(&c->lock);
   int fd = c->fd;
@@ -416,32 +416,32 @@ int remote_send_locked(ember_client *c, const proto_wbuf *w, const int *fds,
   return rc == 0 ? 0 : EMBER_ECONNLOST;
 }
 
-int remote_send(ember_client *c, const proto_wbuf *w, const int *fds,
+int ember__remote_send(ember_client *c, const proto_wbuf *w, const int *fds,
                 size_t nfds) {
   pthread_mutex_lock(&c->send_lock);
-  int rc = remote_send_locked(c, w, fds, nfds);
+  int rc = ember__remote_send_locked(c, w, fds, nfds);
   pthread_mutex_unlock(&c->send_lock);
   return rc;
 }
 
-int remote_send_msg(ember_client *c, uint8_t type, const ProtobufCMessage *m) {
+int ember__remote_send_msg(ember_client *c, uint8_t type, const ProtobufCMessage *m) {
   proto_wbuf w = {0};
   int rc = proto_wbuf_append(&w, type, m, c->max_frame);
-  if (rc == 0) rc = remote_send(c, &w, NULL, 0);
+  if (rc == 0) rc = ember__remote_send(c, &w, NULL, 0);
   proto_wbuf_free(&w);
   return rc;
 }
 
-int remote_request(ember_client *c, uint8_t type, const ProtobufCMessage *m,
+int ember__remote_request(ember_client *c, uint8_t type, const ProtobufCMessage *m,
                    uint8_t reply_type, ProtobufCMessage **reply) {
   *reply = NULL;
-  int rc = remote_ensure(c);
+  int rc = ember__remote_ensure(c);
   if (rc) return rc;
   pthread_mutex_lock(&c->request_lock);
   pthread_mutex_lock(&c->lock);
   c->reply = (pending_reply){.waiting = 1, .type = reply_type};
   pthread_mutex_unlock(&c->lock);
-  rc = remote_send_msg(c, type, m);
+  rc = ember__remote_send_msg(c, type, m);
   pthread_mutex_lock(&c->lock);
   struct timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);
@@ -449,7 +449,7 @@ int remote_request(ember_client *c, uint8_t type, const ProtobufCMessage *m,
   while (rc == 0 && !c->reply.msg && !c->reply.error && c->fd >= 0) {
     if (pthread_cond_timedwait(&c->reply_cv, &c->lock, &deadline) == ETIMEDOUT) {
       rc = EMBER_ETIMEDOUT;
-      client_set_error("%s: no reply from the NAM", c->address);
+      ember__client_set_error("%s: no reply from the NAM", c->address);
     }
   }
   if (rc == 0 && !c->reply.msg) rc = c->reply.error ? c->reply.error : EMBER_ECONNLOST;

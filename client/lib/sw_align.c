@@ -66,7 +66,7 @@ static int pack_params(const ember_sw_params *p, uint8_t **out, size_t *len) {
     if (strchr(name, '/') || stat(name, &st) == 0) {
       char err[512];
       if (acc_sw_matrix_read_file(name, &file_matrix, err, sizeof err) != 0) {
-        client_set_error("%s", err);
+        ember__client_set_error("%s", err);
         return EMBER_EPARAM;
       }
       int n = file_matrix.size;
@@ -106,7 +106,7 @@ static int make_block(ember_client *c, const ember_seq *seqs, size_t first,
     size_t bytes = acc_seqset_bytes(lens, count);
     void *dst;
     if (bytes == 0) {
-      client_set_error("sequence batch too large for one block");
+      ember__client_set_error("sequence batch too large for one block");
       rc = EMBER_ETOOBIG;
     } else if ((rc = ember_block_alloc(c, bytes, 0, &dst, out)) == 0) {
       rc = acc_seqset_write(dst, bytes, res, lens, count);
@@ -163,7 +163,7 @@ static int collect(const chunk *ch, ember_sw_result *results,
                    ember_sw_report *report) {
   ember_task *t = ch->task;
   if (ember_task_status(t) != 0) {
-    client_set_error("task of pairs %zu-%zu (sequence numbers below count "
+    ember__client_set_error("task of pairs %zu-%zu (sequence numbers below count "
                      "from %zu): %s", ch->first, ch->first + ch->count - 1,
                      ch->first, ember_task_message(t));
     return ember_task_status(t);
@@ -174,7 +174,7 @@ static int collect(const chunk *ch, ember_sw_result *results,
   if (!r || r->n_score != ch->count || r->n_query_start != ch->count ||
       r->n_query_end != ch->count || r->n_ref_start != ch->count ||
       r->n_ref_end != ch->count) {
-    client_set_error("pairs %zu-%zu: malformed sw result", ch->first,
+    ember__client_set_error("pairs %zu-%zu: malformed sw result", ch->first,
                      ch->first + ch->count - 1);
     if (r) ember__sw__result__free_unpacked(r, NULL);
     return EMBER_EPROTO;
@@ -214,10 +214,10 @@ int ember_sw_align(ember_client *c, const ember_sw_params *params,
   if (report) memset(report, 0, sizeof *report);
   if (n == 0) return 0;
   if (!c || !queries || !refs || !results) {
-    client_set_error("ember_sw_align: missing argument");
+    ember__client_set_error("ember_sw_align: missing argument");
     return EMBER_EINVAL;
   }
-  uint64_t start = client_now_ns();
+  uint64_t start = ember__client_now_ns();
   uint8_t *packed = NULL;
   size_t packed_len = 0;
   int rc = pack_params(params, &packed, &packed_len);
@@ -268,9 +268,9 @@ int ember_sw_align(ember_client *c, const ember_sw_params *params,
     ember_task_free(chunks[i].task);
   }
   if (progress && first_err == 0) progress(n, n, progress_user);
-  if (report) report->wall_ns = client_now_ns() - start;
+  if (report) report->wall_ns = ember__client_now_ns() - start;
   free(chunks);
   free(packed);
-  if (first_err) client_set_error("%s", first_msg);
+  if (first_err) ember__client_set_error("%s", first_msg);
   return first_err;
 }

@@ -11,14 +11,14 @@
 #include <string.h>
 #include <time.h>
 
-void task_unref(ember_task *t) {
+void ember__task_unref(ember_task *t) {
   pthread_mutex_lock(&t->mu);
   int left = --t->refs;
   nam_task *local = t->local;
   pthread_mutex_unlock(&t->mu);
   if (left > 0) return;
-  for (size_t i = 0; i < t->n_states; i++) block_unref(t->states[i]);
-  for (size_t i = 0; i < t->n_outputs; i++) block_unref(t->outputs[i]);
+  for (size_t i = 0; i < t->n_states; i++) ember__block_unref(t->states[i]);
+  for (size_t i = 0; i < t->n_outputs; i++) ember__block_unref(t->outputs[i]);
   nam_task_free(local);
   free(t->output);
   free(t->params);
@@ -27,7 +27,7 @@ void task_unref(ember_task *t) {
   free(t);
 }
 
-void task_complete(ember_task *t, int status, const char *message,
+void ember__task_complete(ember_task *t, int status, const char *message,
                    uint8_t *output, size_t output_len, const char *platform,
                    const ember_task_info *info) {
   pthread_mutex_lock(&t->mu);
@@ -54,7 +54,7 @@ void task_complete(ember_task *t, int status, const char *message,
                ? info->platform_kind
                : "cpu");
   t->info.platform_kind = t->platform_kind;
-  t->info.round_trip_ns = client_now_ns() - t->submit_ns;
+  t->info.round_trip_ns = ember__client_now_ns() - t->submit_ns;
   t->done = 1;
   pthread_mutex_unlock(&t->mu);
 
@@ -64,7 +64,7 @@ void task_complete(ember_task *t, int status, const char *message,
   if (fell_back) c->stats.tasks_fallback++;
   pthread_mutex_unlock(&c->lock);
   /* the inputs are not needed any more (no retry after this) */
-  for (size_t i = 0; i < t->n_inputs; i++) block_unref(t->inputs[i]);
+  for (size_t i = 0; i < t->n_inputs; i++) ember__block_unref(t->inputs[i]);
   t->n_inputs = 0;
   if (t->callback) t->callback(t, t->user);
   /* waiters return only now, so what the callback uses stays alive */
@@ -72,7 +72,7 @@ void task_complete(ember_task *t, int status, const char *message,
   t->settled = 1;
   pthread_cond_broadcast(&t->cv);
   pthread_mutex_unlock(&t->mu);
-  task_unref(t);
+  ember__task_unref(t);
 }
 
 static void on_local_done(nam_task *nt, void *user) {
@@ -91,7 +91,7 @@ static void on_local_done(nam_task *nt, void *user) {
   if (nam_task_status(nt) == 0)
     for (size_t i = 0; i < t->n_outputs; i++)
       t->outputs[i]->size = nam_task_output_size(nt, i);
-  task_complete(t, nam_task_status(nt), nam_task_message(nt), out.data,
+  ember__task_complete(t, nam_task_status(nt), nam_task_message(nt), out.data,
                 out.size, nam_task_platform(nt), &info);
 }
 
@@ -99,14 +99,14 @@ static void on_local_done(nam_task *nt, void *user) {
 static void run_local(ember_task *t) {
   ember_client *c = t->client;
   if (!t->acc) {
-    task_complete(t, EMBER_ENOACCEL, "this client has no CPU code for that "
+    ember__task_complete(t, EMBER_ENOACCEL, "this client has no CPU code for that "
                   "accelerator", NULL, 0, NULL, NULL);
     return;
   }
   nam_engine *engine;
-  int rc = client_engine(c, &engine);
+  int rc = ember__client_engine(c, &engine);
   if (rc) {
-    task_complete(t, rc, "cannot start the in-process engine", NULL, 0, NULL, NULL);
+    ember__task_complete(t, rc, "cannot start the in-process engine", NULL, 0, NULL, NULL);
     return;
   }
   acc_block inputs[16];
@@ -116,9 +116,9 @@ static void run_local(ember_task *t) {
     ember_block *b = t->inputs[i];
     ids[i] = b->id;
     inputs[i].size = b->size;
-    inputs[i].data = b->is_output ? NULL : block_bytes(b);
+    inputs[i].data = b->is_output ? NULL : ember__block_bytes(b);
     if (!inputs[i].data && !b->is_output) {
-      task_complete(t, EMBER_ENOMEM, "cannot map an input block", NULL, 0, NULL, NULL);
+      ember__task_complete(t, EMBER_ENOMEM, "cannot map an input block", NULL, 0, NULL, NULL);
       return;
     }
   }
@@ -131,7 +131,7 @@ static void run_local(ember_task *t) {
   if (rc) {
     char msg[600];
     snprintf(msg, sizeof msg, "%s: %s", t->acc->name, err);
-    task_complete(t, rc, msg, NULL, 0, NULL, NULL);
+    ember__task_complete(t, rc, msg, NULL, 0, NULL, NULL);
     return;
   }
   char why[300] = "";
@@ -154,7 +154,7 @@ static void run_local(ember_task *t) {
                t->platform_req);
     else
       snprintf(msg, sizeof msg, "%s", why[0] ? why : ember_strerror(rc));
-    task_complete(t, rc, msg, NULL, 0, NULL, NULL);
+    ember__task_complete(t, rc, msg, NULL, 0, NULL, NULL);
     return;
   }
   pthread_mutex_lock(&t->mu);
@@ -162,24 +162,24 @@ static void run_local(ember_task *t) {
   pthread_mutex_unlock(&t->mu);
 }
 
-int task_has_remote_blocks(const ember_task *t) {
+int ember__task_has_remote_blocks(const ember_task *t) {
   if (t->n_states || t->n_outputs) return 1;
   for (size_t i = 0; i < t->n_inputs; i++)
     if (t->inputs[i]->is_output) return 1;
   return 0;
 }
 
-void task_fallback(ember_task *t, int why, const char *message) {
-  if (task_has_remote_blocks(t)) {
+void ember__task_fallback(ember_task *t, int why, const char *message) {
+  if (ember__task_has_remote_blocks(t)) {
     /* its out or state blocks live on the NAM: the CPU here has no copy */
     char msg[600];
     snprintf(msg, sizeof msg, "the task's out or state blocks live on the "
              "NAM, which cannot run it (%s)", message ? message : "");
-    task_complete(t, EMBER_ESTATE, msg, NULL, 0, NULL, NULL);
+    ember__task_complete(t, EMBER_ESTATE, msg, NULL, 0, NULL, NULL);
     return;
   }
   if (t->client->opts.no_fallback) {
-    task_complete(t, why, message, NULL, 0, NULL, NULL);
+    ember__task_complete(t, why, message, NULL, 0, NULL, NULL);
     return;
   }
   t->info.fell_back = 1;
@@ -201,7 +201,7 @@ static int send_task(ember_client *c, ember_task *t, uint64_t gen) {
       break;
     }
     int fd = -1;
-    rc = block_append_put(b, &w, &fd);
+    rc = ember__block_append_put(b, &w, &fd);
     if (fd >= 0) fds[nfds++] = fd;
   }
   uint64_t state_ids[ACC_MAX_STATES], out_ids[ACC_MAX_OUTPUTS];
@@ -231,7 +231,7 @@ static int send_task(ember_client *c, ember_task *t, uint64_t gen) {
   s.output_blocks = out_ids;
   if (rc == 0) rc = proto_wbuf_append(&w, EMBER__MSG_TYPE__MSG_SUBMIT, &s.base,
                                       c->max_frame);
-  if (rc == 0) rc = remote_send_locked(c, &w, fds, nfds);
+  if (rc == 0) rc = ember__remote_send_locked(c, &w, fds, nfds);
   if (rc == 0) {
     for (size_t i = 0; i < t->n_inputs; i++) t->inputs[i]->put_gen = gen;
     for (size_t i = 0; i < t->n_states; i++) t->states[i]->put_gen = gen;
@@ -243,8 +243,8 @@ static int send_task(ember_client *c, ember_task *t, uint64_t gen) {
 }
 
 static void submit_remote(ember_client *c, ember_task *t) {
-  if (remote_ensure(c) != 0) {
-    task_fallback(t, EMBER_ECONNECT, ember_last_error());
+  if (ember__remote_ensure(c) != 0) {
+    ember__task_fallback(t, EMBER_ECONNECT, ember_last_error());
     return;
   }
   pthread_mutex_lock(&c->lock);
@@ -252,24 +252,24 @@ static void submit_remote(ember_client *c, ember_task *t) {
     pthread_cond_wait(&c->slot_cv, &c->lock); /* backpressure */
   if (c->fd < 0 || c->closing) {
     pthread_mutex_unlock(&c->lock);
-    task_fallback(t, EMBER_ECONNLOST, "connection to the NAM lost");
+    ember__task_fallback(t, EMBER_ECONNLOST, "connection to the NAM lost");
     return;
   }
   t->id = c->next_task_id++;
   uint64_t gen = c->gen;
-  int rc = inflight_add(c, t);
+  int rc = ember__inflight_add(c, t);
   pthread_mutex_unlock(&c->lock);
   if (rc) {
-    task_complete(t, rc, "out of memory", NULL, 0, NULL, NULL);
+    ember__task_complete(t, rc, "out of memory", NULL, 0, NULL, NULL);
     return;
   }
   int rc2 = send_task(c, t, gen);
   if (rc2 == EMBER_ENOMEM || rc2 == EMBER_ESTATE) {
     pthread_mutex_lock(&c->lock);
-    ember_task *mine = inflight_take(c, t->id);
+    ember_task *mine = ember__inflight_take(c, t->id);
     pthread_mutex_unlock(&c->lock);
     if (mine)
-      task_complete(t, rc2, rc2 == EMBER_ESTATE
+      ember__task_complete(t, rc2, rc2 == EMBER_ESTATE
                                 ? "an out or state block lived on an earlier "
                                   "connection to the NAM: it is lost"
                                 : "out of memory",
@@ -284,17 +284,17 @@ int ember_submit(ember_client *c, const char *accelerator, const void *params,
                  const ember_submit_options *opts, ember_task **out) {
   *out = NULL;
   if (!c || !accelerator || (n_inputs && !inputs) || (params_len && !params)) {
-    client_set_error("ember_submit: missing argument");
+    ember__client_set_error("ember_submit: missing argument");
     return EMBER_EINVAL;
   }
   if (n_inputs > 16 || strlen(accelerator) >= 64) {
-    client_set_error("ember_submit: %s", n_inputs > 16 ? "more than 16 inputs"
+    ember__client_set_error("ember_submit: %s", n_inputs > 16 ? "more than 16 inputs"
                                                        : "accelerator name too long");
     return EMBER_EINVAL;
   }
   for (size_t i = 0; i < n_inputs; i++)
     if (!inputs[i] || !inputs[i]->sealed || inputs[i]->client != c) {
-      client_set_error("ember_submit: input %zu is %s", i,
+      ember__client_set_error("ember_submit: input %zu is %s", i,
                        !inputs[i] ? "NULL" : !inputs[i]->sealed ? "not sealed"
                                                              : "another client's");
       return EMBER_EINVAL;
@@ -303,14 +303,14 @@ int ember_submit(ember_client *c, const char *accelerator, const void *params,
   size_t n_outputs = opts ? opts->n_outputs : 0;
   if (n_states > ACC_MAX_STATES || n_outputs > ACC_MAX_OUTPUTS ||
       (n_states && !opts->states) || (n_outputs && !opts->outputs)) {
-    client_set_error("ember_submit: at most %d state and %d out blocks",
+    ember__client_set_error("ember_submit: at most %d state and %d out blocks",
                      ACC_MAX_STATES, ACC_MAX_OUTPUTS);
     return EMBER_EINVAL;
   }
   for (size_t i = 0; i < n_states; i++) {
     const ember_block *b = opts->states[i];
     if (!b || b->client != c || !b->sealed || !(b->flags & EMBER_BLOCK_STATE)) {
-      client_set_error("ember_submit: state %zu is %s", i,
+      ember__client_set_error("ember_submit: state %zu is %s", i,
                        !b ? "NULL" : b->client != c ? "another client's"
                        : !b->sealed ? "not sealed"
                                     : "not made with EMBER_BLOCK_STATE");
@@ -323,8 +323,8 @@ int ember_submit(ember_client *c, const char *accelerator, const void *params,
     return EMBER_ENOMEM;
   }
   for (size_t i = 0; i < n_outputs; i++) {
-    if (!(t->outputs[i] = block_new_output(c))) {
-      while (i--) block_unref(t->outputs[i]);
+    if (!(t->outputs[i] = ember__block_new_output(c))) {
+      while (i--) ember__block_unref(t->outputs[i]);
       free(t->params);
       free(t);
       return EMBER_ENOMEM;
@@ -332,13 +332,13 @@ int ember_submit(ember_client *c, const char *accelerator, const void *params,
   }
   t->n_outputs = n_outputs;
   for (size_t i = 0; i < n_states; i++) {
-    block_ref(opts->states[i]);
+    ember__block_ref(opts->states[i]);
     t->states[i] = opts->states[i];
   }
   t->n_states = n_states;
   /* the app's handles: one reference each, the task keeps its own */
   for (size_t i = 0; i < n_outputs; i++) {
-    block_ref(t->outputs[i]);
+    ember__block_ref(t->outputs[i]);
     opts->outputs[i] = t->outputs[i];
   }
   t->client = c;
@@ -347,7 +347,7 @@ int ember_submit(ember_client *c, const char *accelerator, const void *params,
   if (params_len) memcpy(t->params, params, params_len);
   t->params_len = params_len;
   for (size_t i = 0; i < n_inputs; i++) {
-    block_ref(inputs[i]);
+    ember__block_ref(inputs[i]);
     t->inputs[i] = inputs[i];
   }
   t->n_inputs = n_inputs;
@@ -363,7 +363,7 @@ int ember_submit(ember_client *c, const char *accelerator, const void *params,
   t->refs = 2; /* the application's, and one until it completes */
   pthread_mutex_init(&t->mu, NULL);
   pthread_cond_init(&t->cv, NULL);
-  t->submit_ns = client_now_ns();
+  t->submit_ns = ember__client_now_ns();
   pthread_mutex_lock(&c->lock);
   c->stats.tasks_submitted++;
   pthread_mutex_unlock(&c->lock);
@@ -427,7 +427,7 @@ int ember_task_cancel(ember_task *t) {
   if (local) return nam_task_cancel(local) == 0 ? 0 : EMBER_ENOTFOUND;
   Ember__Cancel m = EMBER__CANCEL__INIT;
   m.task_id = t->id;
-  return remote_send_msg(t->client, EMBER__MSG_TYPE__MSG_CANCEL, &m.base);
+  return ember__remote_send_msg(t->client, EMBER__MSG_TYPE__MSG_CANCEL, &m.base);
 }
 
 void ember_task_free(ember_task *t) {
@@ -437,7 +437,7 @@ void ember_task_free(ember_task *t) {
     ember_task_cancel(t);
     ember_task_wait(t, -1); /* the library must not complete freed memory */
   }
-  task_unref(t);
+  ember__task_unref(t);
 }
 
 int ember_run(ember_client *c, const char *accelerator, const void *params,
