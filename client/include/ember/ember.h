@@ -415,6 +415,17 @@ typedef struct ember_client_stats {
   uint64_t tasks_completed;
   uint64_t tasks_fallback;   /* results produced by the CPU fallback */
   uint64_t reconnects;
+  /* Bytes of this client's NAM connections (every connection since
+   * ember_connect, 0 in embedded mode): bytes_sent and bytes_received are
+   * the frames written to and read from the socket, Hello and Welcome
+   * included. Over a unix socket a block's bytes are not in the frames:
+   * its memfd is passed with the frame and the NAM maps it; bytes_sent_by_fd
+   * counts the sizes of the memfds passed (not in bytes_sent). Over TCP
+   * blocks travel inline, in bytes_sent. An out block that a later task
+   * reads on the NAM is in none of them until ember_block_read. */
+  uint64_t bytes_sent;
+  uint64_t bytes_received;
+  uint64_t bytes_sent_by_fd;
   /* The in-process engine's plugins (see ember_connect): loaded from the
    * plugin directory, and refused (files, or the directory itself). */
   uint64_t plugins_loaded;
