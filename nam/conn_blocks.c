@@ -6,6 +6,7 @@
  */
 #include "server_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "ember/ember_errors.h"
@@ -37,20 +38,27 @@ void nam_conn_block_op(nam_conn *c, const Ember__BlockOp *m) {
     return;
   }
   conn_block_op *op = calloc(1, sizeof *op);
-  if (!op) {
-    nam_conn_error(c, EMBER_ENOMEM, 0, m->block_id, "out of memory");
-    return;
+  int rc = EMBER_ENOMEM;
+  if (op) {
+    op->conn = c;
+    op->request_id = m->request_id;
+    op->block_id = m->block_id;
+    op->op = op_of_wire[m->op];
+    rc = nam_engine_block_op(c->srv->engine, op->op, c->app, m->block_id,
+                             on_engine_op, op);
   }
-  op->conn = c;
-  op->request_id = m->request_id;
-  op->block_id = m->block_id;
-  op->op = op_of_wire[m->op];
-  int rc = nam_engine_block_op(c->srv->engine, op->op, c->app, m->block_id,
-                               on_engine_op, op);
   if (rc) {
+    /* the client waits for the BlockReply of its request_id: an Error
+     * would leave its read, sync or restore waiting forever */
     free(op);
-    nam_conn_error(c, rc, 0, m->block_id, "block %llu: %s",
-                   (unsigned long long)m->block_id, ember_strerror(rc));
+    char text[160];
+    snprintf(text, sizeof text, "block %llu: %s",
+             (unsigned long long)m->block_id, ember_strerror(rc));
+    Ember__BlockReply rep = EMBER__BLOCK_REPLY__INIT;
+    rep.request_id = m->request_id;
+    rep.status = rc;
+    rep.message = text;
+    nam_conn_send(c, EMBER__MSG_TYPE__MSG_BLOCK_REPLY, &rep.base);
     return;
   }
   c->ops_pending++;

@@ -8,9 +8,10 @@ void nam_stats_render_plugins(FILE *f, const nam_plugins *p) {
   nam_stats_family(f, "plugins_refused_total", "counter",
          "Plugin files (or plugin_dir itself) refused at start-up, by "
          "reason: unsafe, dlopen, symbol, abi, incomplete, clash.");
-  for (int r = 0; r < NAM_PLUGIN_N_REFUSALS; r++) {
+  for (int r = 0; r < ACC_PLUGIN_N_REFUSALS; r++) {
     fputs("ember_nam_plugins_refused_total{", f);
-    nam_stats_put_label(f, "reason", nam_plugin_refusal_name(r));
+    nam_stats_put_label(f, "reason",
+                        acc_plugin_refusal_name((enum acc_plugin_refusal)r));
     fprintf(f, "} %llu\n", (unsigned long long)p->refused[r]);
   }
 }

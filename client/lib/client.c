@@ -34,6 +34,7 @@ int ember__client_engine(ember_client *c, nam_engine **out) {
   int rc = 0;
   if (!c->engine) {
     nam_engine_config cfg = {.cpu_workers = c->opts.embedded_threads};
+    cfg.accelerators = ember__accels_list(c->accels, &cfg.n_accelerators);
     rc = nam_engine_create(&cfg, &c->engine);
   }
   *out = c->engine;
@@ -67,6 +68,33 @@ static int copy_lease(ember_client *c, const Ember__Lease *lease) {
   c->lease_body_len = lease->body.len;
   c->lease_mac_len = lease->mac.len;
   return 0;
+}
+
+/* The in-process engine's plugins: opts.plugin_dir, else $EMBER_PLUGIN_DIR,
+ * else none. */
+static int load_plugins(ember_client *c) {
+  const char *dir = c->opts.plugin_dir;
+  if (!dir) dir = getenv("EMBER_PLUGIN_DIR");
+  c->opts.plugin_dir = NULL; /* the caller's string: not kept */
+  int rc = ember__plugins_get(dir, &c->accels);
+  c->stats.plugins_loaded = ember__plugins_loaded(c->accels);
+  c->stats.plugins_refused = ember__plugins_refused(c->accels);
+  return rc;
+}
+
+/* Refusals are not errors, but never silent: ember_last_error() names them
+ * after a successful ember_connect (after what is already there). */
+static void report_plugins(ember_client *c) {
+  char report[sizeof last_error];
+  ember__plugins_report(c->accels, report, sizeof report);
+  if (!report[0]) return;
+  if (!last_error[0]) {
+    ember__client_set_error("%s", report);
+  } else {
+    char before[sizeof last_error];
+    snprintf(before, sizeof before, "%s", last_error);
+    ember__client_set_error("%s; %s", before, report);
+  }
 }
 
 int ember_connect(const char *address, const ember_options *opts,
@@ -105,6 +133,10 @@ int ember__client_open(const char *address, const ember_options *opts,
     ember_close(c);
     return EMBER_ENOMEM;
   }
+  if ((rc = load_plugins(c)) != 0) {
+    ember_close(c);
+    return rc;
+  }
 
   if (strcmp(c->address, "embedded") == 0) {
     c->mode = MODE_EMBEDDED;
@@ -127,6 +159,7 @@ int ember__client_open(const char *address, const ember_options *opts,
     ember_close(c);
     return rc;
   }
+  report_plugins(c);
   *out = c;
   return 0;
 }

@@ -13,6 +13,7 @@
 #include <uthash.h>
 
 #include "accel.h"
+#include "plugin_loader.h"
 #include "ember/ember.h"
 #include "engine.h"
 #include "frame.h"
@@ -61,6 +62,9 @@ struct ember_client {
 
   /* the engine: embedded mode, or the CPU fallback (created on demand) */
   nam_engine *engine;
+  /* its accelerators: built-ins and plugin_dir's plugins (plugins.c);
+   * NULL: the built-ins. Shared by the process's clients, never freed. */
+  const struct ember__accel_set *accels;
 
   /* block reads, syncs and restores waiting for the NAM (blocks.c) */
   struct block_op *block_ops;
@@ -177,5 +181,27 @@ const uint8_t *ember__block_bytes(ember_block *b);
 void ember__block_ref(ember_block *b);
 void ember__block_unref(ember_block *b);
 int ember__block_append_put(ember_block *b, proto_wbuf *w, int *fd_out);
+
+/* plugins.c: the in-process engine's accelerators (set NULL: built-ins) */
+struct ember__accel_set;
+/* the set of dir's plugins, loaded on first use ("" or NULL: *out NULL);
+ * 0 or EMBER_ENOMEM */
+int ember__plugins_get(const char *dir, const struct ember__accel_set **out);
+/* "" or what was refused, and why, for ember_last_error */
+void ember__plugins_report(const struct ember__accel_set *s, char *buf,
+                           size_t len);
+size_t ember__plugins_loaded(const struct ember__accel_set *s);
+size_t ember__plugins_refused(const struct ember__accel_set *s);
+/* the whole set for nam_engine_config (NULL: the built-ins) */
+const acc_descriptor *const *ember__accels_list(const struct ember__accel_set *s,
+                                                size_t *count);
+size_t ember__accels_count(const struct ember__accel_set *s);
+const acc_descriptor *ember__accels_get(const struct ember__accel_set *s,
+                                        size_t index);
+const acc_descriptor *ember__accel_find(const struct ember__accel_set *s,
+                                        const char *name);
+/* "built-in" or the plugin's path */
+const char *ember__accel_origin(const struct ember__accel_set *s,
+                                const acc_descriptor *acc);
 
 #endif

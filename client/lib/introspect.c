@@ -8,9 +8,10 @@
 
 #include "platform_counters.h"
 
-static int from_engine(nam_engine *e, ember_accel_info **accels, size_t *n_accels,
+static int from_engine(const ember_client *c, nam_engine *e,
+                       ember_accel_info **accels, size_t *n_accels,
                        ember_platform_info **platforms, size_t *n_platforms) {
-  size_t na = acc_registry_count();
+  size_t na = ember__accels_count(c->accels);
   nam_platform_status ps[16];
   size_t np = nam_engine_platforms(e, ps, 16);
   *accels = calloc(na ? na : 1, sizeof **accels);
@@ -21,13 +22,14 @@ static int from_engine(nam_engine *e, ember_accel_info **accels, size_t *n_accel
     return EMBER_ENOMEM;
   }
   for (size_t i = 0; i < na; i++) {
-    const acc_descriptor *d = acc_registry_get(i);
+    const acc_descriptor *d = ember__accels_get(c->accels, i);
     ember_accel_info *a = &(*accels)[i];
     snprintf(a->name, sizeof a->name, "%s", d->name);
     a->version = d->version;
     nam_engine_platforms_for(e, d, a->platforms, sizeof a->platforms);
     a->queued = nam_engine_queue_length(e, d);
-    snprintf(a->origin, sizeof a->origin, "built-in"); /* no plugins here */
+    snprintf(a->origin, sizeof a->origin, "%s",
+             ember__accel_origin(c->accels, d));
   }
   for (size_t i = 0; i < np; i++) {
     const nam_platform_status *s = &ps[i];
@@ -120,7 +122,7 @@ int ember_list_accelerators(ember_client *c, ember_accel_info **accels,
   if (c->mode == MODE_EMBEDDED) {
     nam_engine *e;
     int rc = ember__client_engine(c, &e);
-    return rc ? rc : from_engine(e, accels, n_accels, platforms, n_platforms);
+    return rc ? rc : from_engine(c, e, accels, n_accels, platforms, n_platforms);
   }
   Ember__ListAccelerators req = EMBER__LIST_ACCELERATORS__INIT;
   ProtobufCMessage *reply = NULL;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -107,6 +108,26 @@ int ember__remote_tcp_open(const char *address, int timeout_ms, char *err,
   return fd;
 }
 
+/* The byte counters of ember_client_stats. */
+static void count_received(ember_client *c, size_t n) {
+  pthread_mutex_lock(&c->lock);
+  c->stats.bytes_received += n;
+  pthread_mutex_unlock(&c->lock);
+}
+
+static void count_sent(ember_client *c, size_t n, const int *fds,
+                       size_t nfds) {
+  uint64_t by_fd = 0;
+  for (size_t i = 0; i < nfds; i++) {
+    struct stat st;
+    if (fstat(fds[i], &st) == 0 && st.st_size > 0) by_fd += (uint64_t)st.st_size;
+  }
+  pthread_mutex_lock(&c->lock);
+  c->stats.bytes_sent += n;
+  c->stats.bytes_sent_by_fd += by_fd;
+  pthread_mutex_unlock(&c->lock);
+}
+
 /* Blocking read of one frame during the greeting, with a timeout. */
 static int read_frame_sync(ember_client *c, int fd, proto_reader *rd,
                            proto_frame *f) {
@@ -119,6 +140,7 @@ static int read_frame_sync(ember_client *c, int fd, proto_reader *rd,
       return EMBER_ETIMEDOUT;
     }
     ssize_t n = proto_recv(fd, rd);
+    if (n > 0) count_received(c, (size_t)n);
     if (n == -EAGAIN || n == -EINTR) continue;
     if (n <= 0) {
       ember__client_set_error("%s: connection closed during the greeting", c->address);
@@ -151,6 +173,7 @@ int ember__remote_connect(ember_client *c) {
     ember__client_set_error("%s: %s", c->address, strerror(errno));
     rc = EMBER_ECONNECT;
   }
+  if (rc == 0) count_sent(c, w.len, NULL, 0);
   proto_wbuf_free(&w);
   proto_frame f;
   if (rc == 0) rc = read_frame_sync(c, fd, &rd, &f);
@@ -375,6 +398,7 @@ static void *reader_main(void *arg) {
       poll(&p, 1, -1);
       n = proto_recv(fd, &c->rd);
     } while (n == -EAGAIN || n == -EINTR);
+    if (n > 0) count_received(c, (size_t)n);
     if (n <= 0) {
       if (n < 0) {
         snprintf(whybuf, sizeof whybuf, "connection to the NAM: %s",
@@ -412,6 +436,7 @@ int ember__remote_send_locked(ember_client *c, const proto_wbuf *w, const int *f
   int fd = c->fd;
   pthread_mutex_unlock(&c->lock);
   int rc = fd < 0 ? -ENOTCONN : proto_send(fd, w->data, w->len, fds, nfds);
+  if (rc == 0) count_sent(c, w->len, fds, nfds);
   if (rc != 0 && fd >= 0) shutdown(fd, SHUT_RDWR); /* the reader cleans up */
   return rc == 0 ? 0 : EMBER_ECONNLOST;
 }

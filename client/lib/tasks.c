@@ -342,7 +342,7 @@ int ember_submit(ember_client *c, const char *accelerator, const void *params,
     opts->outputs[i] = t->outputs[i];
   }
   t->client = c;
-  t->acc = acc_registry_find(accelerator);
+  t->acc = ember__accel_find(c->accels, accelerator);
   snprintf(t->accelerator, sizeof t->accelerator, "%s", accelerator);
   if (params_len) memcpy(t->params, params, params_len);
   t->params_len = params_len;

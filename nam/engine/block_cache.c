@@ -721,6 +721,8 @@ int nam_block_cache_read(nam_block_cache *c, uint64_t app, uint64_t id,
   while (e->claimed && !e->dropped) pthread_cond_wait(&c->loaded, &c->lock);
   int rc = e->dropped ? EMBER_ENOTFOUND : e->lost ? EMBER_ESTATE
            : e->pending ? EMBER_EBUSY : 0;
+  if (rc == 0 && sync && e->kind != NAM_BLOCK_STATE)
+    rc = EMBER_EINVAL; /* only a state has a synced version */
   uint8_t *buf = NULL;
   if (rc == 0 && e->kind != NAM_BLOCK_STATE) {
     rc = materialize(c, e); /* in and out blocks: keep the host bytes */

@@ -292,7 +292,8 @@ size_t nam_block_cache_platform_lost(nam_block_cache *cache,
  * version, else 0). Waits while a task holds a state block. sync: also
  * keep them as the block's host bytes (a state's synced version, which
  * restore goes back to); bytes may then be NULL. Returns 0,
- * EMBER_ENOTFOUND, EMBER_EBUSY (an out block still pending), EMBER_ESTATE
+ * EMBER_ENOTFOUND, EMBER_EINVAL (sync of a block that is not state),
+ * EMBER_EBUSY (an out block still pending), EMBER_ESTATE
  * (lost), EMBER_ENOMEM, or the platform's read error. May block on a
  * device read: never call it on an event loop. */
 int nam_block_cache_read(nam_block_cache *cache, uint64_t app, uint64_t id,

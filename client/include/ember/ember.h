@@ -49,6 +49,10 @@ typedef struct ember_options {
   int no_fallback;           /* nonzero: fail tasks instead of running them
                                 on the CPU in-process */
   size_t max_frame;          /* largest frame accepted; 0: 64 MiB */
+  const char *plugin_dir;    /* accelerator plugins for the in-process
+                                engine (embedded mode, CPU fallback): see
+                                ember_connect. NULL: $EMBER_PLUGIN_DIR if
+                                set, else none; "": none */
 } ember_options;
 
 /*
@@ -62,6 +66,22 @@ typedef struct ember_options {
  * fallback and tries to reconnect at later submits. It is an error
  * (EMBER_ECONNECT) only when opts->no_fallback is set, and EMBER_EVERSION
  * when the NAM speaks another protocol version.
+ *
+ * Plugins: with a plugin directory (opts->plugin_dir, else
+ * $EMBER_PLUGIN_DIR), the in-process engine serves its NAME.so plugins
+ * beside the built-ins, loaded with ember-nam's checks (plugin_dir in
+ * ember-nam's configuration): the directory and each file must belong to
+ * root or to the process's user and not be group- or world-writable, not
+ * be a symbolic link, export the accelerator entry point of this ABI
+ * version, and not reuse a built-in's name. The system's plugin directory
+ * is never loaded implicitly. A directory is loaded once per process and
+ * its plugins stay loaded until exit; they run inside the application. A
+ * refused plugin, or a directory that is missing or unreadable, does not
+ * fail ember_connect: it returns 0, and ember_last_error() then names each
+ * one with its reason ("plugin DIR/x.so refused (unsafe): writable by its
+ * group (mode 0664); ..."); ember_client_stats counts plugins_loaded and
+ * plugins_refused. Over a socket the NAM serves its own plugins; the
+ * client's serve its CPU fallback only.
  *
  * On success *out owns the client; free it with ember_close().
  */
@@ -395,6 +415,21 @@ typedef struct ember_client_stats {
   uint64_t tasks_completed;
   uint64_t tasks_fallback;   /* results produced by the CPU fallback */
   uint64_t reconnects;
+  /* Bytes of this client's NAM connections (every connection since
+   * ember_connect, 0 in embedded mode): bytes_sent and bytes_received are
+   * the frames written to and read from the socket, Hello and Welcome
+   * included. Over a unix socket a block's bytes are not in the frames:
+   * its memfd is passed with the frame and the NAM maps it; bytes_sent_by_fd
+   * counts the sizes of the memfds passed (not in bytes_sent). Over TCP
+   * blocks travel inline, in bytes_sent. An out block that a later task
+   * reads on the NAM is in none of them until ember_block_read. */
+  uint64_t bytes_sent;
+  uint64_t bytes_received;
+  uint64_t bytes_sent_by_fd;
+  /* The in-process engine's plugins (see ember_connect): loaded from the
+   * plugin directory, and refused (files, or the directory itself). */
+  uint64_t plugins_loaded;
+  uint64_t plugins_refused;
 } ember_client_stats;
 
 void ember_client_get_stats(ember_client *client, ember_client_stats *out);
