@@ -247,4 +247,5 @@ const acc_descriptor acc_sw_descriptor = {
   .opencl = &acc_sw_opencl_ops,
 #endif
   .fpga = &sw_fpga_model,
+  .make_probe = acc_sw_make_probe,
 };
