@@ -20,16 +20,13 @@
 #include "ember/ember_errors.h"
 #include "log.h"
 
-/* Execute time per unit of work, smoothed, so dispatch can compare
- * platforms (an exponentially weighted moving average). */
+/* The execute time refines the pair's figures, so dispatch can compare
+ * platforms (calibrate.c). */
 static void learn_speed(nam_platform *p, nam_pair *pair, const nam_task *t,
                         uint64_t now) {
-  if (!t->work) return;
   uint64_t ns = p->ops->run ? now - t->times.started
                             : t->times.executed - t->times.staged;
-  double per = (double)ns / (double)t->work;
-  pair->ns_per_unit = pair->ns_per_unit ? 0.7 * pair->ns_per_unit + 0.3 * per
-                                        : per;
+  nam_calibrate_learn(pair, t->work, ns);
 }
 
 static void requeue_locked(nam_engine *e, nam_platform *p, nam_task *t) {
@@ -73,6 +70,10 @@ static void pair_failed(nam_engine *e, nam_platform *p, nam_pair *pair,
 void nam_task_complete(nam_platform *p, nam_task *t, int status,
                        const char *message, acc_output *out) {
   nam_engine *e = p->engine;
+  if (t->calibration) {
+    nam_calibrate_done(p, t, status, message, out);
+    return;
+  }
   if (atomic_load(&t->cancel) && status != EMBER_ECANCELED) {
     status = EMBER_ECANCELED; /* it may have finished, but the owner asked */
     message = "canceled while running";
