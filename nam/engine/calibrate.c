@@ -127,10 +127,17 @@ static void plan(nam_platform *p) {
   }
 }
 
+void nam_calibrate_start(nam_engine *e) {
+  pthread_mutex_lock(&e->lock);
+  e->calib_open = 1;
+  pthread_cond_broadcast(&e->work);
+  pthread_mutex_unlock(&e->lock);
+}
+
 nam_task *nam_calibrate_next(nam_platform *p) {
   if (!p->calib_planned) plan(p);
   nam_engine *e = p->engine;
-  if (!p->calib_tasks || e->calibrating) return NULL;
+  if (!e->calib_open || !p->calib_tasks || e->calibrating) return NULL;
   nam_task *t = p->calib_tasks;
   p->calib_tasks = t->next;
   t->next = NULL;
@@ -236,7 +243,7 @@ void nam_calibrate_done(nam_platform *p, nam_task *t, int status,
 
 /* Lock held: no platform has calibration left to run. */
 static int all_calibrated(const nam_engine *e) {
-  if (e->calibrating) return 0;
+  if (!e->calib_open || e->calibrating) return 0;
   for (size_t i = 0; i < e->n_platforms; i++)
     if (!e->platforms[i].calib_planned || e->platforms[i].calib_tasks)
       return 0;

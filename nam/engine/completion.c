@@ -125,6 +125,9 @@ void nam_task_complete(nam_platform *p, nam_task *t, int status,
   }
   t->output = *out;
   nam_finish_locked(e, t, status, message);
+  /* p's backlog shrank: platforms that left queued tasks to it look again
+   * now rather than at their next periodic check */
+  if (e->counters.queued) pthread_cond_broadcast(&e->work);
   pthread_mutex_unlock(&e->lock);
   t->done(t, t->user);
 }

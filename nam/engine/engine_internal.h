@@ -196,6 +196,7 @@ struct nam_engine {
   size_t n_platforms;
   nam_block_cache *cache;
   nam_engine_counters counters;
+  int calib_open;             /* every platform started: calibrate */
   nam_platform *calibrating;  /* runs a calibration task (one at a time,
                                  so that they do not slow each other) */
   pthread_t watchdog;
@@ -254,8 +255,11 @@ uint64_t nam_expected_ns(nam_platform *p, const nam_task *t);
  * before user work, one at a time in the engine, and fits fixed_ns and
  * ns_per_unit of the pair from them; real tasks then refine the figures.
  *
+ * nam_calibrate_start - the engine is up: calibration may begin (not
+ * earlier: an OpenCL kernel build at start would slow the cpu's tasks).
  * nam_calibrate_next - lock held: p's next calibration task to run now
  * (planned at p's first call), or NULL (none left, or another runs). */
+void nam_calibrate_start(nam_engine *e);
 nam_task *nam_calibrate_next(nam_platform *p);
 /* nam_calibrate_done - a calibration task ended (lock not held): record
  * its time, fit the pair after its last one, free the task and out. */
