@@ -201,7 +201,7 @@ void nam_calibrate_done(nam_platform *p, nam_task *t, int status,
   free(out->data);
   out->data = NULL;
   char event[300] = "";
-  int level = LOG_LVL_INFO;
+  int level = LOG_LVL_NOTICE;
   pthread_mutex_lock(&e->lock);
   p->running--;
   p->inflight_ns -= t->expected_ns < p->inflight_ns ? t->expected_ns

@@ -13,10 +13,12 @@
  *  - load: a task with no constraint is left for another platform when
  *    that one would finish it sooner, counting the work each already holds
  *    (expected times come from the platform's model, or from the pair's
- *    calibration refined by real tasks: calibrate.c). A pair with no
- *    figures yet takes no task that a platform with figures, or the cpu
- *    platform (trusted before its figures: it runs the reference code),
- *    could run: a user's batch is never how a platform is found slow;
+ *    calibration refined by real tasks: calibrate.c). The cpu platform
+ *    runs the reference code and is trusted before it has figures: until
+ *    then it takes every task it can, and no other platform takes one it
+ *    could run. Otherwise a pair with no figures yet (still calibrating)
+ *    takes no task that a platform with figures could run: a user's
+ *    batch is never how a platform is found slow;
  *  - stickiness (reprogrammable platforms): the accelerator loaded last
  *    keeps the platform while it has tasks, unless another accelerator's
  *    oldest task has waited reprogram_bound_ms - so an FPGA is reprogrammed
@@ -91,8 +93,8 @@ static int may_take(nam_platform *p, const nam_task *t, uint64_t now) {
     nam_platform *q = &e->platforms[i];
     if (q == p || !nam_platform_can_run(e, q, t, now)) continue;
     uint64_t theirs = finish_estimate(q, t);
-    /* no figures yet (calibrating): leave it to one known, or to cpu */
-    if (!mine && (theirs || q->ops == &nam_platform_cpu_ops)) return 0;
+    if (!theirs && q->ops == &nam_platform_cpu_ops) return 0; /* trusted */
+    if (!mine && theirs) return 0; /* figures beat none (calibrating) */
     if (mine && theirs && theirs < mine) return 0;
   }
   return 1;
