@@ -18,7 +18,8 @@
  * figures, and dispatch gives such a pair no task another platform can
  * run (the cpu platform needs no figures to be trusted: it runs the
  * reference code). Platforms with a model (fpga-emu) are not calibrated:
- * a board would have to load a bitstream for it.
+ * a board would have to load a bitstream for it; nor is a platform that
+ * alone runs an accelerator (an embedded engine's cpu): nothing to choose.
  *
  * Refinement: every real task's execute time moves the term that
  * dominates its estimate (fixed cost for a small task, per-unit cost for a
@@ -107,6 +108,16 @@ static nam_task *make_task(nam_platform *p, unsigned acc_index,
   return t;
 }
 
+/* Could a platform other than p run acc: is there a choice to make? */
+static int has_rival(const nam_engine *e, const nam_platform *p,
+                     const acc_descriptor *acc) {
+  for (size_t i = 0; i < e->n_platforms; i++)
+    if (&e->platforms[i] != p && e->platforms[i].ops->supports(
+                                     &e->platforms[i], acc))
+      return 1;
+  return 0;
+}
+
 /* Queue p's calibration tasks: for each pair, small and large in turn. */
 static void plan(nam_platform *p) {
   nam_engine *e = p->engine;
@@ -115,7 +126,9 @@ static void plan(nam_platform *p) {
   nam_task **tail = &p->calib_tasks;
   for (unsigned k = 0; k < e->n_queues; k++) {
     const acc_descriptor *acc = e->queues[k].acc;
-    if (!acc->make_probe || !p->ops->supports(p, acc)) continue;
+    if (!acc->make_probe || !p->ops->supports(p, acc) ||
+        !has_rival(e, p, acc))
+      continue;
     for (unsigned r = 0; r < NAM_CALIB_REPEATS; r++)
       for (unsigned size = 0; size < ACC_PROBE_SIZES; size++) {
         nam_task *t = make_task(p, k, size);
@@ -135,9 +148,13 @@ void nam_calibrate_start(nam_engine *e) {
 }
 
 nam_task *nam_calibrate_next(nam_platform *p) {
-  if (!p->calib_planned) plan(p);
   nam_engine *e = p->engine;
-  if (!e->calib_open || !p->calib_tasks || e->calibrating) return NULL;
+  if (!e->calib_open) return NULL;
+  if (!p->calib_planned) {
+    plan(p);
+    pthread_cond_broadcast(&e->work); /* nam_engine_wait_calibrated */
+  }
+  if (!p->calib_tasks || e->calibrating) return NULL;
   nam_task *t = p->calib_tasks;
   p->calib_tasks = t->next;
   t->next = NULL;
@@ -254,11 +271,13 @@ int nam_engine_wait_calibrated(nam_engine *e, uint64_t timeout_ms) {
   uint64_t until = clock_now_ns() + timeout_ms * 1000000;
   int rc = 0;
   pthread_mutex_lock(&e->lock);
-  while (!e->stopping && !all_calibrated(e) && !rc) {
-    struct timespec at = clock_ts_at(until);
-    if (pthread_cond_timedwait(&e->work, &e->lock, &at) != 0 &&
-        clock_now_ns() >= until)
+  while (!e->stopping && !all_calibrated(e)) {
+    if (clock_now_ns() >= until) {
       rc = EMBER_ETIMEDOUT;
+      break;
+    }
+    struct timespec at = clock_ts_at(until);
+    pthread_cond_timedwait(&e->work, &e->lock, &at);
   }
   if (e->stopping) rc = EMBER_ESHUTDOWN;
   pthread_mutex_unlock(&e->lock);

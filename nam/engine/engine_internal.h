@@ -258,7 +258,8 @@ uint64_t nam_expected_ns(nam_platform *p, const nam_task *t);
  * nam_calibrate_start - the engine is up: calibration may begin (not
  * earlier: an OpenCL kernel build at start would slow the cpu's tasks).
  * nam_calibrate_next - lock held: p's next calibration task to run now
- * (planned at p's first call), or NULL (none left, or another runs). */
+ * (planned at p's first call once the engine is up: the pairs some other
+ * platform could run too), or NULL (none left, or another runs). */
 void nam_calibrate_start(nam_engine *e);
 nam_task *nam_calibrate_next(nam_platform *p);
 /* nam_calibrate_done - a calibration task ended (lock not held): record

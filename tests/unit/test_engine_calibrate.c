@@ -17,6 +17,8 @@
  *                  slow platform is free but would finish later
  *   slow helps     while cpu is busy with a long task, a one-pair task goes
  *                  to the slow platform, which finishes it sooner
+ *   cpu alone      an engine whose cpu alone runs sw is not calibrated:
+ *                  its first real task measures it
  *   board model    a real-clock fpga-emu board is not calibrated (it would
  *                  load a bitstream): its pair's speed is "model", nothing
  *                  was loaded, and its model (faster than cpu for a large
@@ -108,14 +110,16 @@ static const nam_platform_ops slow_ops = {
   .run = slow_run,
 };
 
-/* An engine with one cpu worker and the slow platform (added under the
- * engine lock: the cpu worker already dispatches). */
+/* An engine with a cpu platform of one worker and the slow platform, both
+ * added under the engine lock, so that each plans its calibration knowing
+ * the other (a platform alone with an accelerator is not calibrated). */
 static nam_engine *cpu_and_slow(void) {
-  nam_engine_config cfg = {.cpu_workers = 1};
+  nam_engine_config cfg = {.no_cpu = 1};
   nam_engine *e = NULL;
   assert_int_equal(nam_engine_create(&cfg, &e), 0);
   pthread_mutex_lock(&e->lock);
-  int rc = nam_engine_add_platform(e, &slow_ops, SLOW, 1, NULL);
+  int rc = nam_engine_add_platform(e, &nam_platform_cpu_ops, "cpu", 1, NULL);
+  if (!rc) rc = nam_engine_add_platform(e, &slow_ops, SLOW, 1, NULL);
   pthread_mutex_unlock(&e->lock);
   assert_int_equal(rc, 0);
   ejob_reset();
@@ -229,6 +233,30 @@ static void slow_takes_what_it_finishes_sooner(void **state) {
   ejob_free(&small);
 }
 
+/* Nothing to choose: an engine whose cpu alone runs sw (libember's
+ * embedded mode) spends no time calibrating; real tasks measure it. */
+static void cpu_alone_not_calibrated(void **state) {
+  (void)state;
+  nam_engine_config cfg = {.cpu_workers = 1};
+  nam_engine *e = NULL;
+  assert_int_equal(nam_engine_create(&cfg, &e), 0);
+  ejob_reset();
+  assert_int_equal(nam_engine_wait_calibrated(e, 1000 * WAIT_S), 0);
+  nam_platform_status ps;
+  assert_int_equal(ejob_platform(e, "cpu", &ps), 0);
+  assert_string_equal(sw_pair(&ps)->speed, "unknown");
+  uint64_t rng = 15;
+  ejob j;
+  ejob_make_dna(&j, &rng, 4, 40, 90);
+  assert_int_equal(ejob_submit(e, &j), 0);
+  assert_int_equal(ejob_wait_job(&j, WAIT_S), 0);
+  assert_true(ejob_check_output(&j, NULL, "alone"));
+  assert_int_equal(ejob_platform(e, "cpu", &ps), 0);
+  assert_string_equal(sw_pair(&ps)->speed, "measured");
+  nam_engine_destroy(e);
+  ejob_free(&j);
+}
+
 static void board_keeps_its_model(void **state) {
   (void)state;
   nam_fpga_emu_config board;
@@ -262,6 +290,7 @@ int main(void) {
     cmocka_unit_test(cold_batch_not_to_unmeasured),
     cmocka_unit_test(one_pair_tasks_stay_on_fast),
     cmocka_unit_test(slow_takes_what_it_finishes_sooner),
+    cmocka_unit_test(cpu_alone_not_calibrated),
     cmocka_unit_test(board_keeps_its_model),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
