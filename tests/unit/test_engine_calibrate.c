@@ -2,9 +2,11 @@
  * test_engine_calibrate.c - a slow platform never makes the engine slower
  * than the fastest one alone (nam/engine/calibrate.c, dispatch.c), with
  * real sw tasks beside a fake "slow" platform: a whole-task platform in
- * this file that runs the CPU code and then holds each task until
- * SLOW_FIXED_MS + work x SLOW_NS_PER_CELL have passed (a device whose
- * launch costs a lot, like pocl's CPU device on one sw pair).
+ * this file that runs the CPU code and then holds each task for
+ * SLOW_FIXED_MS + work x SLOW_NS_PER_CELL more (a device whose launch
+ * costs a lot, like pocl's CPU device on one sw pair): slower than the
+ * cpu platform in both terms, however fast the build (sanitizers) runs
+ * the CPU code.
  *
  *   cold batch     a batch submitted right after the engine starts, while
  *                  the slow platform has no figures yet (calibrating), runs
@@ -24,9 +26,9 @@
  *                  was loaded, and its model (faster than cpu for a large
  *                  task) takes the task
  *
- * Placement is asserted, never a time: the fake platform's delays are 40x
- * and more what the cpu platform needs, so the figures compare the same
- * way on a loaded machine.
+ * Placement is asserted, never a time: the fake platform's delays come on
+ * top of the cpu platform's own time, so the figures compare the same way
+ * on a loaded machine and under sanitizers.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -91,11 +93,11 @@ static int slow_supports(const nam_platform *p, const acc_descriptor *acc) {
 static int slow_run(nam_platform *p, nam_task *t, acc_output *out, char *err,
                     size_t err_len) {
   (void)p;
-  uint64_t until = ejob_now_ns() + SLOW_FIXED_MS * 1000000ull +
-                   t->work * SLOW_NS_PER_CELL;
   acc_run_ctx ctx = {.cancel = &t->cancel};
   int rc = t->acc->run_cpu(t->prepared, t->inputs, t->n_inputs, &ctx, out,
                            err, err_len);
+  uint64_t until = ejob_now_ns() + SLOW_FIXED_MS * 1000000ull +
+                   t->work * SLOW_NS_PER_CELL;
   struct timespec at = {(time_t)(until / 1000000000u),
                         (long)(until % 1000000000u)};
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) != 0) {}
