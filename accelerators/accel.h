@@ -132,6 +132,20 @@ typedef struct acc_run_ctx {
   void *dev_scratch;
 } acc_run_ctx;
 
+/* Calibration task sizes: the time of a small one is mostly a launch's
+ * fixed cost; a large one (a few ms on one CPU core) is mostly per work
+ * unit. Two sizes fit time = fixed + work * per_unit. */
+enum { ACC_PROBE_SMALL, ACC_PROBE_LARGE, ACC_PROBE_SIZES };
+
+#define ACC_PROBE_MAX_INPUTS 4
+
+typedef struct acc_probe {
+  uint8_t *params;                      /* packed parameters */
+  size_t params_len;
+  acc_block inputs[ACC_PROBE_MAX_INPUTS]; /* data malloc'd */
+  size_t n_inputs;
+} acc_probe;
+
 typedef struct acc_descriptor {
   unsigned abi_version;                 /* ACC_ABI_VERSION */
   const char *name;                     /* "sw" */
@@ -174,6 +188,14 @@ typedef struct acc_descriptor {
    * is work() operations over its input bytes. Thread-safe. */
   int (*plan)(const void *prepared, const acc_task_shape *shape,
               acc_task_plan *plan, char *err, size_t err_len);
+
+  /* A synthetic calibration task (may be NULL): the engine runs it on each
+   * platform it has no timing model for, to learn the platform's speed
+   * before it gives it real work. size is ACC_PROBE_SMALL or
+   * ACC_PROBE_LARGE. Fills *probe (params and each inputs[i].data are
+   * malloc'd, freed by the caller with free()) with a task validate()
+   * accepts. Returns 0, or a negative EMBER_E*. Thread-safe. */
+  int (*make_probe)(unsigned size, acc_probe *probe);
 } acc_descriptor;
 
 /*

@@ -84,6 +84,11 @@ static void pair_series(FILE *f, const char *name,
   nam_stats_put_label(f, "platform", s->name);
 }
 
+static int pair_has_figures(const nam_pair_status *p) {
+  return strcmp(p->speed, "calibrated") == 0 ||
+         strcmp(p->speed, "measured") == 0;
+}
+
 static void pair_families(FILE *f, const nam_platform_status *ps, size_t np) {
   static const char *const states[] = {"ready", "disabled", "probing"};
   nam_stats_family(f, "pair_state", "gauge",
@@ -112,6 +117,26 @@ static void pair_families(FILE *f, const nam_platform_status *ps, size_t np) {
       pair_series(f, "pair_disabled_total", &ps[i], k);
       fprintf(f, "} %llu\n", (unsigned long long)ps[i].pairs[k].disabled_count);
     }
+  /* what dispatch expects: fixed + work x per unit (none where a timing
+   * model decides, or before the figures exist) */
+  nam_stats_family(f, "pair_fixed_seconds", "gauge",
+                   "Expected fixed cost of one task of each accelerator on "
+                   "each platform, from calibration and real tasks.");
+  for (size_t i = 0; i < np; i++)
+    for (unsigned k = 0; k < ps[i].n_pairs; k++)
+      if (pair_has_figures(&ps[i].pairs[k])) {
+        pair_series(f, "pair_fixed_seconds", &ps[i], k);
+        fprintf(f, "} %.9g\n", ps[i].pairs[k].fixed_ns / 1e9);
+      }
+  nam_stats_family(f, "pair_seconds_per_unit", "gauge",
+                   "Expected time per unit of work (sw: cell) of each "
+                   "accelerator on each platform.");
+  for (size_t i = 0; i < np; i++)
+    for (unsigned k = 0; k < ps[i].n_pairs; k++)
+      if (pair_has_figures(&ps[i].pairs[k])) {
+        pair_series(f, "pair_seconds_per_unit", &ps[i], k);
+        fprintf(f, "} %.9g\n", ps[i].pairs[k].ns_per_unit / 1e9);
+      }
 }
 
 void nam_stats_render_platforms(FILE *f, nam_engine *engine,

@@ -266,4 +266,5 @@ const acc_descriptor acc_sw_descriptor = {
 #endif
   .fpga = &sw_fpga_model,
   .plan = sw_plan,
+  .make_probe = acc_sw_make_probe,
 };

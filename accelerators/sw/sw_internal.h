@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "../accel.h"
+
 /* acc_sw_errf: format a reason into err (NULL or err_len 0: nothing). */
 void acc_sw_errf(char *err, size_t err_len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -14,5 +16,8 @@ void acc_sw_errf(char *err, size_t err_len, const char *fmt, ...)
 /* acc_sw_residue_text: a residue byte as it should appear in a message:
  * "'Z' (0x5a)" for printable bytes, "0x01" otherwise. buf holds >= 16. */
 const char *acc_sw_residue_text(unsigned char c, char *buf, size_t len);
+
+/* acc_sw_make_probe: the descriptor's make_probe (sw_probe.c). */
+int acc_sw_make_probe(unsigned size, acc_probe *probe);
 
 #endif

@@ -29,16 +29,12 @@
 #include "ember/ember_errors.h"
 #include "log.h"
 
-/* Execute time per unit of work, smoothed, so dispatch can compare
- * platforms (an exponentially weighted moving average). */
+/* The execute time refines the pair's figures, so dispatch can compare
+ * platforms (calibrate.c). */
 static void learn_speed(nam_platform *p, nam_pair *pair, const nam_task *t,
                         uint64_t now) {
-  if (!t->work) return;
-  uint64_t ns = p->ops->run ? now - t->times.started
-                            : t->times.executed - t->times.staged;
-  double per = (double)ns / (double)t->work;
-  pair->ns_per_unit = pair->ns_per_unit ? 0.7 * pair->ns_per_unit + 0.3 * per
-                                        : per;
+  uint64_t ns = nam_task_exec_ns(p, t, now);
+  nam_calibrate_learn(pair, t->work, ns);
 }
 
 static void requeue_locked(nam_engine *e, nam_platform *p, nam_task *t) {
@@ -83,9 +79,21 @@ static void pair_failed(nam_engine *e, nam_platform *p, nam_pair *pair,
   }
 }
 
+uint64_t nam_task_exec_ns(const nam_platform *p, const nam_task *t,
+                          uint64_t now) {
+  if (p->ops->run) return now - t->times.started;
+  /* from when execute began: a pipelined task waits for the execute
+   * thread after its stage-in, and that wait is not the device's speed */
+  return t->times.executed - t->exec_started;
+}
+
 void nam_task_complete(nam_platform *p, nam_task *t, int status,
                        const char *message, acc_output *out) {
   nam_engine *e = p->engine;
+  if (t->calibration) {
+    nam_calibrate_done(p, t, status, message, out);
+    return;
+  }
   if (atomic_load(&t->cancel) && status != EMBER_ECANCELED &&
       !(status == 0 && t->n_states)) {
     status = EMBER_ECANCELED; /* it may have finished, but the owner asked */
@@ -148,6 +156,9 @@ void nam_task_complete(nam_platform *p, nam_task *t, int status,
   }
   t->output = *out;
   nam_finish_locked(e, t, status, message);
+  /* p's backlog shrank: platforms that left queued tasks to it look again
+   * now rather than at their next periodic check */
+  if (e->counters.queued) pthread_cond_broadcast(&e->work);
   pthread_mutex_unlock(&e->lock);
   t->done(t, t->user);
 }

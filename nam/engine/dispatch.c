@@ -12,8 +12,13 @@
  *    one probe task once probe_ms has passed since it was disabled;
  *  - load: a task with no constraint is left for another platform when
  *    that one would finish it sooner, counting the work each already holds
- *    (expected times come from the platform's model or from measured speed;
- *    an unmeasured pair takes its task, which measures it);
+ *    (expected times come from the platform's model, or from the pair's
+ *    calibration refined by real tasks: calibrate.c). The cpu platform
+ *    runs the reference code and is trusted before it has figures: until
+ *    then it takes every task it can, and no other platform takes one it
+ *    could run. Otherwise a pair with no figures yet (still calibrating)
+ *    takes no task that a platform with figures could run: a user's
+ *    batch is never how a platform is found slow;
  *  - state: a task that names state blocks runs where they live (any
  *    platform before their first task), one task per state block at a
  *    time - its states are claimed when it is dispatched; a task whose
@@ -55,15 +60,17 @@ uint64_t nam_expected_ns(nam_platform *p, const nam_task *t) {
     uint64_t m = p->ops->model_ns(p, t);
     if (m) return m;
   }
-  double per = p->pairs[t->acc_index].ns_per_unit;
-  return per > 0 ? (uint64_t)(per * (double)t->work) : 0;
+  return nam_pair_estimate(&p->pairs[t->acc_index], t->work);
 }
 
-/* When would q be done with t if it were given t now? 0: unknown. */
+/* When would q be done with t if it were given t now? 0: unknown. cpu
+ * workers run tasks side by side; a device executes one at a time, so a
+ * task given to it waits for all it holds. */
 static uint64_t finish_estimate(nam_platform *q, const nam_task *t) {
   uint64_t run = nam_expected_ns(q, t);
   if (!run) return 0;
-  uint64_t ahead = q->running < q->workers ? 0 : q->inflight_ns / q->workers;
+  unsigned lanes = q->ops->run ? q->workers : 1;
+  uint64_t ahead = q->running < lanes ? 0 : q->inflight_ns / lanes;
   return ahead + run;
 }
 
@@ -85,12 +92,15 @@ static int may_take(nam_platform *p, const nam_task *t, uint64_t now) {
     return 1;
   }
   uint64_t mine = finish_estimate(p, t);
-  if (!mine) return 1; /* unmeasured: take it and learn */
+  /* the cpu platform runs the reference code: trusted before its figures */
+  if (!mine && p->ops == &nam_platform_cpu_ops) return 1;
   for (size_t i = 0; i < e->n_platforms; i++) {
     nam_platform *q = &e->platforms[i];
     if (q == p || !nam_platform_can_run(e, q, t, now)) continue;
     uint64_t theirs = finish_estimate(q, t);
-    if (theirs && theirs < mine) return 0;
+    if (!theirs && q->ops == &nam_platform_cpu_ops) return 0; /* trusted */
+    if (!mine && theirs) return 0; /* figures beat none (calibrating) */
+    if (mine && theirs && theirs < mine) return 0;
   }
   return 1;
 }
@@ -189,6 +199,8 @@ nam_task *nam_dispatch_next(nam_platform *p) {
   nam_task *doomed = NULL;
   for (;;) {
     uint64_t now = clock_now_ns();
+    /* calibration before user work */
+    if (!e->stopping && (t = nam_calibrate_next(p))) break;
     t = pick(p, now, &doomed);
     if (t || e->stopping) break;
     if (doomed) {
@@ -212,8 +224,12 @@ nam_task *nam_dispatch_next(nam_platform *p) {
     t->expected_ns = nam_expected_ns(p, t);
     p->inflight_ns += t->expected_ns;
     p->running++;
-    e->counters.queued--;
-    e->counters.running++;
+    if (!t->calibration) {
+      e->counters.queued--;
+      e->counters.running++;
+    }
+  } else {
+    nam_calibrate_drop(p); /* stopping */
   }
   pthread_mutex_unlock(&e->lock);
   complete_doomed(doomed);

@@ -128,6 +128,7 @@ int nam_engine_create(const nam_engine_config *config, nam_engine **out) {
   for (size_t i = 0; !rc && i < e->n_platforms; i++)
     if (!e->platforms[i].ops->run) rc = nam_pipeline_start(&e->platforms[i]);
   if (!rc) rc = nam_watchdog_start(e);
+  if (!rc) nam_calibrate_start(e);
   if (rc) {
     nam_engine_destroy(e);
     return rc;

@@ -226,6 +226,12 @@ void nam_task_free(nam_task *task);
 int nam_engine_set_fault_rates(nam_engine *engine, double fail_rate,
                                double hang_rate);
 
+/* nam_engine_wait_calibrated - wait until every platform has run its
+ * calibration tasks (see nam_pair_status.speed), at most timeout_ms.
+ * Returns 0, EMBER_ETIMEDOUT, or EMBER_ESHUTDOWN while the engine stops.
+ * Tasks need not wait for it: calibration goes on beside them. */
+int nam_engine_wait_calibrated(nam_engine *engine, uint64_t timeout_ms);
+
 /* Introspection (snapshots). */
 typedef struct nam_pair_status {  /* one accelerator on one platform */
   const char *accelerator;
@@ -233,6 +239,12 @@ typedef struct nam_pair_status {  /* one accelerator on one platform */
   uint64_t completed, errors, timeouts;
   unsigned consecutive_failures;
   uint64_t disabled_count;  /* times it was disabled */
+  /* what dispatch expects an execute to take: fixed_ns + work *
+   * ns_per_unit ("model": the platform's timing model instead) */
+  const char *speed;      /* "model", "calibrating", "calibrated",
+                             "measured" (real tasks only), "unknown" */
+  double fixed_ns, ns_per_unit;
+  uint64_t measured;      /* real tasks that refined the figures */
 } nam_pair_status;
 
 #define NAM_MAX_PAIRS 8

@@ -66,8 +66,12 @@ struct nam_task {
   void *scratch;              /* the platform's scratch allocation */
   int state_touched;          /* a failed attempt had its states pinned */
   int ran;                    /* this attempt reached execute */
+  uint64_t exec_started;      /* when execute began (device platforms) */
   uint64_t device_clock_ns;   /* the platform's own use (fpga-emu's
                                  virtual time of this task) */
+  int calibration;            /* the engine's own timing task
+                                 (calibrate.c), no client's */
+  unsigned calib_size;        /* its ACC_PROBE_* size */
 
   nam_task *prev, *next;      /* links in its task queue or a stage queue */
 };
@@ -151,14 +155,25 @@ typedef struct nam_platform_ops {
   void (*describe)(const nam_platform *p, nam_platform_status *s);
 } nam_platform_ops;
 
-/* One (accelerator, platform) pair's health. */
+#define NAM_CALIB_REPEATS 3 /* runs of each calibration size (median) */
+
+/* One (accelerator, platform) pair's health and speed. */
 typedef struct nam_pair {
   unsigned consecutive;       /* failures in a row */
   uint64_t completed, errors, timeouts, disabled_count;
   int disabled;
   int probing;                /* a probe task is running */
   uint64_t disabled_at;       /* CLOCK_MONOTONIC ns */
-  double ns_per_unit;         /* measured execute speed (EWMA), 0: none */
+  /* expected execute time = fixed_ns + work * ns_per_unit, from
+   * calibration tasks and refined by real ones (calibrate.c); known once
+   * calibrated or measured */
+  double fixed_ns, ns_per_unit;
+  int calibrated;             /* the calibration tasks fitted the figures */
+  uint64_t measured;          /* real tasks that refined them */
+  unsigned calib_pending;     /* calibration tasks not yet done */
+  unsigned calib_runs[ACC_PROBE_SIZES];
+  uint64_t calib_ns[ACC_PROBE_SIZES][NAM_CALIB_REPEATS];
+  uint64_t calib_work[ACC_PROBE_SIZES];
 } nam_pair;
 
 typedef struct nam_pipeline nam_pipeline;
@@ -180,6 +195,8 @@ struct nam_platform {
   const acc_descriptor *sticky; /* accelerator of the last task dispatched */
   uint64_t sticky_since;      /* when it became that one */
   nam_pair pairs[NAM_MAX_ACCELS];
+  nam_task *calib_tasks;      /* calibration tasks to run first */
+  int calib_planned;
   nam_pipeline *pipeline;
   void *impl;
 };
@@ -197,6 +214,9 @@ struct nam_engine {
   size_t n_platforms;
   nam_block_cache *cache;
   nam_engine_counters counters;
+  int calib_open;             /* every platform started: calibrate */
+  nam_platform *calibrating;  /* runs a calibration task (one at a time,
+                                 so that they do not slow each other) */
   pthread_t watchdog;
   int watchdog_started;
   pthread_cond_t watchdog_wake;
@@ -245,9 +265,35 @@ int nam_platform_exists(nam_engine *e, const nam_task *t);
 int nam_platform_can_run(const nam_engine *e, const nam_platform *q,
                          const nam_task *t, uint64_t now);
 
-/* nam_expected_ns - how long t should take on p (model or measured), 0
- * when unknown. Engine lock held. */
+/* nam_expected_ns - how long t should take on p (model, calibrated or
+ * measured), 0 when unknown. Engine lock held. */
 uint64_t nam_expected_ns(nam_platform *p, const nam_task *t);
+
+/* Calibration (calibrate.c): each platform without a timing model runs
+ * small synthetic tasks of each accelerator (acc_descriptor.make_probe)
+ * before user work, one at a time in the engine, and fits fixed_ns and
+ * ns_per_unit of the pair from them; real tasks then refine the figures.
+ *
+ * nam_calibrate_start - the engine is up: calibration may begin (not
+ * earlier: an OpenCL kernel build at start would slow the cpu's tasks).
+ * nam_calibrate_next - lock held: p's next calibration task to run now
+ * (planned at p's first call once the engine is up: the pairs some other
+ * platform could run too), or NULL (none left, or another runs). */
+void nam_calibrate_start(nam_engine *e);
+nam_task *nam_calibrate_next(nam_platform *p);
+/* nam_calibrate_done - a calibration task ended (lock not held): record
+ * its time, fit the pair after its last one, free the task and out. */
+void nam_calibrate_done(nam_platform *p, nam_task *t, int status,
+                        const char *message, acc_output *out);
+/* nam_calibrate_drop - lock held, the engine stops: free p's calibration
+ * tasks not yet run. */
+void nam_calibrate_drop(nam_platform *p);
+/* nam_calibrate_learn - lock held: a real task of work units executed in
+ * ns on the pair; refine its figures. */
+void nam_calibrate_learn(nam_pair *pair, uint64_t work, uint64_t ns);
+/* nam_pair_estimate - the pair's expected execute time of work units,
+ * 0 when it has no figures yet. Lock held. */
+uint64_t nam_pair_estimate(const nam_pair *pair, uint64_t work);
 
 /* nam_task_complete - record the attempt's outcome: success, or a final
  * failure, calls the done callback; a device failure sends the task back
@@ -290,6 +336,11 @@ int nam_task_claim_states(nam_engine *e, nam_task *t, const nam_platform *p);
 void nam_task_unclaim_states(nam_engine *e, nam_task *t);
 /* Give back everything t holds in the block cache (end of the task). */
 void nam_task_drop_refs(nam_engine *e, nam_task *t);
+
+/* nam_task_exec_ns - how long t's attempt ran on p (not counting the wait
+ * for a pipeline's execute thread): what its speed is learned from. */
+uint64_t nam_task_exec_ns(const nam_platform *p, const nam_task *t,
+                          uint64_t now);
 
 /* Pipeline for device platforms (pipeline.c). */
 int nam_pipeline_start(nam_platform *p);

@@ -11,6 +11,13 @@ static const char *pair_state(const nam_pair *pair) {
   return pair->probing ? "probing" : "disabled";
 }
 
+static const char *pair_speed(const nam_platform *p, const nam_pair *pair) {
+  if (p->ops->model_ns) return "model";
+  if (pair->calib_pending) return "calibrating";
+  if (pair->calibrated) return "calibrated";
+  return pair->measured ? "measured" : "unknown";
+}
+
 static void fill_status(nam_engine *e, nam_platform *p,
                         const nam_block_cache_stats *cs,
                         nam_platform_status *s) {
@@ -20,7 +27,7 @@ static void fill_status(nam_engine *e, nam_platform *p,
   snprintf(s->device, sizeof s->device, "%s", p->device);
   s->state = p->disabled ? "disabled" : "ready";
   s->workers = p->workers;
-  s->running = p->running;
+  s->running = p->running - (e->calibrating == p); /* user tasks */
   s->completed = p->completed;
   s->failed = p->failed;
   s->retried_away = p->retried_away;
@@ -39,6 +46,10 @@ static void fill_status(nam_engine *e, nam_platform *p,
     ps->timeouts = pair->timeouts;
     ps->consecutive_failures = pair->consecutive;
     ps->disabled_count = pair->disabled_count;
+    ps->speed = pair_speed(p, pair);
+    ps->fixed_ns = pair->fixed_ns;
+    ps->ns_per_unit = pair->ns_per_unit;
+    ps->measured = pair->measured;
   }
   if (p->ops->cache_ops && p->index < cs->n_platforms) {
     const nam_block_cache_platform_stats *c = &cs->platform[p->index];

@@ -175,6 +175,7 @@ static void *execute_thread(void *arg) {
       pl->executing = t;
       pthread_mutex_unlock(&pl->lock);
       t->ran = 1;
+      t->exec_started = clock_now_ns();
       rc = p->ops->execute(p, t, &io, &out, err, sizeof err);
       pthread_mutex_lock(&pl->lock);
       pl->executing = NULL;
