@@ -342,6 +342,10 @@ void nam_task_drop_refs(nam_engine *e, nam_task *t);
 uint64_t nam_task_exec_ns(const nam_platform *p, const nam_task *t,
                           uint64_t now);
 
+/* nam_whole_task_run - a whole-task platform's worker runs t: bind its
+ * blocks, ops->run, unbind, complete (platform_cpu.c). */
+void nam_whole_task_run(nam_platform *p, nam_task *t);
+
 /* Pipeline for device platforms (pipeline.c). */
 int nam_pipeline_start(nam_platform *p);
 void nam_pipeline_stop(nam_platform *p);

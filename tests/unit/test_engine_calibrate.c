@@ -58,18 +58,7 @@
 static void *slow_worker(void *arg) {
   nam_platform *p = arg;
   nam_task *t;
-  while ((t = nam_dispatch_next(p))) {
-    acc_output out = {0};
-    char err[256] = "";
-    int rc = nam_task_bind(p, t, err, sizeof err);
-    if (rc == 0) {
-      nam_task_io io;
-      nam_task_io_view(p, t, &io);
-      rc = p->ops->run(p, t, &io, &out, err, sizeof err);
-      nam_task_unbind(p, t, rc == 0 ? NAM_RUN_OK : NAM_RUN_FAILED);
-    }
-    nam_task_complete(p, t, rc, err, &out);
-  }
+  while ((t = nam_dispatch_next(p))) nam_whole_task_run(p, t);
   return NULL;
 }
 
