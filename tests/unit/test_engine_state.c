@@ -16,6 +16,11 @@
  *                the lost state too (never a wrong value), restore goes
  *                back to the last synced version, and replaying from there
  *                ends at the right value
+ *   hang         a task on the state hangs on the board (task_timeout):
+ *                EMBER_ESTATE, the state lost until restored
+ *   disabled     the board's pair is disabled after a failure: a second
+ *                state that lived there is lost too, though no task on it
+ *                failed; restored, it runs again (on the cpu)
  *   refusals     unknown state id, an in-use output id, a state named as
  *                input, plan() refusing a bad shape
  */
@@ -44,12 +49,15 @@
 static const acc_descriptor *const accels[] = {&acc_tally_descriptor};
 static nam_fpga_emu_config board;
 
-static nam_engine *make_engine(int with_board, double fail_rate) {
+static nam_engine *make_engine_with(int with_board, double fail_rate,
+                                   double hang_rate, unsigned threshold,
+                                   uint64_t timeout_ms) {
   ejob_board(&board, "fpga0");
   snprintf(board.bitstreams[0], sizeof board.bitstreams[0], "tally");
   board.n_bitstreams = 1;
   board.virtual_clock = 1;
   board.fail_rate = fail_rate;
+  board.hang_rate = hang_rate;
   board.seed = 7;
   nam_engine_config cfg = {
     .cpu_workers = 2,
@@ -57,11 +65,17 @@ static nam_engine *make_engine(int with_board, double fail_rate) {
     .n_fpga = with_board ? 1 : 0,
     .accelerators = accels,
     .n_accelerators = 1,
-    .fail_threshold = 1000, /* keep the pair: this test is about state */
+    .fail_threshold = threshold,
+    .task_timeout_ms = timeout_ms,
   };
   nam_engine *e = NULL;
   assert_int_equal(nam_engine_create(&cfg, &e), 0);
   return e;
+}
+
+static nam_engine *make_engine(int with_board, double fail_rate) {
+  /* keep the pair enabled: these tests are about state, not health */
+  return make_engine_with(with_board, fail_rate, 0, 1000, 0);
 }
 
 /* ---- one task, waited for ------------------------------------------------ */
@@ -319,6 +333,66 @@ static void test_state_loss(void **state) {
   nam_engine_destroy(e);
 }
 
+/* A hung task on the state: abandoned, and the state is not trusted. */
+static void test_state_hang(void **state) {
+  (void)state;
+  nam_engine *e = make_engine_with(1, 0, 1.0, 1000, 200);
+  static uint64_t bytes[N], want[N];
+  put_state(e, bytes);
+  uint64_t sid = STATE_ID;
+  char why[300];
+  task_args a = {.k = 1, .state_ids = &sid, .n_states = 1,
+                 .platform = "fpga-emu"};
+  assert_int_equal(run_task(e, &a, why, sizeof why), EMBER_ESTATE);
+  assert_non_null(strstr(why, "hung"));
+  assert_int_equal(block_op(e, NAM_BLOCK_READ, STATE_ID).status, EMBER_ESTATE);
+  nam_block_op_result r = block_op(e, NAM_BLOCK_RESTORE, STATE_ID);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(r.version, 0);
+  reference(want, 0);
+  expect_read(e, STATE_ID, want, 0, "restored after a hang");
+  nam_engine_destroy(e);
+}
+
+/* A pair disabled on the board takes down every state that lived there. */
+static void test_state_disabled(void **state) {
+  (void)state;
+  nam_engine *e = make_engine_with(1, 0, 0, 1, 0);
+  static uint64_t bytes[N], other[N], want[N];
+  put_state(e, bytes);
+  for (size_t i = 0; i < N; i++) other[i] = initial(i);
+  uint64_t sid = STATE_ID, oid = 2;
+  assert_int_equal(nam_block_cache_put(nam_engine_block_cache(e), APP, oid,
+                                       EMBER_BLOCK_STATE, other, N * 8, NULL,
+                                       NULL), 0);
+  char why[300];
+  /* the other state lives on the board after one good task */
+  task_args o = {.k = 1, .state_ids = &oid, .n_states = 1,
+                 .platform = "fpga-emu"};
+  assert_int_equal(run_task(e, &o, why, sizeof why), 0);
+  /* then the board fails a task on the first state: the pair goes */
+  assert_int_equal(nam_engine_set_fault_rates(e, 1.0, 0), 0);
+  task_args a = {.k = 1, .state_ids = &sid, .n_states = 1,
+                 .platform = "fpga-emu"};
+  assert_int_equal(run_task(e, &a, why, sizeof why), EMBER_ESTATE);
+  nam_platform_status ps;
+  assert_int_equal(ejob_platform(e, "fpga0", &ps), 0);
+  assert_string_equal(ps.pairs[0].state, "disabled");
+  /* the other state never failed, but its platform did: lost */
+  assert_int_equal(block_op(e, NAM_BLOCK_READ, oid).status, EMBER_ESTATE);
+  o.platform = NULL;
+  assert_int_equal(run_task(e, &o, why, sizeof why), EMBER_ESTATE);
+  /* restored (never synced: its first bytes), it runs on the cpu */
+  nam_block_op_result r = block_op(e, NAM_BLOCK_RESTORE, oid);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(r.version, 0);
+  o.platform = "cpu";
+  assert_int_equal(run_task(e, &o, why, sizeof why), 0);
+  reference(want, 1);
+  expect_read(e, oid, want, 1, "restored state, run on the cpu");
+  nam_engine_destroy(e);
+}
+
 static void test_refusals(void **state) {
   (void)state;
   nam_engine *e = make_engine(0, 0);
@@ -355,6 +429,8 @@ int main(void) {
       cmocka_unit_test(test_state_board),
       cmocka_unit_test(test_chained),
       cmocka_unit_test(test_state_loss),
+      cmocka_unit_test(test_state_hang),
+      cmocka_unit_test(test_state_disabled),
       cmocka_unit_test(test_refusals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
