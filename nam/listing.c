@@ -32,6 +32,9 @@ static void fill_platform(nam_listing *l, size_t i) {
     SET(p, timeouts, ps->timeouts);
     SET(p, consecutive_failures, ps->consecutive_failures);
     SET(p, disabled_count, ps->disabled_count);
+    p->speed = (char *)(ps->speed ? ps->speed : "unknown");
+    SET(p, fixed_ns, ps->fixed_ns);
+    SET(p, ns_per_unit, ps->ns_per_unit);
     l->pairp[i][k] = p;
   }
   pi->n_pairs = s->n_pairs;

@@ -70,10 +70,16 @@ static void print_pairs(const ember_platform_info *p) {
   for (unsigned k = 0; k < p->n_pairs; k++) {
     const ember_pair_info *q = &p->pairs[k];
     printf("  %-10s %-4s %-8s done %llu  errors %llu  timeouts %llu  "
-           "failures in a row %u  disabled %llu times\n", p->name,
+           "failures in a row %u  disabled %llu times", p->name,
            q->accelerator, q->state, (unsigned long long)q->completed,
            (unsigned long long)q->errors, (unsigned long long)q->timeouts,
            q->consecutive_failures, (unsigned long long)q->disabled_count);
+    if (strcmp(q->speed, "calibrated") == 0 ||
+        strcmp(q->speed, "measured") == 0)
+      printf("  speed %s: %.1f us + %.3g ns per unit\n", q->speed,
+             q->fixed_ns / 1e3, q->ns_per_unit);
+    else
+      printf("  speed %s\n", q->speed);
   }
 }
 
@@ -155,11 +161,13 @@ static json_t *platform_json(const ember_platform_info *p) {
   for (unsigned k = 0; k < p->n_pairs; k++) {
     const ember_pair_info *q = &p->pairs[k];
     json_array_append_new(pairs, json_pack(
-        "{s:s, s:s, s:I, s:I, s:I, s:i, s:I}", "accelerator", q->accelerator,
-        "state", q->state, "completed", (json_int_t)q->completed, "errors",
-        (json_int_t)q->errors, "timeouts", (json_int_t)q->timeouts,
-        "consecutive_failures", (int)q->consecutive_failures,
-        "disabled_count", (json_int_t)q->disabled_count));
+        "{s:s, s:s, s:I, s:I, s:I, s:i, s:I, s:s, s:f, s:f}", "accelerator",
+        q->accelerator, "state", q->state, "completed",
+        (json_int_t)q->completed, "errors", (json_int_t)q->errors,
+        "timeouts", (json_int_t)q->timeouts, "consecutive_failures",
+        (int)q->consecutive_failures, "disabled_count",
+        (json_int_t)q->disabled_count, "speed", q->speed, "fixed_ns",
+        q->fixed_ns, "ns_per_unit", q->ns_per_unit));
   }
   json_t *top = json_pack("{s:s, s:s, s:s, s:s}", "name", p->name, "kind",
                           p->kind, "state", p->state, "device", p->device);

@@ -52,6 +52,10 @@ static int from_engine(const ember_client *c, nam_engine *e,
       q->timeouts = s->pairs[k].timeouts;
       q->disabled_count = s->pairs[k].disabled_count;
       q->consecutive_failures = s->pairs[k].consecutive_failures;
+      snprintf(q->speed, sizeof q->speed, "%s",
+               s->pairs[k].speed ? s->pairs[k].speed : "unknown");
+      q->fixed_ns = s->pairs[k].fixed_ns;
+      q->ns_per_unit = s->pairs[k].ns_per_unit;
     }
   }
   *n_accels = na;
@@ -106,6 +110,10 @@ static int from_reply(const Ember__AcceleratorList *l, ember_accel_info **accels
       q->timeouts = r->timeouts;
       q->disabled_count = r->disabled_count;
       q->consecutive_failures = r->consecutive_failures;
+      /* an older NAM sends no speed */
+      snprintf(q->speed, sizeof q->speed, "%s", r->speed ? r->speed : "unknown");
+      q->fixed_ns = r->fixed_ns;
+      q->ns_per_unit = r->ns_per_unit;
     }
   }
   *n_accels = l->n_accelerators;

@@ -375,6 +375,13 @@ typedef struct ember_pair_info {
   char state[16];            /* ready, disabled, probing */
   uint64_t completed, errors, timeouts, disabled_count;
   unsigned consecutive_failures;
+  /* what the NAM's dispatcher expects a task to take here: fixed_ns +
+   * work x ns_per_unit (work in the accelerator's unit), learned from
+   * small calibration tasks and refined by real ones ("calibrated",
+   * "measured"), or the platform's own model ("model"); "calibrating" or
+   * "unknown" before any figure */
+  char speed[16];
+  double fixed_ns, ns_per_unit;
 } ember_pair_info;
 
 #define EMBER_MAX_PAIRS 8
