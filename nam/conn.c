@@ -360,6 +360,11 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
                       "%d and %d", m->n_input_blocks, m->n_output_blocks,
                       m->n_state_blocks, NAM_MAX_INPUTS, ACC_MAX_OUTPUTS,
                       ACC_MAX_STATES);
+  for (size_t i = 0; i < m->n_output_blocks + m->n_state_blocks; i++)
+    if ((i < m->n_output_blocks ? m->output_blocks[i]
+                                : m->state_blocks[i - m->n_output_blocks]) == 0)
+      return send_error(c, EMBER_EINVAL, m->task_id, 0,
+                        "block id 0 is reserved");
   if (m->n_output_blocks &&
       c->blocks.bytes + c->out_bytes >= s->limits.max_block_bytes)
     return send_error(c, EMBER_EBUSY, m->task_id, 0,

@@ -31,10 +31,30 @@ static const int op_of_wire[] = {
   [EMBER__BLOCK_OP__OP__RESTORE] = NAM_BLOCK_RESTORE,
 };
 
+/* The client waits for the BlockReply of its request_id: an Error frame
+ * would leave its read, sync or restore waiting forever. */
+static void reply_error(nam_conn *c, uint64_t request_id, uint64_t block_id,
+                        int code, const char *why) {
+  char text[200];
+  snprintf(text, sizeof text, "block %llu: %s", (unsigned long long)block_id,
+           why);
+  Ember__BlockReply rep = EMBER__BLOCK_REPLY__INIT;
+  rep.request_id = request_id;
+  rep.status = code;
+  rep.message = text;
+  nam_conn_send(c, EMBER__MSG_TYPE__MSG_BLOCK_REPLY, &rep.base);
+}
+
 void nam_conn_block_op(nam_conn *c, const Ember__BlockOp *m) {
   if ((unsigned)m->op >= sizeof op_of_wire / sizeof op_of_wire[0]) {
     nam_conn_error(c, EMBER_EPROTO, 0, m->block_id, "unknown block op %d",
                    (int)m->op);
+    return;
+  }
+  if (c->ops_pending >= c->srv->limits.max_inflight) {
+    /* a client that floods block ops without taking replies is bounded */
+    reply_error(c, m->request_id, m->block_id, EMBER_EBUSY,
+                "too many block operations in flight (max_inflight)");
     return;
   }
   conn_block_op *op = calloc(1, sizeof *op);
@@ -48,17 +68,8 @@ void nam_conn_block_op(nam_conn *c, const Ember__BlockOp *m) {
                              on_engine_op, op);
   }
   if (rc) {
-    /* the client waits for the BlockReply of its request_id: an Error
-     * would leave its read, sync or restore waiting forever */
     free(op);
-    char text[160];
-    snprintf(text, sizeof text, "block %llu: %s",
-             (unsigned long long)m->block_id, ember_strerror(rc));
-    Ember__BlockReply rep = EMBER__BLOCK_REPLY__INIT;
-    rep.request_id = m->request_id;
-    rep.status = rc;
-    rep.message = text;
-    nam_conn_send(c, EMBER__MSG_TYPE__MSG_BLOCK_REPLY, &rep.base);
+    reply_error(c, m->request_id, m->block_id, rc, ember_strerror(rc));
     return;
   }
   c->ops_pending++;
@@ -87,6 +98,20 @@ void nam_conn_block_op_done(conn_block_op *op) {
                    : ember_strerror(r->status));
       rep.message = text;
       log_debug("client %s: %s", c->peer, text);
+    } else if (r->bytes && r->size > c->srv->limits.max_frame - 4096) {
+      /* the reply would not fit a frame: say so in the reply itself */
+      rep.status = EMBER_ETOOBIG;
+      snprintf(text, sizeof text, "block %llu: %zu bytes do not fit a frame "
+               "(max_frame %zu)", (unsigned long long)op->block_id, r->size,
+               c->srv->limits.max_frame);
+      rep.message = text;
+    } else if (r->bytes && r->size > c->srv->limits.max_frame - 4096) {
+      /* the reply would not fit a frame: say so in the reply itself */
+      rep.status = EMBER_ETOOBIG;
+      snprintf(text, sizeof text, "block %llu: %zu bytes do not fit a frame "
+               "(max_frame %zu)", (unsigned long long)op->block_id, r->size,
+               c->srv->limits.max_frame);
+      rep.message = text;
     } else {
       rep.has_size = rep.has_version = 1;
       rep.size = r->size;
