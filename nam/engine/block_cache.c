@@ -55,6 +55,7 @@ struct nam_cache_entry {
   int lost;                    /* out, state: contents untrusted */
   int claimed;                 /* state: a task holds it */
   int host_loading;            /* the host bytes are being read back */
+  unsigned readers;            /* reads waiting for a claim to end */
   int home;                    /* out/state: platform of the current copy */
   uint64_t version, synced;    /* state */
   copy copies[];               /* one per platform */
@@ -632,7 +633,8 @@ int nam_block_cache_claim_state(nam_block_cache *c, nam_block_hold *e,
   pthread_mutex_lock(&c->lock);
   int rc = e->kind != NAM_BLOCK_STATE ? EMBER_EINVAL
            : e->lost ? EMBER_ESTATE
-           : e->claimed ? EMBER_EBUSY
+           : e->claimed || e->readers ? EMBER_EBUSY /* reads go first: a
+                                    stream of tasks cannot starve them */
            : e->home >= 0 && e->home != (int)pi ? EMBER_ENOPLATFORM : 0;
   if (rc == 0) e->claimed = 1;
   pthread_mutex_unlock(&c->lock);
@@ -718,7 +720,9 @@ int nam_block_cache_read(nam_block_cache *c, uint64_t app, uint64_t id,
     return EMBER_ENOTFOUND;
   }
   e->busy++;
+  e->readers++;
   while (e->claimed && !e->dropped) pthread_cond_wait(&c->loaded, &c->lock);
+  e->readers--;
   int rc = e->dropped ? EMBER_ENOTFOUND : e->lost ? EMBER_ESTATE
            : e->pending ? EMBER_EBUSY : 0;
   if (rc == 0 && sync && e->kind != NAM_BLOCK_STATE)
