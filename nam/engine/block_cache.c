@@ -56,6 +56,8 @@ struct nam_cache_entry {
   int claimed;                 /* state: a task holds it */
   int host_loading;            /* the host bytes are being read back */
   unsigned readers;            /* reads waiting for a claim to end */
+  void *snap;                  /* state: the synced version on a device */
+  int snap_platform;           /* where snap lives; -1: none */
   int home;                    /* out/state: platform of the current copy */
   uint64_t version, synced;    /* state */
   copy copies[];               /* one per platform */
@@ -107,6 +109,16 @@ static void copy_free(platform *p, copy *cp) {
   cp->state = COPY_ABSENT;
 }
 
+/* Free a state's device snapshot (it counts like a resident copy). */
+static void snap_free(nam_block_cache *c, nam_cache_entry *e) {
+  if (e->snap_platform < 0) return;
+  platform *p = &c->plat[e->snap_platform];
+  p->cfg.ops->free(e->snap);
+  account_sub(p, e);
+  e->snap = NULL;
+  e->snap_platform = -1;
+}
+
 /* The host bytes become data (owned: the cache allocated them); the ones
  * before are given back. */
 static void set_host(nam_block_cache *c, nam_cache_entry *e, uint8_t *owned) {
@@ -123,6 +135,7 @@ static void set_host(nam_block_cache *c, nam_cache_entry *e, uint8_t *owned) {
 
 /* Free an entry that nobody uses any more: copies, host bytes, itself. */
 static void entry_free(nam_block_cache *c, nam_cache_entry *e) {
+  snap_free(c, e);
   for (unsigned i = 0; i < c->n; i++)
     if (e->copies[i].state == COPY_RESIDENT) copy_free(&c->plat[i], &e->copies[i]);
   set_host(c, e, NULL);
@@ -134,6 +147,7 @@ static void entry_free(nam_block_cache *c, nam_cache_entry *e) {
  * its last release. */
 static void drop_entry(nam_block_cache *c, nam_cache_entry *e) {
   e->dropped = 1;
+  snap_free(c, e);
   for (unsigned i = 0; i < c->n; i++) {
     copy *cp = &e->copies[i];
     if (cp->state == COPY_RESIDENT && cp->pins == 0) copy_free(&c->plat[i], cp);
@@ -252,6 +266,7 @@ static nam_cache_entry *entry_new(const nam_block_cache *c, uint64_t app,
   e->key.id = id;
   e->size = size;
   e->home = -1;
+  e->snap_platform = -1;
   for (unsigned i = 0; i < c->n; i++) e->copies[i].entry = e;
   return e;
 }
@@ -692,6 +707,7 @@ size_t nam_block_cache_platform_lost(nam_block_cache *c, unsigned pi) {
   pthread_mutex_lock(&c->lock);
   nam_cache_entry *e, *tmp;
   HASH_ITER(hh, c->table, e, tmp) {
+    if (e->snap_platform == (int)pi) snap_free(c, e);
     if (e->home != (int)pi || e->kind == NAM_BLOCK_IN) continue;
     if (e->kind == NAM_BLOCK_OUT && e->data) continue; /* the host has it */
     e->lost = 1;
@@ -706,6 +722,86 @@ size_t nam_block_cache_platform_lost(nam_block_cache *c, unsigned pi) {
 }
 
 /* ---- reading back -------------------------------------------------------- */
+
+/*
+ * Lock held, e a state with a current copy on its home platform: keep a
+ * device snapshot of it (ops->copy), so that restore needs no upload. Best
+ * effort: no copy op, no room in the budget, or a failed copy leave only
+ * the host bytes (restore then uploads them). The claim keeps tasks off
+ * while the device copies without the lock.
+ */
+static void snapshot(nam_block_cache *c, nam_cache_entry *e) {
+  unsigned hi = (unsigned)e->home;
+  platform *p = &c->plat[hi];
+  copy *cp = &e->copies[hi];
+  if (!p->cfg.ops->copy || cp->state != COPY_RESIDENT) {
+    snap_free(c, e);
+    return;
+  }
+  if (e->snap_platform != (int)hi) {
+    snap_free(c, e);
+    if (reserve(p, e) != 0) return;
+    account_add(p, e); /* reserved before the lock is dropped */
+    e->snap_platform = (int)hi;
+  }
+  void *snap = e->snap;
+  e->snap = NULL;
+  e->claimed = 1;
+  pin_copy(p, cp);
+  pthread_mutex_unlock(&c->lock);
+  int rc = snap ? 0 : p->cfg.ops->alloc(p->cfg.ctx, e->size, &snap);
+  if (rc == 0) rc = p->cfg.ops->copy(snap, cp->handle, e->size);
+  pthread_mutex_lock(&c->lock);
+  unpin_copy(c, e, hi);
+  e->claimed = 0;
+  pthread_cond_broadcast(&c->loaded);
+  if (rc == 0) {
+    e->snap = snap;
+    return;
+  }
+  if (snap) p->cfg.ops->free(snap);
+  account_sub(p, e);
+  e->snap_platform = -1;
+}
+
+/*
+ * Lock held: take e's device snapshot back into a home copy on its
+ * platform. 0, or an error (the caller falls back to the host bytes).
+ */
+static int restore_snapshot(nam_block_cache *c, nam_cache_entry *e) {
+  unsigned si = (unsigned)e->snap_platform;
+  platform *p = &c->plat[si];
+  copy *cp = &e->copies[si];
+  if (cp->state == COPY_LOADING || cp->pins) return EMBER_EBUSY;
+  int fresh = cp->state == COPY_ABSENT;
+  if (fresh) {
+    if (reserve(p, e) != 0) return EMBER_EBUSY;
+    cp->state = COPY_LOADING;
+    account_add(p, e);
+  } else {
+    pin_copy(p, cp);
+  }
+  e->claimed = 1;
+  pthread_mutex_unlock(&c->lock);
+  void *handle = fresh ? NULL : cp->handle;
+  int rc = fresh ? p->cfg.ops->alloc(p->cfg.ctx, e->size, &handle) : 0;
+  if (rc == 0) rc = p->cfg.ops->copy(handle, e->snap, e->size);
+  pthread_mutex_lock(&c->lock);
+  e->claimed = 0;
+  pthread_cond_broadcast(&c->loaded);
+  if (!fresh) {
+    p->st.bytes_pinned -= --cp->pins == 0 ? e->size : 0;
+  } else if (rc == 0) {
+    cp->state = COPY_RESIDENT;
+    cp->handle = handle;
+  } else {
+    if (handle) p->cfg.ops->free(handle);
+    cp->state = COPY_ABSENT;
+    account_sub(p, e);
+  }
+  if (rc == 0) e->home = (int)si;
+  return rc;
+}
 
 int nam_block_cache_read(nam_block_cache *c, uint64_t app, uint64_t id,
                          int sync, uint8_t **bytes, size_t *size,
@@ -767,7 +863,11 @@ int nam_block_cache_read(nam_block_cache *c, uint64_t app, uint64_t id,
         if (!bytes) buf = NULL; /* kept */
       }
     }
-    if (rc == 0 && sync) e->synced = e->version;
+    if (rc == 0 && sync) {
+      e->synced = e->version;
+      if (e->home >= 0) snapshot(c, e);
+      else snap_free(c, e); /* the host bytes are the synced version */
+    }
   }
   if (rc == 0) {
     *size = e->size;
@@ -790,15 +890,21 @@ int nam_block_cache_restore(nam_block_cache *c, uint64_t app, uint64_t id,
            : e->kind != NAM_BLOCK_STATE ? EMBER_EINVAL
            : e->claimed ? EMBER_EBUSY : 0;
   if (rc == 0) {
-    for (unsigned i = 0; i < c->n; i++) {
-      copy *cp = &e->copies[i];
-      if (cp->state == COPY_RESIDENT && cp->pins == 0)
-        copy_free(&c->plat[i], cp);
+    e->busy++;
+    /* a device snapshot comes back where it is; else the host bytes do,
+     * at the next task */
+    if (e->snap_platform < 0 || restore_snapshot(c, e) != 0) {
+      for (unsigned i = 0; i < c->n; i++) {
+        copy *cp = &e->copies[i];
+        if (cp->state == COPY_RESIDENT && cp->pins == 0)
+          copy_free(&c->plat[i], cp);
+      }
+      e->home = -1;
     }
-    e->home = -1;
     e->lost = 0;
     e->version = e->synced;
     if (version) *version = e->version;
+    unbusy(c, e);
   }
   pthread_mutex_unlock(&c->lock);
   return rc;

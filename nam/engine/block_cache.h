@@ -25,7 +25,12 @@
  *          one task at a time (claim, fetch_state, release_state). The host
  *          bytes are its last synced version (sync); restore goes back to
  *          them. A state whose task failed, or whose platform was lost, is
- *          lost: fetches and reads give EMBER_ESTATE until restore.
+ *          lost: fetches and reads give EMBER_ESTATE until restore. Where
+ *          the platform offers ops->copy, a sync also keeps a snapshot
+ *          on the device, and restore copies it back there without the
+ *          bytes crossing to the host again (a rollback after a failed
+ *          task, or the app's own); a platform that is lost takes its
+ *          snapshots with it, and restore then uses the host bytes.
  * Copies of out and state blocks are never evicted (they may be the only
  * ones); they count against the budget like broadcast copies.
  *
@@ -92,6 +97,10 @@ typedef struct nam_block_cache_ops {
   /* The host address of a copy kept in host memory (cpu, fpga-emu), which
    * run_cpu may write; NULL for device memory (or NULL itself). */
   void *(*host_ptr)(void *handle);
+  /* Copy size bytes from one copy to another on the same platform, after
+   * what was queued on src, without crossing to the host; blocks. NULL:
+   * not offered (state snapshots then live on the host only). */
+  int (*copy)(void *dst, void *src, size_t size);
 } nam_block_cache_ops;
 
 /* One platform as the cache sees it. */

@@ -51,6 +51,13 @@ int nam_host_read(void *handle, void *dst, size_t size) {
   return 0;
 }
 
+int nam_host_copy(void *dst, void *src, size_t size) {
+  host_copy *d = dst, *s = src;
+  if (!d->owned || size > d->size || size > s->size) return EMBER_EINVAL;
+  if (size) memcpy(d->mem, s->mem, size);
+  return 0;
+}
+
 void nam_host_free(void *handle) {
   host_copy *h = handle;
   if (!h) return;
@@ -69,4 +76,5 @@ const nam_block_cache_ops nam_host_memory_ops = {
   .read = nam_host_read,
   .wrap = nam_host_wrap,
   .host_ptr = nam_host_ptr,
+  .copy = nam_host_copy,
 };

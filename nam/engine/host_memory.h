@@ -16,6 +16,7 @@ int nam_host_alloc(void *ctx, size_t size, void **handle);
 int nam_host_wrap(void *ctx, const void *data, size_t size, void **handle);
 int nam_host_upload(void *handle, const void *data, size_t size);
 int nam_host_read(void *handle, void *dst, size_t size);
+int nam_host_copy(void *dst, void *src, size_t size);
 void nam_host_free(void *handle);
 void *nam_host_ptr(void *handle);
 

@@ -144,6 +144,12 @@ static int fpga_read(void *handle, void *dst, size_t size) {
   return rc ? rc : nam_host_read(c->host, dst, size);
 }
 
+/* Within the board's memory: nothing crosses PCIe. */
+static int fpga_device_copy(void *dst, void *src, size_t size) {
+  return nam_host_copy(((fpga_copy *)dst)->host, ((fpga_copy *)src)->host,
+                       size);
+}
+
 static void *fpga_host_ptr(void *handle) {
   return nam_host_ptr(((fpga_copy *)handle)->host);
 }
@@ -163,6 +169,7 @@ static const nam_block_cache_ops fpga_cache_ops = {
   .read = fpga_read,
   .wrap = fpga_wrap,
   .host_ptr = fpga_host_ptr,
+  .copy = fpga_device_copy,
 };
 
 /* ------------------------------------------------------------------------ */

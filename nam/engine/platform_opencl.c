@@ -191,6 +191,23 @@ static int ocl_read(void *handle, void *dst, size_t size) {
   return rc == CL_SUCCESS ? 0 : cl_error(rc);
 }
 
+/* Device to device on the compute queue, after the kernels that wrote src
+ * (and src's upload); waits for the copy. */
+static int ocl_device_copy(void *dst, void *src, size_t size) {
+  ocl_copy *d = dst, *s = src;
+  if (size > d->size || size > s->size) return EMBER_EINVAL;
+  if (size == 0) return 0;
+  cl_event done = NULL;
+  cl_int rc = clEnqueueCopyBuffer(d->impl->compute, s->mem, d->mem, 0, 0, size,
+                                  s->written ? 1 : 0,
+                                  s->written ? &s->written : NULL, &done);
+  if (rc == CL_SUCCESS) {
+    rc = clWaitForEvents(1, &done);
+    clReleaseEvent(done);
+  }
+  return rc == CL_SUCCESS ? 0 : cl_error(rc);
+}
+
 static const nam_block_cache_ops ocl_cache_ops = {
   .alloc = ocl_alloc,
   .upload = ocl_upload,
@@ -198,6 +215,7 @@ static const nam_block_cache_ops ocl_cache_ops = {
   .read = ocl_read,
   .wrap = ocl_wrap,
   .host_ptr = NULL,
+  .copy = ocl_device_copy,
 };
 
 /* ------------------------------------------------------------------------ */

@@ -14,8 +14,9 @@
  *   state loss   fail_rate on the board with the state living there: a
  *                failed task completes with EMBER_ESTATE, later tasks on
  *                the lost state too (never a wrong value), restore goes
- *                back to the last synced version, and replaying from there
- *                ends at the right value
+ *                back to the last synced version (from the board's own
+ *                snapshot: no upload), and replaying from there ends at
+ *                the right value
  *   hang         a task on the state hangs on the board (task_timeout):
  *                EMBER_ESTATE, the state lost until restored
  *   disabled     the board's pair is disabled after a failure: a second
@@ -293,12 +294,21 @@ static void test_state_loss(void **state) {
   static uint64_t bytes[N], want[N];
   put_state(e, bytes);
   uint64_t sid = STATE_ID, done = 0, synced = 0;
-  unsigned lost = 0, lost_after = 0;
+  unsigned lost = 0, lost_after = 0, snapshot_restores = 0;
+  int check_upload = 0;
+  nam_block_cache_stats mark;
   char why[300];
   while (done < 200) {
     task_args a = {.k = done + 1, .state_ids = &sid, .n_states = 1,
                    .platform = "fpga-emu"};
     int rc = run_task(e, &a, why, sizeof why);
+    if (rc == 0 && check_upload) {
+      nam_block_cache_stats now;
+      nam_block_cache_get_stats(nam_engine_block_cache(e), &now);
+      assert_int_equal(now.platform[1].bytes_to, mark.platform[1].bytes_to);
+      snapshot_restores++;
+    }
+    check_upload = 0;
     if (rc == 0) {
       done++;
       if (done % 10 == 0) {
@@ -325,8 +335,15 @@ static void test_state_loss(void **state) {
     done = synced;
     reference(want, done);
     expect_read(e, STATE_ID, want, done, "restored state");
+    /* synced on the board, restored there from its device snapshot: the
+     * next task finds it on the board (no upload: bytes_to stays) */
+    if (synced) {
+      nam_block_cache_get_stats(nam_engine_block_cache(e), &mark);
+      check_upload = 1;
+    }
   }
   assert_true(lost > 0); /* 20% injected: the test saw losses */
+  assert_true(snapshot_restores > 0);
   assert_int_equal(lost_after, lost);
   reference(want, 200);
   expect_read(e, STATE_ID, want, 0, "state after losses");
