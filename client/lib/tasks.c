@@ -231,11 +231,14 @@ static int send_task(ember_client *c, ember_task *t, uint64_t gen) {
   s.output_blocks = out_ids;
   if (rc == 0) rc = proto_wbuf_append(&w, EMBER__MSG_TYPE__MSG_SUBMIT, &s.base,
                                       c->max_frame);
-  if (rc == 0) rc = ember__remote_send_locked(c, &w, fds, nfds);
+  /* the blocks are on this connection once sent; mark them first: the
+   * result may come back (and release the inputs) before the send returns.
+   * A failed send shuts the connection down, so the marks then go stale. */
   if (rc == 0) {
     for (size_t i = 0; i < t->n_inputs; i++) t->inputs[i]->put_gen = gen;
     for (size_t i = 0; i < t->n_states; i++) t->states[i]->put_gen = gen;
     for (size_t i = 0; i < t->n_outputs; i++) t->outputs[i]->put_gen = gen;
+    rc = ember__remote_send_locked(c, &w, fds, nfds);
   }
   pthread_mutex_unlock(&c->send_lock);
   proto_wbuf_free(&w);
