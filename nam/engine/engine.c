@@ -189,16 +189,19 @@ void nam_engine_destroy(nam_engine *e) {
     t->next = NULL;
     t->done(t, t->user);
   }
-  /* pipelines first (the watchdog may still have to free a hung task),
-   * then the watchdog, then the devices */
+  /* pipelines and whole-task workers first (the watchdog may still have
+   * to free a hung task; a done callback still running on a worker may
+   * release blocks into the cache), then the watchdog, then the devices */
   for (size_t i = 0; i < e->n_platforms; i++)
     if (!e->platforms[i].ops->run) nam_pipeline_stop(&e->platforms[i]);
+  for (size_t i = 0; i < e->n_platforms; i++)
+    if (e->platforms[i].ops->run) e->platforms[i].ops->stop(&e->platforms[i]);
   nam_watchdog_stop(e);
   nam_block_io_stop(e);
   /* device copies go before the devices that hold them */
   nam_block_cache_destroy(e->cache);
   for (size_t i = 0; i < e->n_platforms; i++)
-    e->platforms[i].ops->stop(&e->platforms[i]);
+    if (!e->platforms[i].ops->run) e->platforms[i].ops->stop(&e->platforms[i]);
   for (size_t i = 0; e->queues && i < e->n_queues; i++)
     free(e->queues[i].rounds);
   free(e->queues);
