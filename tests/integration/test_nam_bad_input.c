@@ -5,109 +5,27 @@
  * gets an Error that says what was wrong; the daemon carries on and serves
  * a well-behaved client afterwards. */
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "accelerators/sw/sw.pb-c.h"
 #include "frame.h"
 #include "harness.h"
+#include "raw_conn.h"
 #include "sw/seqset.h"
 
 static nam_proc nam;
 
-typedef struct raw {
-  int fd;
-  proto_reader rd;
-} raw;
+/* every answer comes within 5 s */
+enum { RECV_MS = 5000 };
 
-static void raw_open(raw *r) {
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  snprintf(sa.sun_path, sizeof sa.sun_path, "%.107s", nam.sock);
-  r->fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  CHECK(r->fd >= 0);
-  CHECK_EQ(connect(r->fd, (struct sockaddr *)&sa, sizeof sa), 0);
-  proto_reader_init(&r->rd, 0);
-}
-
-static void raw_close(raw *r) {
-  close(r->fd);
-  proto_reader_free(&r->rd);
-}
-
-static void raw_send_bytes(raw *r, const void *data, size_t len, int fd) {
-  CHECK_EQ(proto_send(r->fd, data, len, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0), 0);
-}
-
-static void raw_send(raw *r, Ember__MsgType type, const ProtobufCMessage *m, int fd) {
-  proto_wbuf w = {0};
-  CHECK_EQ(proto_wbuf_append(&w, (uint8_t)type, m, 0), 0);
-  raw_send_bytes(r, w.data, w.len, fd);
-  proto_wbuf_free(&w);
-}
-
-/* Next frame (5 s); NULL at end of stream. */
-static ProtobufCMessage *raw_recv(raw *r, uint8_t *type) {
-  for (;;) {
-    proto_frame f;
-    int rc = proto_reader_next(&r->rd, &f);
-    CHECK(rc >= 0);
-    if (rc == 1) {
-      *type = f.type;
-      ProtobufCMessage *m = proto_unpack(&f);
-      CHECK(m != NULL);
-      return m;
-    }
-    struct pollfd p = {.fd = r->fd, .events = POLLIN};
-    CHECK_EQ(poll(&p, 1, 5000), 1);
-    ssize_t n = proto_recv(r->fd, &r->rd);
-    if (n <= 0) return NULL;
-  }
-}
-
-/* Expect an Error with code and a message containing text. */
-static void expect_error(raw *r, int code, const char *text) {
-  uint8_t type;
-  ProtobufCMessage *m = raw_recv(r, &type);
-  CHECK(m != NULL);
-  if (type != EMBER__MSG_TYPE__MSG_ERROR) {
-    fprintf(stderr, "expected Error(%s), got %s\n", text, proto_type_name(type));
-    exit(1);
-  }
-  Ember__Error *e = (Ember__Error *)m;
-  printf("  Error %s: %s\n", ember_errname(e->code), e->message);
-  if (e->code != code || !strstr(e->message, text)) {
-    fprintf(stderr, "expected %s containing '%s'\n", ember_errname(code), text);
-    exit(1);
-  }
-  protobuf_c_message_free_unpacked(m, NULL);
-}
-
-static void expect_closed(raw *r) {
-  uint8_t type;
-  ProtobufCMessage *m = raw_recv(r, &type);
-  CHECK(m == NULL);
-}
-
-static void hello(raw *r, uint32_t version) {
-  Ember__Hello h = EMBER__HELLO__INIT;
-  h.protocol_version = version;
-  raw_send(r, EMBER__MSG_TYPE__MSG_HELLO, &h.base, -1);
-}
-
-static void greeted(raw *r) {
-  raw_open(r);
-  hello(r, PROTO_VERSION);
-  uint8_t type;
-  ProtobufCMessage *m = raw_recv(r, &type);
-  CHECK(m && type == EMBER__MSG_TYPE__MSG_WELCOME);
-  protobuf_c_message_free_unpacked(m, NULL);
+static void greeted(raw_conn *r) {
+  raw_open_unix(r, nam.sock);
+  raw_greet(r, NULL, RECV_MS);
 }
 
 static int sealed_memfd(const void *data, size_t len, int seal) {
@@ -120,7 +38,7 @@ static int sealed_memfd(const void *data, size_t len, int seal) {
   return fd;
 }
 
-static void put_block(raw *r, uint64_t id, const void *data, size_t len) {
+static void put_block(raw_conn *r, uint64_t id, const void *data, size_t len) {
   int fd = sealed_memfd(data, len, 1);
   Ember__PutBlock pb = EMBER__PUT_BLOCK__INIT;
   pb.block_id = id;
@@ -131,7 +49,7 @@ static void put_block(raw *r, uint64_t id, const void *data, size_t len) {
   close(fd);
 }
 
-static void put_seqs(raw *r, uint64_t id, const char *const *seqs, size_t n) {
+static void put_seqs(raw_conn *r, uint64_t id, const char *const *seqs, size_t n) {
   size_t lens[8];
   for (size_t i = 0; i < n; i++) lens[i] = strlen(seqs[i]);
   size_t bytes = acc_seqset_bytes(lens, n);
@@ -141,8 +59,8 @@ static void put_seqs(raw *r, uint64_t id, const char *const *seqs, size_t n) {
   free(buf);
 }
 
-static void submit(raw *r, uint64_t task, const char *acc, const Ember__Sw__Params *p,
-                   uint64_t q, uint64_t ref) {
+static void submit(raw_conn *r, uint64_t task, const char *acc,
+                   const Ember__Sw__Params *p, uint64_t q, uint64_t ref) {
   Ember__Submit s = EMBER__SUBMIT__INIT;
   uint8_t params[256];
   uint64_t ids[2] = {q, ref};
@@ -159,62 +77,62 @@ static void submit(raw *r, uint64_t task, const char *acc, const Ember__Sw__Para
 }
 
 static void test_framing(void) {
-  raw r;
+  raw_conn r;
   printf("garbage bytes:\n");
-  raw_open(&r);
+  raw_open_unix(&r, nam.sock);
   const char *http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
   raw_send_bytes(&r, http, strlen(http), -1);
-  expect_error(&r, EMBER_ETOOBIG, "over the limit");
-  expect_closed(&r);
+  raw_expect_error(&r, EMBER_ETOOBIG, "over the limit", RECV_MS);
+  raw_expect_closed(&r, RECV_MS);
   raw_close(&r);
 
   printf("a frame over the limit (announced, never sent):\n");
   greeted(&r);
   uint8_t big[5] = {0, 0, 0, 0x10, EMBER__MSG_TYPE__MSG_SUBMIT}; /* 256 MiB */
   raw_send_bytes(&r, big, sizeof big, -1);
-  expect_error(&r, EMBER_ETOOBIG, "over the limit");
-  expect_closed(&r);
+  raw_expect_error(&r, EMBER_ETOOBIG, "over the limit", RECV_MS);
+  raw_expect_closed(&r, RECV_MS);
   raw_close(&r);
 
   printf("no Hello first:\n");
-  raw_open(&r);
+  raw_open_unix(&r, nam.sock);
   Ember__ListAccelerators la = EMBER__LIST_ACCELERATORS__INIT;
   raw_send(&r, EMBER__MSG_TYPE__MSG_LIST_ACCELERATORS, &la.base, -1);
-  expect_error(&r, EMBER_EPROTO, "first message must be Hello");
-  expect_closed(&r);
+  raw_expect_error(&r, EMBER_EPROTO, "first message must be Hello", RECV_MS);
+  raw_expect_closed(&r, RECV_MS);
   raw_close(&r);
 
   printf("another protocol version:\n");
-  raw_open(&r);
-  hello(&r, 99);
-  expect_error(&r, EMBER_EVERSION, "protocol version 99");
-  expect_closed(&r);
+  raw_open_unix(&r, nam.sock);
+  raw_check_error(raw_hello(&r, 99, NULL, RECV_MS), EMBER_EVERSION,
+                  "protocol version 99");
+  raw_expect_closed(&r, RECV_MS);
   raw_close(&r);
 
   printf("unknown and malformed messages (the connection goes on):\n");
   greeted(&r);
   uint8_t unknown[8] = {3, 0, 0, 0, 200, 1, 2, 3};
   raw_send_bytes(&r, unknown, sizeof unknown, -1);
-  expect_error(&r, EMBER_EPROTO, "unknown message type 200");
+  raw_expect_error(&r, EMBER_EPROTO, "unknown message type 200", RECV_MS);
   uint8_t malformed[9] = {4, 0, 0, 0, EMBER__MSG_TYPE__MSG_SUBMIT, 0xff, 0xff, 0xff, 0xff};
   raw_send_bytes(&r, malformed, sizeof malformed, -1);
-  expect_error(&r, EMBER_EPROTO, "malformed Submit");
+  raw_expect_error(&r, EMBER_EPROTO, "malformed Submit", RECV_MS);
   Ember__Result res = EMBER__RESULT__INIT;
   res.task_id = 1;
   raw_send(&r, EMBER__MSG_TYPE__MSG_RESULT, &res.base, -1);
-  expect_error(&r, EMBER_EPROTO, "not a message a client sends");
+  raw_expect_error(&r, EMBER_EPROTO, "not a message a client sends", RECV_MS);
   raw_send(&r, EMBER__MSG_TYPE__MSG_LIST_ACCELERATORS, &la.base, -1);
   uint8_t type;
-  ProtobufCMessage *m = raw_recv(&r, &type);
+  ProtobufCMessage *m = raw_recv(&r, &type, RECV_MS);
   CHECK(m && type == EMBER__MSG_TYPE__MSG_ACCELERATOR_LIST);
   protobuf_c_message_free_unpacked(m, NULL);
   raw_close(&r);
 }
 
-static void put_block(raw *r, uint64_t id, const void *data, size_t len);
+static void put_block(raw_conn *r, uint64_t id, const void *data, size_t len);
 
 static void test_blocks(void) {
-  raw r;
+  raw_conn r;
   printf("blocks:\n");
   greeted(&r);
   const char *data = "ACGTACGT";
@@ -226,45 +144,45 @@ static void test_blocks(void) {
   pb.transport = EMBER__PUT_BLOCK__TRANSPORT__FD;
   raw_send(&r, EMBER__MSG_TYPE__MSG_PUT_BLOCK, &pb.base, fd);
   close(fd);
-  expect_error(&r, EMBER_EBLOCK, "not sealed");
+  raw_expect_error(&r, EMBER_EBLOCK, "not sealed", RECV_MS);
   fd = sealed_memfd(data, 8, 1);
   pb.block_id = 2;
   pb.size = 9;
   raw_send(&r, EMBER__MSG_TYPE__MSG_PUT_BLOCK, &pb.base, fd);
   close(fd);
-  expect_error(&r, EMBER_EBLOCK, "holds 8 bytes");
+  raw_expect_error(&r, EMBER_EBLOCK, "holds 8 bytes", RECV_MS);
   pb.has_transport = 0; /* inline bytes over a unix socket */
   pb.has_data = 1;
   pb.data.data = (uint8_t *)data;
   pb.data.len = 8;
   pb.size = 8;
   raw_send(&r, EMBER__MSG_TYPE__MSG_PUT_BLOCK, &pb.base, -1);
-  expect_error(&r, EMBER_EBLOCK, "sealed memfds");
+  raw_expect_error(&r, EMBER_EBLOCK, "sealed memfds", RECV_MS);
   Ember__ReleaseBlock rb = EMBER__RELEASE_BLOCK__INIT;
   rb.block_id = 42;
   raw_send(&r, EMBER__MSG_TYPE__MSG_RELEASE_BLOCK, &rb.base, -1);
-  expect_error(&r, EMBER_ENOTFOUND, "block 42 not found");
+  raw_expect_error(&r, EMBER_ENOTFOUND, "block 42 not found", RECV_MS);
   submit(&r, 7, "sw", NULL, 42, 43);
-  expect_error(&r, EMBER_ENOTFOUND, "block 42 not found");
+  raw_expect_error(&r, EMBER_ENOTFOUND, "block 42 not found", RECV_MS);
   /* per-client block bytes: the second 600 KB block passes 1 MiB */
   char *big = calloc(600 << 10, 1);
   put_block(&r, 50, big, 600 << 10);
   put_block(&r, 51, big, 600 << 10);
   free(big);
-  expect_error(&r, EMBER_EBUSY, "max_block_bytes");
+  raw_expect_error(&r, EMBER_EBUSY, "max_block_bytes", RECV_MS);
   rb.block_id = 50;
   raw_send(&r, EMBER__MSG_TYPE__MSG_RELEASE_BLOCK, &rb.base, -1);
   pb.has_transport = 1;
   pb.transport = EMBER__PUT_BLOCK__TRANSPORT__FD;
   pb.has_data = 0;
   raw_send(&r, EMBER__MSG_TYPE__MSG_PUT_BLOCK, &pb.base, -1); /* no fd with it */
-  expect_error(&r, EMBER_EPROTO, "no fd came with it");
-  expect_closed(&r);
+  raw_expect_error(&r, EMBER_EPROTO, "no fd came with it", RECV_MS);
+  raw_expect_closed(&r, RECV_MS);
   raw_close(&r);
 }
 
 static void test_params(void) {
-  raw r;
+  raw_conn r;
   printf("tasks and parameters:\n");
   greeted(&r);
   const char *q1[] = {"ACGTACGTAC"}, *r1[] = {"TTACGTACGTAA"};
@@ -277,29 +195,29 @@ static void test_params(void) {
   put_seqs(&r, 5, empty_ok, 2);
 
   submit(&r, 10, "nope", NULL, 1, 2);
-  expect_error(&r, EMBER_ENOACCEL, "unknown accelerator 'nope'");
+  raw_expect_error(&r, EMBER_ENOACCEL, "unknown accelerator 'nope'", RECV_MS);
   submit(&r, 11, "sw", NULL, 3, 2);
-  expect_error(&r, EMBER_EFORMAT, "mismatched batch sizes");
+  raw_expect_error(&r, EMBER_EFORMAT, "mismatched batch sizes", RECV_MS);
   submit(&r, 12, "sw", NULL, 4, 2);
-  expect_error(&r, EMBER_EFORMAT, "unknown residue 'Z'");
+  raw_expect_error(&r, EMBER_EFORMAT, "unknown residue 'Z'", RECV_MS);
   submit(&r, 13, "sw", NULL, 5, 3);
-  expect_error(&r, EMBER_EFORMAT, "empty");
+  raw_expect_error(&r, EMBER_EFORMAT, "empty", RECV_MS);
   Ember__Sw__Params p = EMBER__SW__PARAMS__INIT;
   p.has_gap_open = 1;
   p.gap_open = -6;
   submit(&r, 14, "sw", &p, 1, 2);
-  expect_error(&r, EMBER_EPARAM, "gap_open");
+  raw_expect_error(&r, EMBER_EPARAM, "gap_open", RECV_MS);
   Ember__Sw__Params pm = EMBER__SW__PARAMS__INIT;
   pm.has_alphabet = 1;
   pm.alphabet = EMBER__SW__ALPHABET__PROTEIN;
   pm.matrix_name = "BLOSUM99";
   submit(&r, 15, "sw", &pm, 1, 2);
-  expect_error(&r, EMBER_EPARAM, "BLOSUM99");
+  raw_expect_error(&r, EMBER_EPARAM, "BLOSUM99", RECV_MS);
 
   /* and a good one on the same connection */
   submit(&r, 16, "sw", NULL, 1, 2);
   uint8_t type;
-  ProtobufCMessage *m = raw_recv(&r, &type);
+  ProtobufCMessage *m = raw_recv(&r, &type, RECV_MS);
   CHECK(m && type == EMBER__MSG_TYPE__MSG_RESULT);
   Ember__Result *res = (Ember__Result *)m;
   CHECK_EQ(res->task_id, 16);

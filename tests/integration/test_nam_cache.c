@@ -20,20 +20,19 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "accelerators/sw/sw.pb-c.h"
 #include "frame.h"
 #include "harness.h"
+#include "raw_conn.h"
 #include "sw/seqset.h"
 
 #ifdef EMBER_SANITIZED
@@ -52,62 +51,13 @@ static nam_proc nam;
 static int metrics_port;
 
 /* ------------------------------------------------------------------------ */
-/* A raw protocol client                                                     */
+/* Raw protocol clients (raw_conn.h)                                         */
 
-typedef struct raw {
-  int fd;
-  proto_reader rd;
-} raw;
+/* every answer comes within 5 s */
+enum { RECV_MS = 5000 };
 
-static void raw_send(raw *r, Ember__MsgType type, const ProtobufCMessage *m,
-                     int fd) {
-  proto_wbuf w = {0};
-  CHECK_EQ(proto_wbuf_append(&w, (uint8_t)type, m, 0), 0);
-  CHECK_EQ(proto_send(r->fd, w.data, w.len, fd >= 0 ? &fd : NULL,
-                      fd >= 0 ? 1 : 0), 0);
-  proto_wbuf_free(&w);
-}
-
-/* Next frame (5 s); exits at end of stream. */
-static ProtobufCMessage *raw_recv(raw *r, uint8_t *type) {
-  for (;;) {
-    proto_frame f;
-    int rc = proto_reader_next(&r->rd, &f);
-    CHECK(rc >= 0);
-    if (rc == 1) {
-      *type = f.type;
-      ProtobufCMessage *m = proto_unpack(&f);
-      CHECK(m != NULL);
-      return m;
-    }
-    struct pollfd p = {.fd = r->fd, .events = POLLIN};
-    CHECK_EQ(poll(&p, 1, 5000), 1);
-    CHECK(proto_recv(r->fd, &r->rd) > 0);
-  }
-}
-
-static void raw_open(raw *r) {
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  snprintf(sa.sun_path, sizeof sa.sun_path, "%.107s", nam.sock);
-  r->fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  CHECK(r->fd >= 0);
-  CHECK_EQ(connect(r->fd, (struct sockaddr *)&sa, sizeof sa), 0);
-  proto_reader_init(&r->rd, 0);
-  Ember__Hello h = EMBER__HELLO__INIT;
-  h.protocol_version = PROTO_VERSION;
-  raw_send(r, EMBER__MSG_TYPE__MSG_HELLO, &h.base, -1);
-  uint8_t type;
-  ProtobufCMessage *m = raw_recv(r, &type);
-  CHECK(type == EMBER__MSG_TYPE__MSG_WELCOME);
-  protobuf_c_message_free_unpacked(m, NULL);
-}
-
-static void raw_close(raw *r) {
-  close(r->fd);
-  proto_reader_free(&r->rd);
-}
-
-static void put_seqs(raw *r, uint64_t id, const char *const *seqs, size_t n) {
+static void put_seqs(raw_conn *r, uint64_t id, const char *const *seqs,
+                     size_t n) {
   size_t lens[8];
   for (size_t i = 0; i < n; i++) lens[i] = strlen(seqs[i]);
   size_t bytes = acc_seqset_bytes(lens, n);
@@ -131,7 +81,7 @@ static void put_seqs(raw *r, uint64_t id, const char *const *seqs, size_t n) {
   free(buf);
 }
 
-static void submit(raw *r, uint64_t task, uint64_t q, uint64_t ref) {
+static void submit(raw_conn *r, uint64_t task, uint64_t q, uint64_t ref) {
   Ember__Submit s = EMBER__SUBMIT__INIT;
   uint64_t ids[2] = {q, ref};
   s.task_id = task;
@@ -143,9 +93,10 @@ static void submit(raw *r, uint64_t task, uint64_t q, uint64_t ref) {
 }
 
 /* The score of the one pair of task's Result. */
-static int expect_score(raw *r, uint64_t task) {
+static int expect_score(raw_conn *r, uint64_t task) {
   uint8_t type;
-  ProtobufCMessage *m = raw_recv(r, &type);
+  ProtobufCMessage *m = raw_recv(r, &type, RECV_MS);
+  CHECK(m != NULL);
   if (type != EMBER__MSG_TYPE__MSG_RESULT) {
     fprintf(stderr, "expected a Result, got %s\n", proto_type_name(type));
     exit(1);
@@ -163,9 +114,10 @@ static int expect_score(raw *r, uint64_t task) {
   return score;
 }
 
-static void expect_not_found(raw *r, uint64_t task) {
+static void expect_not_found(raw_conn *r, uint64_t task) {
   uint8_t type;
-  ProtobufCMessage *m = raw_recv(r, &type);
+  ProtobufCMessage *m = raw_recv(r, &type, RECV_MS);
+  CHECK(m != NULL);
   if (type != EMBER__MSG_TYPE__MSG_ERROR) {
     fprintf(stderr, "expected an Error, got %s\n", proto_type_name(type));
     exit(1);
@@ -180,9 +132,11 @@ static void expect_not_found(raw *r, uint64_t task) {
 
 static void test_isolation(void) {
   printf("isolation:\n");
-  raw a, b;
-  raw_open(&a);
-  raw_open(&b);
+  raw_conn a, b;
+  raw_open_unix(&a, nam.sock);
+  raw_greet(&a, NULL, RECV_MS);
+  raw_open_unix(&b, nam.sock);
+  raw_greet(&b, NULL, RECV_MS);
   const char *qa[] = {"ACGTACGTACGTAAAA"}, *ra[] = {"TTACGTACGTACGTAAAATT"};
   const char *qb[] = {"GATTACA"}, *rb[] = {"CCGATTACACC"};
   put_seqs(&a, 1, qa, 1);

@@ -17,7 +17,6 @@
 #include <arpa/inet.h>
 #include <inttypes.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +29,7 @@
 #include "gam_harness.h"
 #include "harness.h"
 #include "lease.h"
+#include "raw_conn.h"
 
 /* Daemons still running when a check fails: stopped at exit. */
 static nam_proc *running_nam;
@@ -40,97 +40,15 @@ static void stop_daemons(void) {
   if (running_gam && running_gam->pid > 0) gam_kill9(running_gam);
 }
 
-/* ---- a raw TCP client of the NAM ---------------------------------------- */
-
-typedef struct raw {
-  int fd;
-  proto_reader rd;
-} raw;
-
-static void raw_open(raw *r, int port) {
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  r->fd = socket(AF_INET, SOCK_STREAM, 0);
-  CHECK(r->fd >= 0);
-  CHECK_EQ(connect(r->fd, (struct sockaddr *)&sa, sizeof sa), 0);
-  proto_reader_init(&r->rd, 0);
-}
-
-static void raw_close(raw *r) {
-  close(r->fd);
-  proto_reader_free(&r->rd);
-}
-
-/* Next frame within timeout_ms; NULL at end of stream. */
-static ProtobufCMessage *raw_recv(raw *r, uint8_t *type, int timeout_ms) {
-  for (;;) {
-    proto_frame f;
-    int rc = proto_reader_next(&r->rd, &f);
-    CHECK(rc >= 0);
-    if (rc == 1) {
-      *type = f.type;
-      ProtobufCMessage *m = proto_unpack(&f);
-      CHECK(m != NULL);
-      return m;
-    }
-    struct pollfd p = {.fd = r->fd, .events = POLLIN};
-    CHECK_EQ(poll(&p, 1, timeout_ms), 1);
-    ssize_t n = proto_recv(r->fd, &r->rd);
-    if (n <= 0) return NULL;
-  }
-}
-
-static void raw_hello(raw *r, const Ember__Lease *lease) {
-  Ember__Hello h = EMBER__HELLO__INIT;
-  h.protocol_version = PROTO_VERSION;
-  h.client_name = "test_nam_gam_link";
-  h.lease = (Ember__Lease *)lease;
-  proto_wbuf w = {0};
-  CHECK_EQ(proto_wbuf_append(&w, EMBER__MSG_TYPE__MSG_HELLO, &h.base, 0), 0);
-  CHECK_EQ(proto_send(r->fd, w.data, w.len, NULL, 0), 0);
-  proto_wbuf_free(&w);
-}
-
-/* The next frame is an Error with code and text in its message. */
-static void expect_error(raw *r, int code, const char *text, int timeout_ms) {
-  uint8_t type;
-  ProtobufCMessage *m = raw_recv(r, &type, timeout_ms);
-  CHECK(m != NULL);
-  if (type != EMBER__MSG_TYPE__MSG_ERROR) {
-    fprintf(stderr, "expected Error(%s), got %s\n", text, proto_type_name(type));
-    exit(1);
-  }
-  Ember__Error *e = (Ember__Error *)m;
-  printf("  Error %s: %s\n", ember_errname(e->code), e->message);
-  if (e->code != code || !strstr(e->message, text)) {
-    fprintf(stderr, "expected %s containing '%s'\n", ember_errname(code), text);
-    exit(1);
-  }
-  protobuf_c_message_free_unpacked(m, NULL);
-}
-
-static void expect_welcome(raw *r) {
-  uint8_t type;
-  ProtobufCMessage *m = raw_recv(r, &type, 5000);
-  CHECK(m != NULL);
-  if (type == EMBER__MSG_TYPE__MSG_ERROR)
-    fprintf(stderr, "refused: %s\n", ((Ember__Error *)m)->message);
-  CHECK_EQ(type, EMBER__MSG_TYPE__MSG_WELCOME);
-  protobuf_c_message_free_unpacked(m, NULL);
-}
-
-static void expect_closed(raw *r) {
-  uint8_t type;
-  CHECK(raw_recv(r, &type, 5000) == NULL);
-}
+/* ---- raw TCP clients of the NAM (raw_conn.h) ---------------------------- */
 
 /* Hello with lease (NULL: none) must be refused for text, then closed. */
 static void refused(int port, const Ember__Lease *lease, const char *text) {
-  raw r;
-  raw_open(&r, port);
-  raw_hello(&r, lease);
-  expect_error(&r, EMBER_ELEASE, text, 5000);
-  expect_closed(&r);
+  raw_conn r;
+  raw_open_tcp(&r, port);
+  raw_check_error(raw_hello(&r, PROTO_VERSION, lease, 5000), EMBER_ELEASE,
+                  text);
+  raw_expect_closed(&r, 5000);
   raw_close(&r);
 }
 
@@ -276,16 +194,14 @@ static void test_leases(const pair_set *ps, const ember_sw_result *want) {
 
   /* a valid lease, for the derived labels sw and sw@fpga-emu */
   sign(&key, "n1", "sw@fpga-emu", 60000, 6, &l);
-  raw r;
-  raw_open(&r, nam.port);
-  raw_hello(&r, &l);
-  expect_welcome(&r);
+  raw_conn r;
+  raw_open_tcp(&r, nam.port);
+  raw_greet(&r, &l, 5000);
   raw_close(&r);
   lease_clear(&l);
   sign(&key, "n1", "sw", 60000, 7, &l);
-  raw_open(&r, nam.port);
-  raw_hello(&r, &l);
-  expect_welcome(&r);
+  raw_open_tcp(&r, nam.port);
+  raw_greet(&r, &l, 5000);
   raw_close(&r);
   lease_clear(&l);
   CHECK(log_contains(nam.log_path, "holds lease 7 (app test, label sw)"));
@@ -293,11 +209,10 @@ static void test_leases(const pair_set *ps, const ember_sw_result *want) {
 
   /* a lease that expires while its client is connected */
   sign(&key, "n1", "sw", 1500, 8, &l);
-  raw_open(&r, nam.port);
-  raw_hello(&r, &l);
-  expect_welcome(&r);
-  expect_error(&r, EMBER_ELEASE, "lease 8 expired", 10000);
-  expect_closed(&r);
+  raw_open_tcp(&r, nam.port);
+  raw_greet(&r, &l, 5000);
+  raw_expect_error(&r, EMBER_ELEASE, "lease 8 expired", 10000);
+  raw_expect_closed(&r, 5000);
   raw_close(&r);
   lease_clear(&l);
   printf("an expired lease's client is disconnected\n");
@@ -429,10 +344,9 @@ static void test_with_gam(const pair_set *ps, const ember_sw_result *want) {
   CHECK_EQ(lease_key_load(g.key_path, &key, err, sizeof err), 0);
   Ember__Lease l = EMBER__LEASE__INIT;
   sign(&key, "n1", "sw", 60000, lease, &l);
-  raw held;
-  raw_open(&held, nam.port);
-  raw_hello(&held, &l);
-  expect_welcome(&held);
+  raw_conn held;
+  raw_open_tcp(&held, nam.port);
+  raw_greet(&held, &l, 5000);
 
   /* the GAM ends the lease: the app is told, the NAM drops the client */
   long status;
@@ -452,8 +366,8 @@ static void test_with_gam(const pair_set *ps, const ember_sw_result *want) {
   CHECK(told);
   char text[64];
   snprintf(text, sizeof text, "lease %" PRIu64 " ended", lease);
-  expect_error(&held, EMBER_ELEASE, text, 5000);
-  expect_closed(&held);
+  raw_expect_error(&held, EMBER_ELEASE, text, 5000);
+  raw_expect_closed(&held, 5000);
   raw_close(&held);
   CHECK(log_contains(nam.log_path, "the GAM drained this node"));
   CHECK(!ember_is_connected(c));

@@ -29,19 +29,16 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
-#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "frame.h"
 #include "harness.h"
+#include "raw_conn.h"
 #include "tally.h"
 
 #define N 64            /* values in a state block */
@@ -304,59 +301,13 @@ static void run_client_errors(ember_client *c) {
 
 /* ---- (d) errors: raw frames -------------------------------------------------- */
 
-typedef struct raw {
-  int fd;
-  proto_reader rd;
-} raw;
+/* over TCP (raw_conn.h): blocks travel inline (a unix socket wants sealed
+ * memfds); every answer comes within 10 s */
+enum { RECV_MS = 10000 };
 
-/* over TCP: blocks travel inline (a unix socket wants sealed memfds) */
-static void raw_open(raw *r) {
-  struct sockaddr_in sa = {.sin_family = AF_INET,
-                           .sin_port = htons((uint16_t)nam.port),
-                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  r->fd = socket(AF_INET, SOCK_STREAM, 0);
-  CHECK(r->fd >= 0);
-  CHECK_EQ(connect(r->fd, (struct sockaddr *)&sa, sizeof sa), 0);
-  proto_reader_init(&r->rd, 0);
-}
-
-static void raw_close(raw *r) {
-  close(r->fd);
-  proto_reader_free(&r->rd);
-}
-
-static void raw_send_bytes(raw *r, const void *data, size_t len) {
-  CHECK_EQ(proto_send(r->fd, data, len, NULL, 0), 0);
-}
-
-static void raw_send(raw *r, Ember__MsgType type, const ProtobufCMessage *m) {
-  proto_wbuf w = {0};
-  CHECK_EQ(proto_wbuf_append(&w, (uint8_t)type, m, 0), 0);
-  raw_send_bytes(r, w.data, w.len);
-  proto_wbuf_free(&w);
-}
-
-/* Next frame (10 s); NULL at end of stream. */
-static ProtobufCMessage *raw_recv(raw *r, uint8_t *type) {
-  for (;;) {
-    proto_frame f;
-    int rc = proto_reader_next(&r->rd, &f);
-    CHECK(rc >= 0);
-    if (rc == 1) {
-      *type = f.type;
-      ProtobufCMessage *m = proto_unpack(&f);
-      CHECK(m != NULL);
-      return m;
-    }
-    struct pollfd p = {.fd = r->fd, .events = POLLIN};
-    CHECK_EQ(poll(&p, 1, 10000), 1);
-    if (proto_recv(r->fd, &r->rd) <= 0) return NULL;
-  }
-}
-
-static ProtobufCMessage *expect_type(raw *r, uint8_t want) {
+static ProtobufCMessage *expect_type(raw_conn *r, uint8_t want) {
   uint8_t type;
-  ProtobufCMessage *m = raw_recv(r, &type);
+  ProtobufCMessage *m = raw_recv(r, &type, RECV_MS);
   if (!m || type != want) {
     fprintf(stderr, "expected %s, got %s\n", proto_type_name(want),
             m ? proto_type_name(type) : "the end of the stream");
@@ -365,9 +316,9 @@ static ProtobufCMessage *expect_type(raw *r, uint8_t want) {
   return m;
 }
 
-/* An Error with code whose message contains text. */
-static void expect_error(raw *r, int code, const char *text) {
-  Ember__Error *e = (Ember__Error *)expect_type(r, EMBER__MSG_TYPE__MSG_ERROR);
+/* e is an Error with code whose message contains text; frees it. */
+static void check_error(Ember__Error *e, int code, const char *text) {
+  CHECK(e != NULL);
   printf("    Error %s: %s\n", ember_errname(e->code), e->message);
   if (e->code != code || !strstr(e->message, text)) {
     fprintf(stderr, "expected %s containing '%s'\n", ember_errname(code), text);
@@ -376,8 +327,14 @@ static void expect_error(raw *r, int code, const char *text) {
   protobuf_c_message_free_unpacked(&e->base, NULL);
 }
 
+/* The next frame is such an Error. */
+static void expect_error(raw_conn *r, int code, const char *text) {
+  check_error((Ember__Error *)expect_type(r, EMBER__MSG_TYPE__MSG_ERROR), code,
+              text);
+}
+
 /* A BlockReply to request_id with status whose message contains text. */
-static void expect_block_reply(raw *r, uint64_t request_id, int status,
+static void expect_block_reply(raw_conn *r, uint64_t request_id, int status,
                                const char *text) {
   Ember__BlockReply *b =
       (Ember__BlockReply *)expect_type(r, EMBER__MSG_TYPE__MSG_BLOCK_REPLY);
@@ -389,20 +346,12 @@ static void expect_block_reply(raw *r, uint64_t request_id, int status,
   protobuf_c_message_free_unpacked(&b->base, NULL);
 }
 
-static void hello(raw *r, uint32_t version) {
-  Ember__Hello h = EMBER__HELLO__INIT;
-  h.protocol_version = version;
-  raw_send(r, EMBER__MSG_TYPE__MSG_HELLO, &h.base);
+static void greeted(raw_conn *r) {
+  raw_open_tcp(r, nam.port);
+  raw_greet(r, NULL, RECV_MS);
 }
 
-static void greeted(raw *r) {
-  raw_open(r);
-  hello(r, PROTO_VERSION);
-  protobuf_c_message_free_unpacked(
-      expect_type(r, EMBER__MSG_TYPE__MSG_WELCOME), NULL);
-}
-
-static void put_inline(raw *r, uint64_t id, unsigned flags) {
+static void put_inline(raw_conn *r, uint64_t id, unsigned flags) {
   static uint64_t v[N];
   Ember__PutBlock p = EMBER__PUT_BLOCK__INIT;
   p.block_id = id;
@@ -414,10 +363,10 @@ static void put_inline(raw *r, uint64_t id, unsigned flags) {
     p.has_flags = 1;
     p.flags = flags;
   }
-  raw_send(r, EMBER__MSG_TYPE__MSG_PUT_BLOCK, &p.base);
+  raw_send(r, EMBER__MSG_TYPE__MSG_PUT_BLOCK, &p.base, -1);
 }
 
-static void submit(raw *r, uint64_t task_id, uint64_t *in, size_t n_in,
+static void submit(raw_conn *r, uint64_t task_id, uint64_t *in, size_t n_in,
                    uint64_t *out, size_t n_out, uint64_t *st, size_t n_st) {
   uint64_t k = 1;
   Ember__Submit s = EMBER__SUBMIT__INIT;
@@ -432,26 +381,27 @@ static void submit(raw *r, uint64_t task_id, uint64_t *in, size_t n_in,
   s.n_output_blocks = n_out;
   s.state_blocks = st;
   s.n_state_blocks = n_st;
-  raw_send(r, EMBER__MSG_TYPE__MSG_SUBMIT, &s.base);
+  raw_send(r, EMBER__MSG_TYPE__MSG_SUBMIT, &s.base, -1);
 }
 
-static void block_op(raw *r, uint64_t request_id, uint64_t block_id, int op) {
+static void block_op(raw_conn *r, uint64_t request_id, uint64_t block_id,
+                     int op) {
   Ember__BlockOp m = EMBER__BLOCK_OP__INIT;
   m.request_id = request_id;
   m.block_id = block_id;
   m.op = (Ember__BlockOp__Op)op;
-  raw_send(r, EMBER__MSG_TYPE__MSG_BLOCK_OP, &m.base);
+  raw_send(r, EMBER__MSG_TYPE__MSG_BLOCK_OP, &m.base, -1);
 }
 
 /* other: a library client of the same NAM that holds state block
  * other_id (ids are per connection: the raw client's namespace lacks it) */
 static void run_raw_errors(uint64_t other_id) {
-  raw r;
+  raw_conn r;
   printf("  protocol-1 Hello:\n");
-  raw_open(&r);
-  hello(&r, 1);
-  expect_error(&r, EMBER_EVERSION, "protocol version 1");
-  CHECK(raw_recv(&r, &(uint8_t){0}) == NULL);
+  raw_open_tcp(&r, nam.port);
+  check_error(raw_hello(&r, 1, NULL, RECV_MS), EMBER_EVERSION,
+              "protocol version 1");
+  CHECK(raw_recv(&r, &(uint8_t){0}, RECV_MS) == NULL);
   raw_close(&r);
 
   printf("  submits naming blocks wrongly:\n");
@@ -475,11 +425,11 @@ static void run_raw_errors(uint64_t other_id) {
   expect_error(&r, EMBER_EPROTO, "unknown block op 7");
   uint8_t malformed[9] = {4, 0, 0, 0, EMBER__MSG_TYPE__MSG_BLOCK_OP,
                           0xff, 0xff, 0xff, 0xff};
-  raw_send_bytes(&r, malformed, sizeof malformed);
+  raw_send_bytes(&r, malformed, sizeof malformed, -1);
   expect_error(&r, EMBER_EPROTO, "malformed BlockOp");
   /* missing required fields */
   uint8_t empty[5] = {0, 0, 0, 0, EMBER__MSG_TYPE__MSG_BLOCK_OP};
-  raw_send_bytes(&r, empty, sizeof empty);
+  raw_send_bytes(&r, empty, sizeof empty, -1);
   expect_error(&r, EMBER_EPROTO, "malformed BlockOp");
   /* the connection goes on: its own state block reads */
   block_op(&r, 13, 2, EMBER__BLOCK_OP__OP__READ);
