@@ -105,13 +105,6 @@ void nam_conn_block_op_done(conn_block_op *op) {
                "(max_frame %zu)", (unsigned long long)op->block_id, r->size,
                c->srv->limits.max_frame);
       rep.message = text;
-    } else if (r->bytes && r->size > c->srv->limits.max_frame - 4096) {
-      /* the reply would not fit a frame: say so in the reply itself */
-      rep.status = EMBER_ETOOBIG;
-      snprintf(text, sizeof text, "block %llu: %zu bytes do not fit a frame "
-               "(max_frame %zu)", (unsigned long long)op->block_id, r->size,
-               c->srv->limits.max_frame);
-      rep.message = text;
     } else {
       rep.has_size = rep.has_version = 1;
       rep.size = r->size;

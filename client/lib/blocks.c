@@ -1,5 +1,5 @@
 /*
- * blocks.c - input blocks. Over a unix socket a block is a memfd: the
+ * blocks.c - a client's blocks. Over a unix socket a block is a memfd: the
  * application writes it once, it is sealed (write, grow, shrink, seal) and
  * its fd goes to the NAM, which maps it: the bytes are never copied again.
  * Over TCP and in embedded mode a block is plain memory; in embedded mode
@@ -8,11 +8,9 @@
  */
 #include "client_internal.h"
 
-#include "block_cache.h"
-
 #include <errno.h>
-#include <stdint.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>

@@ -790,7 +790,8 @@ static int restore_snapshot(nam_block_cache *c, nam_cache_entry *e) {
   e->claimed = 0;
   pthread_cond_broadcast(&c->loaded);
   if (!fresh) {
-    p->st.bytes_pinned -= --cp->pins == 0 ? e->size : 0;
+    /* unpinned by hand: the copy is the home copy from here on, it stays */
+    if (--cp->pins == 0) p->st.bytes_pinned -= e->size;
   } else if (rc == 0) {
     cp->state = COPY_RESIDENT;
     cp->handle = handle;

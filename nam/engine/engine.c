@@ -365,17 +365,17 @@ int nam_engine_submit(nam_engine *e, const nam_task_spec *spec,
   pthread_mutex_lock(&e->lock);
   nam_task_queue *q = nam_queue_of(e, acc);
   if (q) t->acc_index = (unsigned)(q - e->queues);
-  if (rc)
-    ;
-  else if (e->stopping)
-    rc = refuse(spec, EMBER_ESHUTDOWN, "the engine is stopping");
-  else if (!q || !nam_platform_exists(e, t))
-    rc = refuse(spec, EMBER_ENOPLATFORM, "no platform can run it");
-  else if (!state_home_can_run(e, t))
-    rc = refuse(spec, EMBER_ENOPLATFORM, "a state block lives on a platform "
-                "that cannot run this task");
-  else if (q->length >= q->capacity)
-    rc = refuse(spec, EMBER_EBUSY, "the task queue is full");
+  if (rc == 0) {
+    if (e->stopping)
+      rc = refuse(spec, EMBER_ESHUTDOWN, "the engine is stopping");
+    else if (!q || !nam_platform_exists(e, t))
+      rc = refuse(spec, EMBER_ENOPLATFORM, "no platform can run it");
+    else if (!state_home_can_run(e, t))
+      rc = refuse(spec, EMBER_ENOPLATFORM, "a state block lives on a "
+                  "platform that cannot run this task");
+    else if (q->length >= q->capacity)
+      rc = refuse(spec, EMBER_EBUSY, "the task queue is full");
+  }
   if (rc == 0) {
     t->seq = e->next_seq++;
     t->round = nam_queue_assign_round(q, e->cfg.scheduler, t->app);

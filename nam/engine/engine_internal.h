@@ -321,7 +321,7 @@ int nam_task_bind(nam_platform *p, nam_task *t, char *err, size_t err_len);
 void nam_task_io_view(const nam_platform *p, const nam_task *t,
                       nam_task_io *io);
 /* nam_task_run_ctx - the run context of a bound task. */
-void nam_task_run_ctx(nam_task *t, nam_task_io *io, acc_run_ctx *ctx);
+void nam_task_run_ctx(nam_task *t, const nam_task_io *io, acc_run_ctx *ctx);
 /* How an attempt ended, for unbind. */
 enum nam_run_outcome {
   NAM_RUN_OK,        /* out blocks become ready, states get a new version */

@@ -70,7 +70,7 @@ static int cpu_supports(const nam_platform *p, const acc_descriptor *acc) {
 static int cpu_run(nam_platform *p, nam_task *t, const nam_task_io *io,
                    acc_output *out, char *err, size_t err_len) {
   acc_run_ctx ctx;
-  nam_task_run_ctx(t, (nam_task_io *)io, &ctx);
+  nam_task_run_ctx(t, io, &ctx);
   return t->acc->run_cpu(t->prepared, io->inputs, t->n_inputs, &ctx, out, err,
                          err_len);
 }

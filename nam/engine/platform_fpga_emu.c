@@ -315,7 +315,7 @@ static int fpga_execute(nam_platform *p, nam_task *t, const nam_task_io *io,
   }
 
   acc_run_ctx ctx;
-  nam_task_run_ctx(t, (nam_task_io *)io, &ctx);
+  nam_task_run_ctx(t, io, &ctx);
   uint64_t c0 = clock_now_ns();
   rc = t->acc->run_cpu(t->prepared, io->inputs, t->n_inputs, &ctx, out, err,
                        err_len);

@@ -384,7 +384,7 @@ static int ocl_execute(nam_platform *p, nam_task *t, const nam_task_io *io,
     return EMBER_EINTERNAL;
   }
   acc_run_ctx ctx;
-  nam_task_run_ctx(t, (nam_task_io *)io, &ctx);
+  nam_task_run_ctx(t, io, &ctx);
   ctx.dev_outputs = outs;
   ctx.dev_states = states;
   ctx.dev_scratch = io->dev_scratch ? ((ocl_copy *)io->dev_scratch)->mem : NULL;

@@ -12,6 +12,7 @@
  */
 #include "engine_internal.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -54,19 +55,18 @@ static int bind_inputs(nam_platform *p, nam_task *t) {
       if (rc) return rc;
       break;
     }
+  /* unbind releases the pins that got an entry */
+  memset(t->pins, 0, t->n_inputs * sizeof t->pins[0]);
+  t->n_pins = (unsigned)t->n_inputs;
   for (size_t i = 0; i < t->n_inputs; i++) {
-    nam_block_pin *pin = &t->pins[i];
-    memset(pin, 0, sizeof *pin);
     if (host && t->inputs[i].data) continue; /* read in place */
     int rc = t->in_refs[i]
                  ? nam_block_cache_fetch_ref(e->cache, t->in_refs[i], p->index,
-                                             pin)
+                                             &t->pins[i])
                  : nam_block_cache_fetch(e->cache, NAM_ANON_APP,
-                                         t->anon_id + i, p->index, pin);
+                                         t->anon_id + i, p->index, &t->pins[i]);
     if (rc) return rc;
-    t->n_pins = (unsigned)i + 1;
   }
-  t->n_pins = (unsigned)t->n_inputs;
   return 0;
 }
 
@@ -146,16 +146,19 @@ void nam_task_io_view(const nam_platform *p, const nam_task *t,
     io->scratch.data = memory_of(p)->host_ptr(t->scratch);
 }
 
-void nam_task_run_ctx(nam_task *t, nam_task_io *io, acc_run_ctx *ctx) {
+void nam_task_run_ctx(nam_task *t, const nam_task_io *io, acc_run_ctx *ctx) {
+  /* the views are read-only to the platform, the blocks they point at are
+   * the run's to write: the context hands them on as such */
+  nam_task_io *w = (nam_task_io *)(uintptr_t)io;
   memset(ctx, 0, sizeof *ctx);
   ctx->cancel = &t->cancel;
-  ctx->outputs = io->outputs;
+  ctx->outputs = w->outputs;
   ctx->n_outputs = t->n_outputs;
-  ctx->states = io->states;
+  ctx->states = w->states;
   ctx->n_states = t->n_states;
   ctx->scratch = io->scratch;
-  ctx->dev_outputs = io->dev_outputs;
-  ctx->dev_states = io->dev_states;
+  ctx->dev_outputs = w->dev_outputs;
+  ctx->dev_states = w->dev_states;
   ctx->dev_scratch = io->dev_scratch;
 }
 

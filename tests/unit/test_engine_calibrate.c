@@ -90,7 +90,7 @@ static int slow_run(nam_platform *p, nam_task *t, const nam_task_io *io,
                     acc_output *out, char *err, size_t err_len) {
   (void)p;
   acc_run_ctx ctx;
-  nam_task_run_ctx(t, (nam_task_io *)io, &ctx);
+  nam_task_run_ctx(t, io, &ctx);
   int rc = t->acc->run_cpu(t->prepared, io->inputs, t->n_inputs, &ctx, out,
                            err, err_len);
   uint64_t until = ejob_now_ns() + SLOW_FIXED_MS * 1000000ull +
