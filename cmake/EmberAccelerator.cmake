@@ -147,4 +147,6 @@ function(ember_add_accelerator name)
 
   # registration: the built-ins' library carries this one
   target_link_libraries(ember_accel PUBLIC ${lib})
+  # and the installed libember.a bundles it (client/CMakeLists.txt)
+  set_property(GLOBAL APPEND PROPERTY EMBER_BUILTIN_ARCHIVES ${lib} ${libs})
 endfunction()

@@ -67,8 +67,8 @@ static void human(uint64_t bytes, char *buf, size_t len) {
 }
 
 static void print_pairs(const ember_platform_info *p) {
-  for (unsigned k = 0; k < p->n_pairs; k++) {
-    const ember_pair_info *q = &p->pairs[k];
+  for (size_t k = 0; k < p->n_pairs; k++) {
+    const ember_pair_info *q = p->pairs[k];
     printf("  %-10s %-4s %-8s done %llu  errors %llu  timeouts %llu  "
            "failures in a row %u  disabled %llu times", p->name,
            q->accelerator, q->state, (unsigned long long)q->completed,
@@ -83,59 +83,69 @@ static void print_pairs(const ember_platform_info *p) {
   }
 }
 
-static void print_tables(const char *address, const ember_accel_info *a,
-                         size_t na, const ember_platform_info *p, size_t np) {
+static void print_tables(const char *address, const ember_listing *l) {
+  size_t na = ember_listing_accelerators(l), np = ember_listing_platforms(l);
   printf("NAM: %s\n\n", address);
   int wn = width(0, "ACCELERATOR"), wp = width(0, "PLATFORMS");
   for (size_t i = 0; i < na; i++) {
-    wn = width(wn, a[i].name);
-    wp = width(wp, a[i].platforms[0] ? a[i].platforms : "-");
+    const ember_accel_info *a = ember_listing_accelerator(l, i);
+    wn = width(wn, a->name);
+    wp = width(wp, a->platforms[0] ? a->platforms : "-");
   }
   printf("%-*s  %7s  %-*s  %6s  %s\n", wn, "ACCELERATOR", "VERSION", wp,
          "PLATFORMS", "QUEUED", "ORIGIN");
-  for (size_t i = 0; i < na; i++)
-    printf("%-*s  %7u  %-*s  %6u  %s\n", wn, a[i].name, a[i].version, wp,
-           a[i].platforms[0] ? a[i].platforms : "-", a[i].queued,
-           a[i].origin);
+  for (size_t i = 0; i < na; i++) {
+    const ember_accel_info *a = ember_listing_accelerator(l, i);
+    printf("%-*s  %7u  %-*s  %6u  %s\n", wn, a->name, a->version, wp,
+           a->platforms[0] ? a->platforms : "-", a->queued, a->origin);
+  }
   if (na == 0) printf("(none)\n");
 
   int pn = width(0, "PLATFORM"), pk = width(0, "KIND"), ps = width(0, "STATE");
   for (size_t i = 0; i < np; i++) {
-    pn = width(pn, p[i].name);
-    pk = width(pk, p[i].kind);
-    ps = width(ps, p[i].state);
+    const ember_platform_info *p = ember_listing_platform(l, i);
+    pn = width(pn, p->name);
+    pk = width(pk, p->kind);
+    ps = width(ps, p->state);
   }
   printf("\n%-*s  %-*s  %-*s  %-9s  %6s  %7s  %6s  %6s  %7s  %-13s  %s\n", pn,
          "PLATFORM", pk, "KIND", ps, "STATE", "LOADED", "QUEUED", "RUNNING",
          "DONE", "FAILED", "RETRIED", "CACHE", "HITS/MISSES/EVICTIONS");
   for (size_t i = 0; i < np; i++) {
+    const ember_platform_info *p = ember_listing_platform(l, i);
     char cache[32] = "-", used[16], budget[16];
-    if (p[i].cache_budget) {
-      human(p[i].cache_resident, used, sizeof used);
-      if (p[i].cache_budget == UINT64_MAX)
+    if (p->cache_budget) {
+      human(p->cache_resident, used, sizeof used);
+      if (p->cache_budget == UINT64_MAX)
         snprintf(budget, sizeof budget, "-");
       else
-        human(p[i].cache_budget, budget, sizeof budget);
+        human(p->cache_budget, budget, sizeof budget);
       snprintf(cache, sizeof cache, "%s/%s", used, budget);
     }
     printf("%-*s  %-*s  %-*s  %-9s  %6u  %7u  %6llu  %6llu  %7llu  %-13s  "
-           "%llu/%llu/%llu\n", pn, p[i].name, pk, p[i].kind, ps, p[i].state,
-           p[i].loaded[0] ? p[i].loaded : "-", p[i].queued, p[i].running,
-           (unsigned long long)p[i].completed, (unsigned long long)p[i].failed,
-           (unsigned long long)p[i].retried, cache,
-           (unsigned long long)p[i].cache_hits,
-           (unsigned long long)p[i].cache_misses,
-           (unsigned long long)p[i].cache_evictions);
+           "%llu/%llu/%llu\n", pn, p->name, pk, p->kind, ps, p->state,
+           p->loaded[0] ? p->loaded : "-", p->queued, p->running,
+           (unsigned long long)p->completed, (unsigned long long)p->failed,
+           (unsigned long long)p->retried, cache,
+           (unsigned long long)p->cache_hits,
+           (unsigned long long)p->cache_misses,
+           (unsigned long long)p->cache_evictions);
   }
   if (np == 0) printf("(none)\n");
   int any = 0;
-  for (size_t i = 0; i < np; i++) any |= p[i].n_pairs > 0;
+  for (size_t i = 0; i < np; i++) any |= ember_listing_platform(l, i)->n_pairs > 0;
   if (any) printf("\nPER ACCELERATOR AND PLATFORM\n");
-  for (size_t i = 0; i < np; i++) print_pairs(&p[i]);
-  for (size_t i = 0; i < np; i++)
-    if (p[i].device[0]) printf("%s%s: %s\n", i == 0 || !p[i - 1].device[0]
-                                                 ? "\n" : "",
-                               p[i].name, p[i].device);
+  for (size_t i = 0; i < np; i++) print_pairs(ember_listing_platform(l, i));
+  int had_device = 0; /* a blank line before the first device line */
+  for (size_t i = 0; i < np; i++) {
+    const ember_platform_info *p = ember_listing_platform(l, i);
+    if (!p->device[0]) {
+      had_device = 0;
+      continue;
+    }
+    printf("%s%s: %s\n", i == 0 || !had_device ? "\n" : "", p->name, p->device);
+    had_device = 1;
+  }
 }
 
 /* The comma-separated platform list as a JSON array. */
@@ -158,8 +168,8 @@ static json_t *figure(uint64_t v) {
 
 static json_t *platform_json(const ember_platform_info *p) {
   json_t *pairs = json_array();
-  for (unsigned k = 0; k < p->n_pairs; k++) {
-    const ember_pair_info *q = &p->pairs[k];
+  for (size_t k = 0; k < p->n_pairs; k++) {
+    const ember_pair_info *q = p->pairs[k];
     json_array_append_new(pairs, json_pack(
         "{s:s, s:s, s:I, s:I, s:I, s:i, s:I, s:s, s:f, s:f}", "accelerator",
         q->accelerator, "state", q->state, "completed",
@@ -190,16 +200,18 @@ static json_t *platform_json(const ember_platform_info *p) {
   return top;
 }
 
-static int print_json(const char *address, const ember_accel_info *a,
-                      size_t na, const ember_platform_info *p, size_t np) {
+static int print_json(const char *address, const ember_listing *l) {
+  size_t na = ember_listing_accelerators(l), np = ember_listing_platforms(l);
   json_t *accs = json_array(), *plats = json_array();
-  for (size_t i = 0; i < na; i++)
+  for (size_t i = 0; i < na; i++) {
+    const ember_accel_info *a = ember_listing_accelerator(l, i);
     json_array_append_new(accs, json_pack(
-        "{s:s, s:i, s:o, s:i, s:s}", "name", a[i].name, "version",
-        (int)a[i].version, "platforms", platform_list(a[i].platforms),
-        "queued", (int)a[i].queued, "origin", a[i].origin));
+        "{s:s, s:i, s:o, s:i, s:s}", "name", a->name, "version",
+        (int)a->version, "platforms", platform_list(a->platforms),
+        "queued", (int)a->queued, "origin", a->origin));
+  }
   for (size_t i = 0; i < np; i++)
-    json_array_append_new(plats, platform_json(&p[i]));
+    json_array_append_new(plats, platform_json(ember_listing_platform(l, i)));
   json_t *root = json_pack("{s:s, s:o, s:o}", "address", address,
                            "accelerators", accs, "platforms", plats);
   int rc = root ? json_dumpf(root, stdout, JSON_INDENT(2)) : -1;
@@ -239,10 +251,8 @@ static int accelerators_main(int argc, char **argv) {
               ember_last_error()[0] ? ": " : "", ember_last_error());
     return CLI_FAIL;
   }
-  ember_accel_info *accels = NULL;
-  ember_platform_info *platforms = NULL;
-  size_t na = 0, np = 0;
-  rc = ember_list_accelerators(client, &accels, &na, &platforms, &np);
+  ember_listing *listing = NULL;
+  rc = ember_list_accelerators(client, &listing);
   if (rc) {
     cli_error(CMD, "%s: %s%s%s", ember_client_address(client),
               ember_strerror(rc), ember_last_error()[0] ? ": " : "",
@@ -251,11 +261,10 @@ static int accelerators_main(int argc, char **argv) {
     return CLI_FAIL;
   }
   if (json)
-    rc = print_json(ember_client_address(client), accels, na, platforms, np);
+    rc = print_json(ember_client_address(client), listing);
   else
-    print_tables(ember_client_address(client), accels, na, platforms, np);
-  free(accels);
-  free(platforms);
+    print_tables(ember_client_address(client), listing);
+  ember_listing_free(listing);
   ember_close(client);
   if (rc || fflush(stdout) != 0 || ferror(stdout)) {
     cli_error(CMD, "cannot write standard output");

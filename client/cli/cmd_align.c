@@ -112,10 +112,9 @@ typedef struct align_args {
   int has_match, has_mismatch, has_gap_open, has_gap_extend;
 } align_args;
 
-/* The platform kinds come before the fallback in ember_platform_names. */
 static int is_platform_kind(const char *kind) {
-  for (int i = 0; i < EMBER_PLATFORM_FALLBACK; i++)
-    if (strcmp(ember_platform_names[i], kind) == 0) return 1;
+  for (size_t i = 0; ember_platform_kind(i); i++)
+    if (strcmp(ember_platform_kind(i), kind) == 0) return 1;
   return 0;
 }
 
@@ -123,10 +122,10 @@ static int is_platform_kind(const char *kind) {
 static int unknown_kind(const char *option, const char *kind) {
   char kinds[128] = "";
   size_t used = 0;
-  for (int i = 0; i < EMBER_PLATFORM_FALLBACK; i++) {
-    const char *sep = i == 0 ? "" : i + 1 < EMBER_PLATFORM_FALLBACK ? ", " : " or ";
+  for (size_t i = 0; ember_platform_kind(i); i++) {
+    const char *sep = i == 0 ? "" : ember_platform_kind(i + 1) ? ", " : " or ";
     int n = snprintf(kinds + used, sizeof kinds - used, "%s%s", sep,
-                     ember_platform_names[i]);
+                     ember_platform_kind(i));
     if (n < 0 || (size_t)n >= sizeof kinds - used) break;
     used += (size_t)n;
   }
@@ -288,11 +287,17 @@ static void print_summary(const ember_sw_report *rep, size_t pairs,
   char p[32], tasks[256];
   size_t used = 0;
   tasks[0] = '\0';
-  for (size_t i = 0; i < sizeof rep->tasks_by_platform / sizeof *rep->tasks_by_platform; i++) {
-    if (!rep->tasks_by_platform[i]) continue;
+  const struct {
+    const char *kind;
+    size_t tasks;
+  } by_kind[] = {{"cpu", rep->tasks_cpu},
+                 {"opencl", rep->tasks_opencl},
+                 {"fpga-emu", rep->tasks_fpga_emu},
+                 {"fallback", rep->tasks_fallback}};
+  for (size_t i = 0; i < sizeof by_kind / sizeof *by_kind; i++) {
+    if (!by_kind[i].tasks) continue;
     int n = snprintf(tasks + used, sizeof tasks - used, "%s%s %zu",
-                     used ? ", " : "", ember_platform_names[i],
-                     rep->tasks_by_platform[i]);
+                     used ? ", " : "", by_kind[i].kind, by_kind[i].tasks);
     if (n < 0 || (size_t)n >= sizeof tasks - used) break;
     used += (size_t)n;
   }
@@ -357,7 +362,7 @@ static int acquire_node(const align_args *a, const ember_options *opts,
                         ember_cluster **out) {
   ember_cluster_options co = {.gam = a->gam, .app_name = "ember-align",
                               .label = a->label ? a->label : "sw",
-                              .count = 1, .client = *opts};
+                              .count = 1, .client = opts};
   int rc = ember_cluster_acquire(&co, out);
   if (rc == 0)
     fprintf(stderr, "ember: the GAM placed this app (id %llu) on node %s "
@@ -421,7 +426,7 @@ static int align(const align_args *a, const seqio_set *q, const seqio_set *r,
     rs[i] = (ember_seq){r->records[i].residues, r->records[i].length};
   }
   progress pr = {.tty = isatty(STDERR_FILENO), .start_ns = now_ns()};
-  ember_sw_report rep;
+  ember_sw_report rep = {.size = sizeof rep};
   int arc = ember_sw_align(client, &params, qs, rs, n, res, &rep, on_progress, &pr);
   progress_clear(&pr);
   if (arc) {

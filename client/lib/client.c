@@ -109,11 +109,13 @@ int ember__client_open(const char *address, const ember_options *opts,
   ember_client *c = calloc(1, sizeof *c);
   if (!c) return EMBER_ENOMEM;
   int rc = resolve_address(address, c->address, sizeof c->address);
+  if (!rc)
+    rc = ember__struct_in(&c->opts, sizeof c->opts, opts, EMBER__OPTIONS_V0,
+                          "ember_options");
   if (rc) {
     free(c);
     return rc;
   }
-  if (opts) c->opts = *opts;
   snprintf(c->client_name, sizeof c->client_name, "%s",
            c->opts.client_name ? c->opts.client_name : "libember");
   c->opts.client_name = c->client_name;
@@ -203,6 +205,7 @@ const char *ember_client_address(const ember_client *c) { return c->address; }
 
 void ember_client_get_stats(ember_client *c, ember_client_stats *out) {
   pthread_mutex_lock(&c->lock);
-  *out = c->stats;
+  ember_client_stats stats = c->stats;
   pthread_mutex_unlock(&c->lock);
+  ember__struct_out(out, &stats, sizeof stats, EMBER__CLIENT_STATS_V0);
 }

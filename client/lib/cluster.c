@@ -134,7 +134,10 @@ static int open_members(ember_cluster *cl, const Ember__Allocation *a,
                         const ember_cluster_options *o, const char *app) {
   cl->members = calloc(a->n_grants ? a->n_grants : 1, sizeof *cl->members);
   if (!cl->members) return EMBER_ENOMEM;
-  ember_options copts = o->client;
+  ember_options copts;
+  int rc0 = ember__struct_in(&copts, sizeof copts, o->client,
+                             EMBER__OPTIONS_V0, "ember_options");
+  if (rc0) return rc0;
   if (!copts.client_name) copts.client_name = app;
   for (size_t i = 0; i < a->n_grants; i++) {
     const Ember__NodeGrant *g = a->grants[i];
@@ -240,8 +243,14 @@ static const char *gam_hostport(const char *gam) {
   return strncmp(gam, "tcp:", 4) == 0 ? gam + 4 : gam;
 }
 
-int ember_cluster_acquire(const ember_cluster_options *o, ember_cluster **out) {
+int ember_cluster_acquire(const ember_cluster_options *opts,
+                          ember_cluster **out) {
   *out = NULL;
+  ember_cluster_options full;
+  int rc0 = ember__struct_in(&full, sizeof full, opts,
+                             EMBER__CLUSTER_OPTIONS_V0, "ember_cluster_options");
+  if (rc0) return rc0;
+  const ember_cluster_options *o = opts ? &full : NULL;
   ember__client_set_error("%s", "");
   const char *gam = o && o->gam ? o->gam : getenv("EMBER_GAM");
   if (!o || !gam || !gam[0] || !o->label || !o->label[0]) {
@@ -251,7 +260,8 @@ int ember_cluster_acquire(const ember_cluster_options *o, ember_cluster **out) {
     return EMBER_EINVAL;
   }
   const char *app = o->app_name ? o->app_name : "libember";
-  int timeout_ms = o->client.connect_timeout_ms ? o->client.connect_timeout_ms : 2000;
+  int timeout_ms = o->client && o->client->connect_timeout_ms
+                       ? o->client->connect_timeout_ms : 2000;
   ember_cluster *cl = calloc(1, sizeof *cl);
   if (!cl) return EMBER_ENOMEM;
   snprintf(cl->gam, sizeof cl->gam, "%s", gam_hostport(gam));

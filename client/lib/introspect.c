@@ -1,151 +1,245 @@
 /* introspect.c - what accelerators and platforms a NAM (or the embedded
- * engine) offers. */
+ * engine) offers, as an ember_listing: its structs are the library's size
+ * and reached through pointers, so a program built against older headers
+ * reads the fields it knows (ember.h "ABI"). */
 #include "client_internal.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "platform_counters.h"
 
+struct ember_listing {
+  ember_accel_info *accels;
+  size_t n_accels;
+  ember_platform_info *platforms;
+  size_t n_platforms;
+  ember_pair_info *pairs;          /* every platform's, in order */
+  const ember_pair_info **pair_ptrs;
+  char **strings;                  /* what the structs' strings point to */
+  size_t n_strings, cap_strings;
+  int failed;                      /* an allocation failed */
+};
+
+/* A string the listing owns; "" (static) when out of memory, with failed
+ * set so that the whole listing is refused. */
+static const char *keep(ember_listing *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static const char *keep(ember_listing *l, const char *fmt, ...) {
+  if (l->n_strings == l->cap_strings) {
+    size_t cap = l->cap_strings ? 2 * l->cap_strings : 32;
+    char **s = realloc(l->strings, cap * sizeof *s);
+    if (!s) {
+      l->failed = 1;
+      return "";
+    }
+    l->strings = s;
+    l->cap_strings = cap;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = NULL;
+  int n = vasprintf(&s, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    l->failed = 1;
+    return "";
+  }
+  l->strings[l->n_strings++] = s;
+  return s;
+}
+
+static ember_listing *listing_new(size_t na, size_t np, size_t n_pairs) {
+  ember_listing *l = calloc(1, sizeof *l);
+  if (!l) return NULL;
+  l->accels = calloc(na ? na : 1, sizeof *l->accels);
+  l->platforms = calloc(np ? np : 1, sizeof *l->platforms);
+  l->pairs = calloc(n_pairs ? n_pairs : 1, sizeof *l->pairs);
+  l->pair_ptrs = calloc(n_pairs ? n_pairs : 1, sizeof *l->pair_ptrs);
+  if (!l->accels || !l->platforms || !l->pairs || !l->pair_ptrs) {
+    ember_listing_free(l);
+    return NULL;
+  }
+  l->n_accels = na;
+  l->n_platforms = np;
+  for (size_t i = 0; i < na; i++) l->accels[i].size = sizeof *l->accels;
+  for (size_t i = 0; i < np; i++) l->platforms[i].size = sizeof *l->platforms;
+  for (size_t i = 0; i < n_pairs; i++) {
+    l->pairs[i].size = sizeof *l->pairs;
+    l->pair_ptrs[i] = &l->pairs[i];
+  }
+  return l;
+}
+
 static int from_engine(const ember_client *c, nam_engine *e,
-                       ember_accel_info **accels, size_t *n_accels,
-                       ember_platform_info **platforms, size_t *n_platforms) {
+                       ember_listing **out) {
   size_t na = ember__accels_count(c->accels);
   nam_platform_status ps[16];
   size_t np = nam_engine_platforms(e, ps, 16);
-  *accels = calloc(na ? na : 1, sizeof **accels);
-  *platforms = calloc(np ? np : 1, sizeof **platforms);
-  if (!*accels || !*platforms) {
-    free(*accels);
-    free(*platforms);
-    return EMBER_ENOMEM;
-  }
+  size_t n_pairs = 0;
+  for (size_t i = 0; i < np; i++) n_pairs += ps[i].n_pairs;
+  ember_listing *l = listing_new(na, np, n_pairs);
+  if (!l) return EMBER_ENOMEM;
   for (size_t i = 0; i < na; i++) {
     const acc_descriptor *d = ember__accels_get(c->accels, i);
-    ember_accel_info *a = &(*accels)[i];
-    snprintf(a->name, sizeof a->name, "%s", d->name);
+    ember_accel_info *a = &l->accels[i];
+    char platforms[256];
+    a->name = keep(l, "%s", d->name);
     a->version = d->version;
-    nam_engine_platforms_for(e, d, a->platforms, sizeof a->platforms);
+    nam_engine_platforms_for(e, d, platforms, sizeof platforms);
+    a->platforms = keep(l, "%s", platforms);
     a->queued = nam_engine_queue_length(e, d);
-    snprintf(a->origin, sizeof a->origin, "%s",
-             ember__accel_origin(c->accels, d));
+    a->origin = keep(l, "%s", ember__accel_origin(c->accels, d));
   }
+  ember_pair_info *q = l->pairs;
   for (size_t i = 0; i < np; i++) {
     const nam_platform_status *s = &ps[i];
-    ember_platform_info *p = &(*platforms)[i];
-    snprintf(p->name, sizeof p->name, "%.63s", s->name);
-    snprintf(p->kind, sizeof p->kind, "%.31s", s->kind);
-    snprintf(p->state, sizeof p->state, "%s", s->state);
-    snprintf(p->device, sizeof p->device, "%s", s->device);
-    snprintf(p->loaded, sizeof p->loaded, "%s", s->loaded);
+    ember_platform_info *p = &l->platforms[i];
+    p->name = keep(l, "%s", s->name);
+    p->kind = keep(l, "%s", s->kind);
+    p->state = keep(l, "%s", s->state);
+    p->device = keep(l, "%s", s->device);
+    p->loaded = keep(l, "%s", s->loaded);
 #define COPY(field, engine, ...) p->field = s->engine;
     PLATFORM_COUNTERS(COPY)
 #undef COPY
-    for (unsigned k = 0; k < s->n_pairs && k < EMBER_MAX_PAIRS; k++) {
-      ember_pair_info *q = &p->pairs[p->n_pairs++];
-      snprintf(q->accelerator, sizeof q->accelerator, "%s",
-               s->pairs[k].accelerator);
-      snprintf(q->state, sizeof q->state, "%s", s->pairs[k].state);
+    p->pairs = &l->pair_ptrs[q - l->pairs];
+    p->n_pairs = s->n_pairs;
+    for (unsigned k = 0; k < s->n_pairs; k++, q++) {
+      q->accelerator = keep(l, "%s", s->pairs[k].accelerator);
+      q->state = keep(l, "%s", s->pairs[k].state);
       q->completed = s->pairs[k].completed;
       q->errors = s->pairs[k].errors;
       q->timeouts = s->pairs[k].timeouts;
       q->disabled_count = s->pairs[k].disabled_count;
       q->consecutive_failures = s->pairs[k].consecutive_failures;
-      snprintf(q->speed, sizeof q->speed, "%s",
-               s->pairs[k].speed ? s->pairs[k].speed : "unknown");
+      q->speed = keep(l, "%s", s->pairs[k].speed ? s->pairs[k].speed
+                                                 : "unknown");
       q->fixed_ns = s->pairs[k].fixed_ns;
       q->ns_per_unit = s->pairs[k].ns_per_unit;
     }
   }
-  *n_accels = na;
-  *n_platforms = np;
+  *out = l;
   return 0;
 }
 
-static int from_reply(const Ember__AcceleratorList *l, ember_accel_info **accels,
-                      size_t *n_accels, ember_platform_info **platforms,
-                      size_t *n_platforms) {
-  *accels = calloc(l->n_accelerators ? l->n_accelerators : 1, sizeof **accels);
-  *platforms = calloc(l->n_platforms ? l->n_platforms : 1, sizeof **platforms);
-  if (!*accels || !*platforms) {
-    free(*accels);
-    free(*platforms);
-    return EMBER_ENOMEM;
-  }
-  for (size_t i = 0; i < l->n_accelerators; i++) {
-    const Ember__AcceleratorInfo *s = l->accelerators[i];
-    ember_accel_info *a = &(*accels)[i];
-    snprintf(a->name, sizeof a->name, "%s", s->name);
+static int from_reply(const Ember__AcceleratorList *m, ember_listing **out) {
+  size_t n_pairs = 0;
+  for (size_t i = 0; i < m->n_platforms; i++) n_pairs += m->platforms[i]->n_pairs;
+  ember_listing *l = listing_new(m->n_accelerators, m->n_platforms, n_pairs);
+  if (!l) return EMBER_ENOMEM;
+  for (size_t i = 0; i < m->n_accelerators; i++) {
+    const Ember__AcceleratorInfo *s = m->accelerators[i];
+    ember_accel_info *a = &l->accels[i];
+    a->name = keep(l, "%s", s->name);
     a->version = s->version;
-    size_t used = 0;
-    for (size_t k = 0; k < s->n_platforms && used < sizeof a->platforms; k++) {
-      int n = snprintf(a->platforms + used, sizeof a->platforms - used, "%s%s",
-                       k ? "," : "", s->platforms[k]);
-      if (n > 0) used += (size_t)n;
+    char *joined = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&joined, &len);
+    if (f) {
+      for (size_t k = 0; k < s->n_platforms; k++)
+        fprintf(f, "%s%s", k ? "," : "", s->platforms[k]);
+      fclose(f);
     }
+    a->platforms = keep(l, "%s", joined ? joined : "");
+    if (!joined) l->failed = 1;
+    free(joined);
     a->queued = s->queued;
     /* a NAM older than the field: its accelerators are all built-in */
-    snprintf(a->origin, sizeof a->origin, "%s",
-             s->origin ? s->origin : "built-in");
+    a->origin = keep(l, "%s", s->origin ? s->origin : "built-in");
   }
-  for (size_t i = 0; i < l->n_platforms; i++) {
-    const Ember__PlatformInfo *s = l->platforms[i];
-    ember_platform_info *p = &(*platforms)[i];
-    snprintf(p->name, sizeof p->name, "%s", s->name);
-    snprintf(p->kind, sizeof p->kind, "%s", s->kind);
-    snprintf(p->state, sizeof p->state, "%s", s->state);
-    snprintf(p->device, sizeof p->device, "%s", s->device ? s->device : "");
-    snprintf(p->loaded, sizeof p->loaded, "%s", s->loaded ? s->loaded : "");
+  ember_pair_info *q = l->pairs;
+  for (size_t i = 0; i < m->n_platforms; i++) {
+    const Ember__PlatformInfo *s = m->platforms[i];
+    ember_platform_info *p = &l->platforms[i];
+    p->name = keep(l, "%s", s->name);
+    p->kind = keep(l, "%s", s->kind);
+    p->state = keep(l, "%s", s->state);
+    p->device = keep(l, "%s", s->device ? s->device : "");
+    p->loaded = keep(l, "%s", s->loaded ? s->loaded : "");
 #define COPY(field, ...) p->field = s->field;  /* same names on the wire */
     PLATFORM_COUNTERS(COPY)
 #undef COPY
-    for (size_t k = 0; k < s->n_pairs && k < EMBER_MAX_PAIRS; k++) {
+    p->pairs = &l->pair_ptrs[q - l->pairs];
+    p->n_pairs = s->n_pairs;
+    for (size_t k = 0; k < s->n_pairs; k++, q++) {
       const Ember__PairInfo *r = s->pairs[k];
-      ember_pair_info *q = &p->pairs[p->n_pairs++];
-      snprintf(q->accelerator, sizeof q->accelerator, "%s", r->accelerator);
-      snprintf(q->state, sizeof q->state, "%s", r->state);
+      q->accelerator = keep(l, "%s", r->accelerator);
+      q->state = keep(l, "%s", r->state);
       q->completed = r->completed;
       q->errors = r->errors;
       q->timeouts = r->timeouts;
       q->disabled_count = r->disabled_count;
       q->consecutive_failures = r->consecutive_failures;
       /* an older NAM sends no speed */
-      snprintf(q->speed, sizeof q->speed, "%s", r->speed ? r->speed : "unknown");
+      q->speed = keep(l, "%s", r->speed ? r->speed : "unknown");
       q->fixed_ns = r->fixed_ns;
       q->ns_per_unit = r->ns_per_unit;
     }
   }
-  *n_accels = l->n_accelerators;
-  *n_platforms = l->n_platforms;
+  *out = l;
   return 0;
 }
 
-int ember_list_accelerators(ember_client *c, ember_accel_info **accels,
-                            size_t *n_accels, ember_platform_info **platforms,
-                            size_t *n_platforms) {
-  *accels = NULL;
-  *platforms = NULL;
-  *n_accels = *n_platforms = 0;
+int ember_list_accelerators(ember_client *c, ember_listing **out) {
+  *out = NULL;
+  int rc;
   if (c->mode == MODE_EMBEDDED) {
     nam_engine *e;
-    int rc = ember__client_engine(c, &e);
-    return rc ? rc : from_engine(c, e, accels, n_accels, platforms, n_platforms);
-  }
-  Ember__ListAccelerators req = EMBER__LIST_ACCELERATORS__INIT;
-  ProtobufCMessage *reply = NULL;
-  int rc = ember__remote_request(c, EMBER__MSG_TYPE__MSG_LIST_ACCELERATORS, &req.base,
-                          EMBER__MSG_TYPE__MSG_ACCELERATOR_LIST, &reply);
-  if (rc) {
-    if (rc == EMBER_ECONNLOST || rc == EMBER_ECONNECT) {
-      if (!ember_last_error()[0])
-        ember__client_set_error("%s: cannot reach the NAM", c->address);
-      rc = EMBER_ECONNECT;
+    rc = ember__client_engine(c, &e);
+    if (rc == 0) rc = from_engine(c, e, out);
+  } else {
+    Ember__ListAccelerators req = EMBER__LIST_ACCELERATORS__INIT;
+    ProtobufCMessage *reply = NULL;
+    rc = ember__remote_request(c, EMBER__MSG_TYPE__MSG_LIST_ACCELERATORS,
+                               &req.base, EMBER__MSG_TYPE__MSG_ACCELERATOR_LIST,
+                               &reply);
+    if (rc) {
+      if (rc == EMBER_ECONNLOST || rc == EMBER_ECONNECT) {
+        if (!ember_last_error()[0])
+          ember__client_set_error("%s: cannot reach the NAM", c->address);
+        rc = EMBER_ECONNECT;
+      }
+      return rc;
     }
-    return rc;
+    rc = from_reply((Ember__AcceleratorList *)reply, out);
+    protobuf_c_message_free_unpacked(reply, NULL);
   }
-  rc = from_reply((Ember__AcceleratorList *)reply, accels, n_accels, platforms,
-                  n_platforms);
-  protobuf_c_message_free_unpacked(reply, NULL);
+  if (rc == 0 && (*out)->failed) {
+    ember_listing_free(*out);
+    *out = NULL;
+    rc = EMBER_ENOMEM;
+  }
   return rc;
+}
+
+size_t ember_listing_accelerators(const ember_listing *l) {
+  return l ? l->n_accels : 0;
+}
+
+const ember_accel_info *ember_listing_accelerator(const ember_listing *l,
+                                                  size_t i) {
+  return l && i < l->n_accels ? &l->accels[i] : NULL;
+}
+
+size_t ember_listing_platforms(const ember_listing *l) {
+  return l ? l->n_platforms : 0;
+}
+
+const ember_platform_info *ember_listing_platform(const ember_listing *l,
+                                                  size_t i) {
+  return l && i < l->n_platforms ? &l->platforms[i] : NULL;
+}
+
+void ember_listing_free(ember_listing *l) {
+  if (!l) return;
+  for (size_t i = 0; i < l->n_strings; i++) free(l->strings[i]);
+  free(l->strings);
+  free(l->accels);
+  free(l->platforms);
+  free(l->pairs);
+  free(l->pair_ptrs);
+  free(l);
 }

@@ -24,20 +24,13 @@
 #define MAX_PAIRS_PER_TASK 8192
 #define MIN_TASKS 16
 
-/* The kinds in platform_kinds.h's order, then the in-process fallback. */
-#define FALLBACK PLATFORM_KIND_COUNT
-const char *const ember_platform_names[4] = {
-#define KIND_NAME(id, name, device, bitstream) name,
-    PLATFORM_KINDS(KIND_NAME)
-#undef KIND_NAME
-    [FALLBACK] = "fallback"};
-_Static_assert(FALLBACK + 1 == sizeof ember_platform_names /
-                                   sizeof *ember_platform_names,
-               "ember_platform_names (ember.h) has one entry per kind and "
-               "one for the fallback");
+const char *ember_platform_kind(size_t i) {
+  return i < PLATFORM_KIND_COUNT ? platform_kinds[i].name : NULL;
+}
 
 void ember_sw_params_default(ember_sw_params *p) {
   memset(p, 0, sizeof *p);
+  p->size = sizeof *p;
   p->alphabet = EMBER_SW_DNA;
   p->match = 3;
   p->mismatch = -3;
@@ -151,11 +144,14 @@ static size_t pairs_per_task(const ember_sw_params *p, const ember_seq *q,
   return (size_t)per;
 }
 
-/* The index in ember_platform_names of a result's platform kind. */
-static int platform_index(const char *kind) {
-  if (strcmp(kind, ember_platform_names[FALLBACK]) == 0) return FALLBACK;
-  int k = platform_kind_find(kind);
-  return k >= 0 ? k : PLATFORM_KIND_CPU;
+/* The report's counter of tasks run on a platform of this kind (an older
+ * NAM that names none ran it on its cpu). */
+static size_t *tasks_on(ember_sw_report *report, const char *kind) {
+  switch (platform_kind_find(kind)) {
+  case PLATFORM_KIND_OPENCL: return &report->tasks_opencl;
+  case PLATFORM_KIND_FPGA_EMU: return &report->tasks_fpga_emu;
+  default: return &report->tasks_cpu;
+  }
 }
 
 /* Copy one finished chunk into results and the report. */
@@ -166,7 +162,11 @@ static int collect(const chunk *ch, ember_sw_result *results,
     ember__client_set_error("task of pairs %zu-%zu (sequence numbers below count "
                      "from %zu): %s", ch->first, ch->first + ch->count - 1,
                      ch->first, ember_task_message(t));
-    return ember_task_status(t);
+    /* the blocks were made here from the caller's sequences: a malformed
+     * one (an unknown residue, a length over the limit) is a bad argument
+     * of this call, as ember.h says */
+    return ember_task_status(t) == EMBER_EFORMAT ? EMBER_EPARAM
+                                                 : ember_task_status(t);
   }
   size_t len;
   const void *out = ember_task_output(t, &len);
@@ -191,8 +191,10 @@ static int collect(const chunk *ch, ember_sw_result *results,
   if (report) {
     const ember_task_info *info = ember_task_get_info(t);
     report->tasks++;
-    if (info->fell_back) report->tasks_fallback++;
-    report->tasks_by_platform[platform_index(info->platform_kind)]++;
+    if (info->fell_back)
+      report->tasks_fallback++;
+    else
+      (*tasks_on(report, info->platform_kind))++;
     if (info->attempts > 1) report->tasks_retried++;
     report->queue_ns += info->queue_ns;
     report->exec_ns += info->exec_ns;
@@ -202,16 +204,11 @@ static int collect(const chunk *ch, ember_sw_result *results,
   return 0;
 }
 
-int ember_sw_align(ember_client *c, const ember_sw_params *params,
-                   const ember_seq *queries, const ember_seq *refs, size_t n,
-                   ember_sw_result *results, ember_sw_report *report,
-                   ember_progress_cb progress, void *progress_user) {
-  ember_sw_params defaults;
-  if (!params) {
-    ember_sw_params_default(&defaults);
-    params = &defaults;
-  }
-  if (report) memset(report, 0, sizeof *report);
+/* The work of ember_sw_align, on structs of this library's size. */
+static int sw_align(ember_client *c, const ember_sw_params *params,
+                    const ember_seq *queries, const ember_seq *refs, size_t n,
+                    ember_sw_result *results, ember_sw_report *report,
+                    ember_progress_cb progress, void *progress_user) {
   if (n == 0) return 0;
   if (!c || !queries || !refs || !results) {
     ember__client_set_error("ember_sw_align: missing argument");
@@ -273,4 +270,23 @@ int ember_sw_align(ember_client *c, const ember_sw_params *params,
   free(packed);
   if (first_err) ember__client_set_error("%s", first_msg);
   return first_err;
+}
+
+int ember_sw_align(ember_client *c, const ember_sw_params *params,
+                   const ember_seq *queries, const ember_seq *refs, size_t n,
+                   ember_sw_result *results, ember_sw_report *report,
+                   ember_progress_cb progress, void *progress_user) {
+  ember_sw_params p;
+  if (params) {
+    int rc = ember__struct_in(&p, sizeof p, params, EMBER__SW_PARAMS_V0,
+                              "ember_sw_params");
+    if (rc) return rc;
+  } else {
+    ember_sw_params_default(&p);
+  }
+  ember_sw_report full = {.size = sizeof full};
+  int rc = sw_align(c, &p, queries, refs, n, results, report ? &full : NULL,
+                    progress, progress_user);
+  if (report) ember__struct_out(report, &full, sizeof full, EMBER__SW_REPORT_V0);
+  return rc;
 }

@@ -39,6 +39,7 @@ void ember__task_complete(ember_task *t, int status, const char *message,
   int fell_back = t->info.fell_back;
   if (info) t->info = *info;
   t->info.fell_back = fell_back;
+  t->info.size = sizeof t->info;
   t->status = status;
   snprintf(t->message, sizeof t->message, "%s",
            status == 0 ? "" : message && message[0] ? message : ember_strerror(status));
@@ -302,8 +303,13 @@ int ember_submit(ember_client *c, const char *accelerator, const void *params,
                                                              : "another client's");
       return EMBER_EINVAL;
     }
-  size_t n_states = opts ? opts->n_states : 0;
-  size_t n_outputs = opts ? opts->n_outputs : 0;
+  ember_submit_options full;
+  int rc = ember__struct_in(&full, sizeof full, opts, EMBER__SUBMIT_OPTIONS_V0,
+                            "ember_submit_options");
+  if (rc) return rc;
+  opts = &full; /* the caller's fields, zeros for those it does not know */
+  size_t n_states = opts->n_states;
+  size_t n_outputs = opts->n_outputs;
   if (n_states > ACC_MAX_STATES || n_outputs > ACC_MAX_OUTPUTS ||
       (n_states && !opts->states) || (n_outputs && !opts->outputs)) {
     ember__client_set_error("ember_submit: at most %d state and %d out blocks",

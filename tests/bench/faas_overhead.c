@@ -164,6 +164,7 @@ static void *client_worker(void *arg) {
   client_job *j = arg;
   ember_sw_params p;
   ember_sw_params_default(&p);
+  j->rep.size = sizeof j->rep;
   j->rc = ember_sw_align(j->c, &p, j->b->q + j->first, j->b->r + j->first, j->count,
                          j->out + j->first, &j->rep, NULL, NULL);
   return NULL;

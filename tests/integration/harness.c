@@ -388,6 +388,7 @@ static void *job_main(void *arg) {
   ember_sw_params p;
   ember_sw_params_default(&p);
   p.pairs_per_task = j->pairs_per_task;
+  j->rep.size = sizeof j->rep;
   j->rc = ember_sw_align(j->c, &p, j->q, j->r, j->n, j->got, &j->rep,
                          on_job_progress, j);
   return NULL;

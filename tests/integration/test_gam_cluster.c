@@ -91,7 +91,7 @@ static void run_sw(nam_proc *p, const pair_set *ps) {
   ember_sw_params_default(&params);
   params.prefer = "fpga-emu";
   ember_sw_result *got = calloc(ps->n, sizeof *got);
-  ember_sw_report rep;
+  ember_sw_report rep = {.size = sizeof rep};
   CHECK_EQ(ember_sw_align(c, &params, ps->queries, ps->refs, ps->n, got, &rep,
                           NULL, NULL), 0);
   free(got);

@@ -16,7 +16,7 @@ static void align_via(const char *address, const pair_set *ps,
   ember_sw_params p;
   ember_sw_params_default(&p);
   ember_sw_result *got = calloc(ps->n, sizeof *got);
-  ember_sw_report rep;
+  ember_sw_report rep = {.size = sizeof rep};
   int rc = ember_sw_align(c, &p, ps->queries, ps->refs, ps->n, got, &rep, NULL, NULL);
   if (rc) fprintf(stderr, "%s: %s: %s\n", address, ember_strerror(rc), ember_last_error());
   CHECK_EQ(rc, 0);
@@ -24,25 +24,25 @@ static void align_via(const char *address, const pair_set *ps,
   CHECK(rep.tasks > 1);
   CHECK_EQ(rep.tasks_fallback, 0);
   /* all in the NAM (or the embedded engine): cpu, opencl or fpga-emu */
-  CHECK_EQ(rep.tasks_by_platform[0] + rep.tasks_by_platform[1] +
-               rep.tasks_by_platform[2], rep.tasks);
-  ember_client_stats st;
+  CHECK_EQ(rep.tasks_cpu + rep.tasks_opencl + rep.tasks_fpga_emu, rep.tasks);
+  ember_client_stats st = {.size = sizeof st};
   ember_client_get_stats(c, &st);
   CHECK_EQ(st.tasks_completed, rep.tasks);
   CHECK_EQ(st.tasks_fallback, 0);
 
-  ember_accel_info *accs;
-  ember_platform_info *plats;
-  size_t na, np;
-  CHECK_EQ(ember_list_accelerators(c, &accs, &na, &plats, &np), 0);
+  ember_listing *l;
+  CHECK_EQ(ember_list_accelerators(c, &l), 0);
   int found = 0;
-  for (size_t i = 0; i < na; i++)
-    if (strcmp(accs[i].name, "sw") == 0 && strstr(accs[i].platforms, "cpu")) found = 1;
+  for (size_t i = 0; i < ember_listing_accelerators(l); i++) {
+    const ember_accel_info *a = ember_listing_accelerator(l, i);
+    CHECK_EQ(a->size, sizeof *a);
+    if (strcmp(a->name, "sw") == 0 && strstr(a->platforms, "cpu")) found = 1;
+  }
   CHECK(found);
-  CHECK(np >= 1);
-  CHECK_EQ(strcmp(plats[0].kind, "cpu"), 0);
-  free(accs);
-  free(plats);
+  CHECK(ember_listing_platforms(l) >= 1);
+  CHECK_EQ(strcmp(ember_listing_platform(l, 0)->kind, "cpu"), 0);
+  CHECK(ember_listing_platform(l, ember_listing_platforms(l)) == NULL);
+  ember_listing_free(l);
   printf("%s: %zu pairs in %zu tasks equal to the reference\n", address, ps->n,
          rep.tasks);
   free(got);

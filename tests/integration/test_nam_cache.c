@@ -212,24 +212,26 @@ static double metric(const char *text, const char *name) {
   return -1;
 }
 
-/* fpga0's cache as the NAM lists it. */
+/* fpga0's cache as the NAM lists it: its counters (the strings and pairs
+ * went with the listing). */
 static ember_platform_info board_info(void) {
   ember_client *c;
   ember_options opts = {.no_fallback = 1};
   CHECK_EQ(ember_connect(nam.unix_addr, &opts, &c), 0);
-  ember_accel_info *accels;
-  ember_platform_info *plats, out;
-  size_t na, np;
-  CHECK_EQ(ember_list_accelerators(c, &accels, &na, &plats, &np), 0);
+  ember_listing *l;
+  ember_platform_info out;
+  CHECK_EQ(ember_list_accelerators(c, &l), 0);
   int found = 0;
-  for (size_t i = 0; i < np; i++)
-    if (strcmp(plats[i].name, "fpga0") == 0) {
-      out = plats[i];
+  for (size_t i = 0; i < ember_listing_platforms(l); i++)
+    if (strcmp(ember_listing_platform(l, i)->name, "fpga0") == 0) {
+      out = *ember_listing_platform(l, i);
       found = 1;
     }
   CHECK(found);
-  free(accels);
-  free(plats);
+  out.name = out.kind = out.state = out.device = out.loaded = NULL;
+  out.pairs = NULL;
+  out.n_pairs = 0;
+  ember_listing_free(l);
   ember_close(c);
   return out;
 }

@@ -27,7 +27,7 @@ static void *run(void *arg) {
   ember_sw_params_default(&p);
   p.pairs_per_task = 97; /* odd size: chunks of many shapes */
   ember_sw_result *got = calloc(w->ps->n, sizeof *got);
-  ember_sw_report rep;
+  ember_sw_report rep = {.size = sizeof rep};
   w->rc = ember_sw_align(c, &p, w->ps->queries, w->ps->refs, w->ps->n, got, &rep,
                          NULL, NULL);
   if (w->rc) fprintf(stderr, "%s: %s\n", w->address, ember_last_error());

@@ -66,7 +66,7 @@ int main(void) {
   CHECK_EQ(align_job_equal(&j, want), j.n);
   CHECK(log_contains(&nam, "draining"));
   printf("SIGTERM mid-batch: exit 0; %zu tasks on the NAM, %zu fell back; all "
-         "%zu results equal\n", j.rep.tasks_by_platform[0], j.rep.tasks_fallback, j.n);
+         "%zu results equal\n", j.rep.tasks_cpu, j.rep.tasks_fallback, j.n);
   ember_close(c);
   nam_cleanup(&nam);
   unlink(conf);

@@ -127,7 +127,7 @@ static size_t align_checked(ember_client *c, const pair_set *ps,
   ember_sw_params_default(&params);
   params.pairs_per_task = 8;
   ember_sw_result *got = calloc(ps->n, sizeof *got);
-  ember_sw_report rep;
+  ember_sw_report rep = {.size = sizeof rep};
   int rc = ember_sw_align(c, &params, ps->queries, ps->refs, ps->n, got, &rep,
                           NULL, NULL);
   if (rc) fprintf(stderr, "align: %s: %s\n", ember_strerror(rc), ember_last_error());

@@ -35,14 +35,14 @@ int main(void) {
   CHECK(j.rep.tasks_fallback > 0);
   CHECK(j.rep.tasks > j.rep.tasks_fallback); /* some did run on the NAM */
   printf("%zu tasks: %zu on the NAM's cpu, %zu fell back; all %zu results equal\n",
-         j.rep.tasks, j.rep.tasks_by_platform[0], j.rep.tasks_fallback, j.n);
+         j.rep.tasks, j.rep.tasks_cpu, j.rep.tasks_fallback, j.n);
 
   /* restart: the same client goes back to the NAM by itself (it retries
    * with a backoff of at most 2 s) */
   CHECK_EQ(nam_restart(&nam), 0);
   ember_sw_params p;
   ember_sw_params_default(&p);
-  ember_sw_report rep = {0};
+  ember_sw_report rep = {.size = sizeof rep};
   int reconnected = 0;
   for (int attempt = 0; attempt < 100 && !reconnected; attempt++) {
     memset(j.got, 0, ps.n * sizeof *j.got);
@@ -52,11 +52,11 @@ int main(void) {
     if (!reconnected) nanosleep(&(struct timespec){0, 50000000}, NULL);
   }
   CHECK(reconnected);
-  ember_client_stats st;
+  ember_client_stats st = {.size = sizeof st};
   ember_client_get_stats(c, &st);
   CHECK(st.reconnects >= 1);
   printf("reconnected (%llu reconnects), %zu tasks on cpu after the restart\n",
-         (unsigned long long)st.reconnects, rep.tasks_by_platform[0]);
+         (unsigned long long)st.reconnects, rep.tasks_cpu);
   ember_close(c);
   CHECK_EQ(nam_stop(&nam), 0);
   nam_cleanup(&nam);

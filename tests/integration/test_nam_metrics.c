@@ -81,7 +81,7 @@ static size_t align_via(const char *address, const pair_set *ps) {
   ember_sw_params p;
   ember_sw_params_default(&p);
   ember_sw_result *got = calloc(ps->n, sizeof *got);
-  ember_sw_report rep;
+  ember_sw_report rep = {.size = sizeof rep};
   CHECK_EQ(ember_sw_align(c, &p, ps->queries, ps->refs, ps->n, got, &rep,
                           NULL, NULL), 0);
   CHECK_EQ(rep.tasks_fallback, 0);

@@ -441,20 +441,19 @@ static void run_raw_errors(uint64_t other_id) {
 
 static void run_embedded_plugins(void) {
   ember_client *c = open_client("embedded");
-  ember_accel_info *accels;
-  ember_platform_info *plats;
-  size_t na, np;
-  CHECK_OK(ember_list_accelerators(c, &accels, &na, &plats, &np));
+  ember_listing *l;
+  CHECK_OK(ember_list_accelerators(c, &l));
   int found = 0;
-  for (size_t i = 0; i < na; i++)
-    if (strcmp(accels[i].name, "tally") == 0) {
+  for (size_t i = 0; i < ember_listing_accelerators(l); i++) {
+    const ember_accel_info *a = ember_listing_accelerator(l, i);
+    if (strcmp(a->name, "tally") == 0) {
       found = 1;
-      CHECK(strstr(accels[i].origin, "tally.so") != NULL);
+      CHECK(strstr(a->origin, "tally.so") != NULL);
     }
+  }
   CHECK(found);
-  free(accels);
-  free(plats);
-  ember_client_stats st;
+  ember_listing_free(l);
+  ember_client_stats st = {.size = sizeof st};
   ember_client_get_stats(c, &st);
   CHECK_EQ(st.plugins_loaded, 1);
   CHECK_EQ(st.plugins_refused, 0);

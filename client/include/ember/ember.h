@@ -16,6 +16,13 @@
  * Threads: one ember_client may be shared by any number of threads. Blocks
  * and tasks may be used from any thread, but one task must not be freed
  * while another thread still waits on it.
+ *
+ * ABI: libember.so.0 keeps its binary interface across 0.x releases. Every
+ * struct passed to or filled by the library starts with a size field: set
+ * it to sizeof the struct (or leave it 0 for the first release's layout) and
+ * a newer library reads and writes only the fields your program knows.
+ * Fields are only ever added at the end. Lists the library makes are
+ * reached through accessors (ember_listing), strings through pointers.
  */
 #ifndef EMBER_H
 #define EMBER_H
@@ -25,6 +32,7 @@
 
 #include <ember/ember_errors.h>
 #include <ember/ember_block_flags.h>
+#include <ember/ember_version.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,6 +40,10 @@ extern "C" {
 
 #define EMBER_PROTOCOL_VERSION 2
 #define EMBER_DEFAULT_SOCKET "/run/ember/nam.sock"
+
+/* ember_version - the linked library's version ("0.1.0"), which may be
+ * newer than the headers' EMBER_VERSION_STRING. */
+const char *ember_version(void);
 
 typedef struct ember_client ember_client;
 typedef struct ember_block ember_block;
@@ -42,6 +54,7 @@ typedef struct ember_task ember_task;
 
 /* Options for ember_connect; zero-initialise, then set what you need. */
 typedef struct ember_options {
+  size_t size;               /* sizeof(ember_options), or 0 (see "ABI") */
   const char *client_name;   /* shown in the NAM's logs; NULL: "libember" */
   unsigned embedded_threads; /* worker threads of an embedded engine or of
                                 the CPU fallback; 0: one per core */
@@ -202,6 +215,8 @@ int ember_block_restore(ember_block *block, uint64_t *version);
 
 /* Where and how a finished task ran. Times are in nanoseconds. */
 typedef struct ember_task_info {
+  size_t size;            /* of the library's struct: fields past your
+                             sizeof(ember_task_info) are newer ones */
   const char *platform;   /* the NAM platform's name ("cpu", "opencl0",
                              "fpga0"), or "fallback" when run in-process */
   const char *platform_kind; /* its kind: "cpu", "opencl", "fpga-emu",
@@ -222,6 +237,7 @@ typedef void (*ember_task_cb)(ember_task *task, void *user);
 
 /* Options for ember_submit; zero-initialise. */
 typedef struct ember_submit_options {
+  size_t size;            /* sizeof(ember_submit_options), or 0 */
   int priority;           /* higher runs first; default 0 */
   const char *platform;   /* require a platform kind ("cpu", "opencl",
                              "fpga-emu"); NULL: any. A kind the NAM lacks
@@ -309,6 +325,7 @@ typedef enum ember_sw_alphabet {
 /* Scoring. Gap penalties are positive numbers; a gap of length k costs
  * gap_open + (k-1) * gap_extend (parasail's convention). */
 typedef struct ember_sw_params {
+  size_t size;              /* sizeof(ember_sw_params), or 0 */
   ember_sw_alphabet alphabet;
   int match, mismatch;      /* DNA: e.g. 3 and -3 */
   const char *matrix;       /* protein: BLOSUM45/50/62/80, PAM250 or a path
@@ -319,7 +336,7 @@ typedef struct ember_sw_params {
   size_t pairs_per_task;    /* 0: chosen from the sequence lengths */
 } ember_sw_params;
 
-/* ember_sw_params_default - DNA, 3/-3, gap 6/1. */
+/* ember_sw_params_default - DNA, 3/-3, gap 6/1 (sets size too). */
 void ember_sw_params_default(ember_sw_params *params);
 
 /* A sequence: residue letters, not NUL-terminated. */
@@ -335,21 +352,25 @@ typedef struct ember_sw_result {
   int32_t ref_start, ref_end;
 } ember_sw_result;
 
-/* What an ember_sw_align call did. */
+/* What an ember_sw_align call did. Set size (or leave it 0) before the call;
+ * the library fills the fields your size covers. */
 typedef struct ember_sw_report {
+  size_t size;                 /* sizeof(ember_sw_report), or 0 */
   size_t tasks;
   size_t tasks_fallback;       /* run by the in-process CPU fallback */
-  size_t tasks_by_platform[4]; /* indexed like ember_platform_names */
+  size_t tasks_cpu;            /* run by the NAM (or the embedded engine) on */
+  size_t tasks_opencl;         /* a platform of each kind */
+  size_t tasks_fpga_emu;
   size_t tasks_retried;        /* moved to another platform in the NAM */
   uint64_t cells;              /* DP cell updates */
   uint64_t queue_ns, exec_ns, server_ns, round_trip_ns; /* summed */
   uint64_t wall_ns;
 } ember_sw_report;
 
-/* Platform names that ember_sw_report counts, in index order: the NAM's
- * platform kinds, then "fallback" at EMBER_PLATFORM_FALLBACK. */
-extern const char *const ember_platform_names[4];
-#define EMBER_PLATFORM_FALLBACK 3
+/* ember_platform_kind - the NAM's platform kinds by index ("cpu",
+ * "opencl", "fpga-emu"), NULL past the last: what
+ * ember_submit_options.platform and ember_sw_params.platform accept. */
+const char *ember_platform_kind(size_t i);
 
 /* Progress callback: pairs done so far out of total. */
 typedef void (*ember_progress_cb)(size_t done, size_t total, void *user);
@@ -369,10 +390,16 @@ int ember_sw_align(ember_client *client, const ember_sw_params *params,
 /* ------------------------------------------------------------------------ */
 /* Introspection                                                            */
 
+/* What a NAM (or the embedded engine) offers: a listing made by
+ * ember_list_accelerators, read through its accessors. Strings and structs
+ * belong to the listing and live until ember_listing_free. */
+typedef struct ember_listing ember_listing;
+
 /* One accelerator's health on one platform. */
 typedef struct ember_pair_info {
-  char accelerator[64];
-  char state[16];            /* ready, disabled, probing */
+  size_t size;               /* of the library's struct */
+  const char *accelerator;
+  const char *state;         /* ready, disabled, probing */
   uint64_t completed, errors, timeouts, disabled_count;
   unsigned consecutive_failures;
   /* what the NAM's dispatcher expects a task to take here: fixed_ns +
@@ -380,44 +407,55 @@ typedef struct ember_pair_info {
    * small calibration tasks and refined by real ones ("calibrated",
    * "measured"), or the platform's own model ("model"); "calibrating" or
    * "unknown" before any figure */
-  char speed[16];
+  const char *speed;
   double fixed_ns, ns_per_unit;
 } ember_pair_info;
 
-#define EMBER_MAX_PAIRS 8
-
 typedef struct ember_platform_info {
-  char name[64];
-  char kind[32];             /* cpu, opencl, fpga-emu */
-  char state[32];
-  char device[96];           /* the device's description ("" for cpu) */
-  char loaded[32];           /* fpga-emu: the loaded bitstream */
+  size_t size;               /* of the library's struct */
+  const char *name;
+  const char *kind;          /* cpu, opencl, fpga-emu */
+  const char *state;
+  const char *device;        /* the device's description ("" for cpu) */
+  const char *loaded;        /* fpga-emu: the loaded bitstream */
   unsigned workers, queued, running; /* workers: pipeline depth on devices */
   uint64_t completed, failed, retried, timeouts, reprograms;
   uint64_t cache_budget, cache_resident, cache_blocks; /* bytes, blocks */
   uint64_t cache_hits, cache_misses, cache_evictions;
   uint64_t bytes_to, bytes_from;
-  ember_pair_info pairs[EMBER_MAX_PAIRS];
-  unsigned n_pairs;
+  size_t n_pairs;
+  const ember_pair_info *const *pairs; /* n_pairs of them */
 } ember_platform_info;
 
 typedef struct ember_accel_info {
-  char name[64];
+  size_t size;           /* of the library's struct */
+  const char *name;
   unsigned version;
-  char platforms[256];   /* comma-separated */
+  const char *platforms; /* comma-separated */
   unsigned queued;
-  char origin[4096];     /* "built-in", or the path of the NAM's plugin */
+  const char *origin;    /* "built-in", or the path of the NAM's plugin */
 } ember_accel_info;
 
-/* ember_list_accelerators - what the NAM (or the embedded engine) offers.
- * Arrays are malloc'd; free them with free(). Returns EMBER_ECONNECT when
- * the client is in fallback (no NAM to ask). */
-int ember_list_accelerators(ember_client *client, ember_accel_info **accels,
-                            size_t *n_accels, ember_platform_info **platforms,
-                            size_t *n_platforms);
+/* ember_list_accelerators - ask the NAM (or the embedded engine) what it
+ * offers; *out gets a listing (free it with ember_listing_free). Returns
+ * EMBER_ECONNECT when the client is in fallback (no NAM to ask). */
+int ember_list_accelerators(ember_client *client, ember_listing **out);
+
+size_t ember_listing_accelerators(const ember_listing *listing);
+/* the i-th accelerator (NULL past the end) */
+const ember_accel_info *ember_listing_accelerator(const ember_listing *listing,
+                                                  size_t i);
+size_t ember_listing_platforms(const ember_listing *listing);
+/* the i-th platform (NULL past the end) */
+const ember_platform_info *ember_listing_platform(const ember_listing *listing,
+                                                  size_t i);
+/* ember_listing_free(NULL) is a no-op */
+void ember_listing_free(ember_listing *listing);
 
 /* Counters of this client since ember_connect. */
 typedef struct ember_client_stats {
+  size_t size;               /* sizeof(ember_client_stats), or 0: set it
+                                before the call */
   uint64_t tasks_submitted;
   uint64_t tasks_completed;
   uint64_t tasks_fallback;   /* results produced by the CPU fallback */
@@ -449,6 +487,7 @@ typedef struct ember_cluster ember_cluster;
 /* Options for ember_cluster_acquire; zero-initialise, then set what you
  * need. */
 typedef struct ember_cluster_options {
+  size_t size;            /* sizeof(ember_cluster_options), or 0 */
   const char *gam;        /* ember-gam: "tcp:HOST:PORT" or "HOST:PORT";
                              NULL: $EMBER_GAM */
   const char *app_name;   /* the app's name at the GAM and in the NAMs'
@@ -459,8 +498,8 @@ typedef struct ember_cluster_options {
   unsigned wait_ms;       /* how long the GAM may take to place the app
                              before it answers EMBER_ETIMEDOUT; 0: the
                              GAM's acquire_timeout */
-  ember_options client;   /* for each NAM connection (client_name defaults
-                             to app_name) */
+  const ember_options *client; /* for each NAM connection (client_name
+                             defaults to app_name); NULL: defaults */
 } ember_cluster_options;
 
 /*
@@ -475,7 +514,7 @@ typedef struct ember_cluster_options {
  * When the GAM ends a lease (node lost or drained, label removed, lease
  * expired), that member's client drops its NAM connection and never
  * reconnects: its tasks in flight and later ones run on the CPU fallback
- * (or fail with opts->client.no_fallback), and ember_cluster_ended() says
+ * (or fail with no_fallback in opts->client), and ember_cluster_ended() says
  * so.
  *
  * Returns 0 and *out (free with ember_cluster_release), or: EMBER_EINVAL

@@ -1,0 +1,59 @@
+#!/bin/sh
+# test_installed.sh BUILD_DIR SRC_DIR CC CMAKE - install the build into a
+# scratch prefix and build a program against it as a user would:
+#   cc hello_ember.c $(pkg-config --cflags --libs ember)
+#   the same against the static libember.a ($(pkg-config --static ...))
+#   a CMake project with find_package(ember) and ember::ember
+# Each binary runs an embedded alignment (hello_ember.c).
+set -eu
+build=$1 src=$2 cc=$3 cmake=$4
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+
+"$cmake" --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 || {
+  cat "$tmp/install.log"; exit 1; }
+libdir=$(dirname "$(find "$prefix" -name ember.pc | head -n 1)")/..
+libdir=$(cd "$libdir" && pwd)
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+for f in "$prefix/include/ember/ember.h" "$prefix/include/ember/ember_version.h" \
+         "$libdir/libember.a" "$libdir/pkgconfig/ember.pc" \
+         "$libdir/cmake/ember/ember-config.cmake"; do
+  [ -f "$f" ] || { echo "not installed: $f"; exit 1; }
+done
+soname=$(objdump -p "$libdir/libember.so" | awk '$1 == "SONAME" {print $2}')
+[ "$soname" = libember.so.0 ] || { echo "SONAME is '$soname'"; exit 1; }
+echo "installed: $(cd "$libdir" && ls libember*) (SONAME $soname)"
+
+# shared, with pkg-config
+# shellcheck disable=SC2046 # pkg-config's output is a list of flags
+"$cc" -Wall -Wextra -Werror -o "$tmp/hello_shared" "$src/hello_ember.c" \
+  $(pkg-config --cflags --libs ember) -Wl,-rpath,"$libdir"
+"$tmp/hello_shared"
+ldd "$tmp/hello_shared" | grep -q "$libdir/libember.so.0" ||
+  { echo "hello_shared does not use the installed libember.so.0"; exit 1; }
+
+# static: the archive itself, then what pkg-config --static says it needs
+# shellcheck disable=SC2046
+"$cc" -Wall -Wextra -Werror -o "$tmp/hello_static" "$src/hello_ember.c" \
+  $(pkg-config --cflags ember) "$libdir/libember.a" \
+  $(pkg-config --static --libs-only-other --libs-only-l ember | sed 's/-lember\b//')
+"$tmp/hello_static"
+if ldd "$tmp/hello_static" | grep -q libember; then
+  echo "hello_static links libember.so"; exit 1
+fi
+
+# CMake: find_package(ember)
+mkdir -p "$tmp/proj"
+cat >"$tmp/proj/CMakeLists.txt" <<EOP
+cmake_minimum_required(VERSION 3.16)
+project(hello C)
+find_package(ember 0.1 REQUIRED)
+add_executable(hello_cmake $src/hello_ember.c)
+target_link_libraries(hello_cmake PRIVATE ember::ember)
+EOP
+"$cmake" -S "$tmp/proj" -B "$tmp/proj/build" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_C_COMPILER="$cc" >"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log"; exit 1; }
+"$cmake" --build "$tmp/proj/build" >"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log"; exit 1; }
+"$tmp/proj/build/hello_cmake"
+echo "installed libember: pkg-config (shared, static) and find_package all work"
