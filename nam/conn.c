@@ -34,12 +34,18 @@ static int close_after_flush_pending(nam_conn *c);
 
 /* ---- output ------------------------------------------------------------ */
 
+static uint64_t now_ms(const nam_conn *c) { return uv_now(c->srv->loop); }
+
 static void update_poll(nam_conn *c) {
   if (c->closing) return;
-  int paused = c->inflight >= c->srv->limits.max_inflight;
+  int paused = c->inflight >= c->srv->limits.max_inflight || c->send_paused;
   int events = (paused ? 0 : UV_READABLE) |
                (c->out.len > c->out.sent ? UV_WRITABLE : 0);
   if (events != c->poll_events) {
+    /* a frame half read while we did not read is not the client's delay */
+    if ((events & UV_READABLE) && !(c->poll_events & UV_READABLE) &&
+        c->partial_ms)
+      c->partial_ms = now_ms(c);
     c->poll_events = events;
     if (events)
       uv_poll_start(&c->poll, events, on_poll);
@@ -48,19 +54,47 @@ static void update_poll(nam_conn *c) {
   }
 }
 
+/* Past max_send_queue a client's frames wait unread (nothing more of its
+ * runs, its replies stop growing); conn_guard.c closes it if it stays. */
+static void note_send_queue(nam_conn *c) {
+  uint64_t queued = NAM_CONN_QUEUED(c);
+  if (c->send_paused || queued <= c->srv->limits.max_send_queue) return;
+  c->send_paused = 1;
+  c->over_ms = now_ms(c);
+  log_notice("client %s: %llu reply bytes queued, over max_send_queue "
+             "(%llu): its frames wait until it reads", c->peer,
+             (unsigned long long)queued,
+             (unsigned long long)c->srv->limits.max_send_queue);
+}
+
+/* Returns 1 when the queue drained under half the limit and the frames
+ * that waited were handled (their replies may want sending). */
+static int resume_if_drained(nam_conn *c) {
+  if (!c->send_paused ||
+      NAM_CONN_QUEUED(c) > c->srv->limits.max_send_queue / 2)
+    return 0;
+  c->send_paused = 0;
+  c->over_ms = 0;
+  log_info("client %s reads again: its frames go on", c->peer);
+  process_frames(c);
+  return 1;
+}
+
 static void flush(nam_conn *c) {
-  while (!c->closing && c->out.len > c->out.sent) {
-    ssize_t n = send(c->fd, c->out.data + c->out.sent, c->out.len - c->out.sent,
-                     MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN) break;
-      nam_conn_close(c, strerror(errno));
-      return;
+  do {
+    while (!c->closing && c->out.len > c->out.sent) {
+      ssize_t n = send(c->fd, c->out.data + c->out.sent,
+                       c->out.len - c->out.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN) break;
+        nam_conn_close(c, strerror(errno));
+        return;
+      }
+      proto_wbuf_consume(&c->out, (size_t)n);
     }
-    proto_wbuf_consume(&c->out, (size_t)n);
-  }
-  if (c->closing) return;
+    if (c->closing) return;
+  } while (resume_if_drained(c));
   if (close_after_flush_pending(c)) return;
   update_poll(c);
 }
@@ -77,6 +111,7 @@ static void send_msg(nam_conn *c, Ember__MsgType type, const ProtobufCMessage *m
                            &e.base, c->srv->limits.max_frame);
   }
   if (rc) nam_conn_close(c, "out of memory");
+  else note_send_queue(c);
 }
 
 /* Returns code, so that a handler can say `return send_error(...)`. */
@@ -138,6 +173,20 @@ void nam_conn_refuse(nam_conn *c, int code, const char *detail) {
   flush(c);
 }
 
+void nam_conn_drop(nam_conn *c, int code, const char *why) {
+  if (c->closing) return;
+  log_warn("client %s: %s", c->peer, why);
+  send_error(c, code, 0, 0, "%s", why);
+  /* one try: a client that does not read gets no more of our time */
+  while (c->out.len > c->out.sent) {
+    ssize_t n = send(c->fd, c->out.data + c->out.sent, c->out.len - c->out.sent,
+                     MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n <= 0) break;
+    proto_wbuf_consume(&c->out, (size_t)n);
+  }
+  nam_conn_close(c, why);
+}
+
 /* ---- connection life --------------------------------------------------- */
 
 void nam_conn_open(nam_server *s, int fd, int is_unix, const char *peer) {
@@ -151,6 +200,7 @@ void nam_conn_open(nam_server *s, int fd, int is_unix, const char *peer) {
   c->is_unix = is_unix;
   c->app = ++s->next_app;
   snprintf(c->peer, sizeof c->peer, "%s", peer);
+  c->opened_ms = c->active_ms = uv_now(s->loop);
   proto_reader_init(&c->reader, s->limits.max_frame);
   uv_poll_init(s->loop, &c->poll, fd);
   c->poll.data = c;
@@ -158,6 +208,7 @@ void nam_conn_open(nam_server *s, int fd, int is_unix, const char *peer) {
   if (s->conns) s->conns->prev = c;
   s->conns = c;
   s->stats.clients++;
+  if (is_unix) s->clients_unix++; else s->clients_tcp++;
   nam_stats_connection(&s->metrics, is_unix);
   log_info("client %s connected (%s)", peer, is_unix ? "unix" : "tcp");
   update_poll(c);
@@ -189,6 +240,7 @@ void nam_conn_close(nam_conn *c, const char *why) {
   if (c->prev) c->prev->next = c->next; else s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   s->stats.clients--;
+  if (c->is_unix) s->clients_unix--; else s->clients_tcp--;
   /* the client is gone: its blocks go once their tasks are done */
   nam_blocks_clear(&c->blocks);
   if (s->engine)
@@ -292,6 +344,7 @@ void nam_conn_task_done(conn_task *ct) {
     if (ct->pins[i]) nam_block_unref(ct->pins[i]);
   nam_task_free(ct->task);
   free(ct);
+  c->active_ms = now_ms(c);
   if (c->closing) {
     maybe_free(c);
     return;
@@ -725,12 +778,20 @@ static void handle_frame(nam_conn *c, const proto_frame *f) {
   if (!adopted) protobuf_c_message_free_unpacked(m, NULL);
 }
 
+/* frame_timeout runs from the first byte of a frame to its last. */
+static void note_partial(nam_conn *c, int handled) {
+  if (c->reader.end == c->reader.start)
+    c->partial_ms = 0;
+  else if (handled || !c->partial_ms)
+    c->partial_ms = now_ms(c);
+}
+
 static void process_frames(nam_conn *c) {
   proto_frame f;
-  int rc;
+  int rc, handled = 0;
   /* without the engine (shutting down) frames wait; the sockets close */
   while (!c->closing && !c->close_after_flush && c->srv->engine &&
-         c->inflight < c->srv->limits.max_inflight &&
+         c->inflight < c->srv->limits.max_inflight && !c->send_paused &&
          (rc = proto_reader_next(&c->reader, &f)) != 0) {
     if (rc < 0) {
       char detail[160];
@@ -741,7 +802,9 @@ static void process_frames(nam_conn *c) {
       return;
     }
     handle_frame(c, &f);
+    handled = 1;
   }
+  if (!c->closing) note_partial(c, handled);
 }
 
 static void on_readable(nam_conn *c) {
@@ -759,8 +822,10 @@ static void on_readable(nam_conn *c) {
         nam_conn_close(c, strerror((int)-n));
       break;
     }
+    c->active_ms = now_ms(c);
     process_frames(c);
-    if (c->inflight >= c->srv->limits.max_inflight || c->close_after_flush)
+    if (c->inflight >= c->srv->limits.max_inflight || c->close_after_flush ||
+        c->send_paused)
       break; /* backpressure: leave the rest in the socket */
   }
   if (!c->closing) flush(c);
@@ -770,7 +835,13 @@ static void on_poll(uv_poll_t *poll, int status, int events) {
   nam_conn *c = poll->data;
   if (c->closing) return;
   if (status < 0) {
-    nam_conn_close(c, uv_strerror(status));
+    /* libuv reports any POLLERR as UV_EBADF: the socket knows the reason */
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err == 0)
+      err = recv(c->fd, &(char){0}, 1, MSG_PEEK | MSG_DONTWAIT) < 0 ? errno : 0;
+    nam_conn_close(c, err && err != EAGAIN ? strerror(err)
+                                           : uv_strerror(status));
     return;
   }
   if (events & UV_READABLE) on_readable(c);

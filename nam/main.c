@@ -47,6 +47,13 @@ static nam_server_limits limits_of(const struct nam_config *cfg) {
     .max_clients = (unsigned)cfg->max_clients,
     .max_inflight = (unsigned)cfg->max_inflight,
     .max_block_bytes = cfg->max_block_bytes,
+    .max_clients_unix = (unsigned)cfg->max_clients_unix,
+    .max_clients_tcp = (unsigned)cfg->max_clients_tcp,
+    .max_send_queue = cfg->max_send_queue,
+    .send_stall_ms = cfg->send_stall_timeout_ms,
+    .handshake_ms = cfg->handshake_timeout_ms,
+    .frame_ms = cfg->frame_timeout_ms,
+    .idle_ms = cfg->idle_timeout_ms,
   };
   return l;
 }

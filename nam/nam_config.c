@@ -187,8 +187,17 @@ const config_entry nam_config_table[] = {
            "sends a larger one is disconnected."},
   {.name = "max_clients", .type = CONFIG_INT, .flags = CONFIG_RELOADABLE,
    .offset = AT(max_clients, int), .def = "256", .min = 1, .max = 65536,
-   .help = "Clients connected at once; further connections are refused "
-           "until one closes."},
+   .help = "Clients connected at once over all listeners; further "
+           "connections are refused with an Error frame until one closes."},
+  {.name = "max_clients_unix", .type = CONFIG_INT, .flags = CONFIG_RELOADABLE,
+   .offset = AT(max_clients_unix, int), .def = "192", .min = 1, .max = 65536,
+   .help = "Clients connected at once on the unix sockets. Kept below "
+           "max_clients so that a full TCP side (max_clients_tcp) leaves room "
+           "for local clients, and the other way round."},
+  {.name = "max_clients_tcp", .type = CONFIG_INT, .flags = CONFIG_RELOADABLE,
+   .offset = AT(max_clients_tcp, int), .def = "192", .min = 1, .max = 65536,
+   .help = "Clients connected at once on the TCP listeners; further TCP "
+           "connections are refused (\"too many clients on tcp listener\")."},
   {.name = "max_inflight", .type = CONFIG_INT, .flags = CONFIG_RELOADABLE,
    .offset = AT(max_inflight, int), .def = "64", .min = 1, .max = 65536,
    .help = "Tasks one client may have in flight; at this many the NAM stops "
@@ -198,6 +207,37 @@ const config_entry nam_config_table[] = {
    .max = TiB,
    .help = "Bytes of input blocks one client may hold in the NAM at once; "
            "a block beyond that is refused."},
+  {.name = "max_send_queue", .type = CONFIG_SIZE, .flags = CONFIG_RELOADABLE,
+   .offset = AT(max_send_queue, uint64_t), .def = "64MiB", .min = 64 * KiB,
+   .max = 64 * GiB,
+   .help = "Bytes of replies queued to one client that does not read them. "
+           "Past it the NAM reads and runs nothing more of that client's "
+           "(its frames wait, nothing is lost) until the queue drains below "
+           "half; results of tasks already running still queue."},
+  {.name = "send_stall_timeout", .type = CONFIG_DURATION,
+   .flags = CONFIG_RELOADABLE,
+   .offset = AT(send_stall_timeout_ms, uint64_t), .def = "30s", .min = 100,
+   .max = 3600000,
+   .help = "A client over max_send_queue this long is disconnected (logged "
+           "as a warning with the bytes queued)."},
+  {.name = "handshake_timeout", .type = CONFIG_DURATION,
+   .flags = CONFIG_RELOADABLE,
+   .offset = AT(handshake_timeout_ms, uint64_t), .def = "10s", .min = 100,
+   .max = 3600000,
+   .help = "A connection that has not completed its Hello this long after "
+           "connecting is sent an Error and closed."},
+  {.name = "frame_timeout", .type = CONFIG_DURATION, .flags = CONFIG_RELOADABLE,
+   .offset = AT(frame_timeout_ms, uint64_t), .def = "60s", .min = 100,
+   .max = 3600000,
+   .help = "A frame whose first bytes came must be complete within this "
+           "long (while the NAM is reading), or the client is sent an Error "
+           "and closed: a client trickling bytes holds no slot for long."},
+  {.name = "idle_timeout", .type = CONFIG_DURATION, .flags = CONFIG_RELOADABLE,
+   .offset = AT(idle_timeout_ms, uint64_t), .def = "300s", .min = 0,
+   .max = 86400000,
+   .help = "A client that sends nothing this long while it has no task or "
+           "block operation in flight is closed, and its blocks freed; 0 "
+           "never closes idle clients."},
   {.name = "drain_timeout", .type = CONFIG_DURATION,
    .offset = AT(drain_timeout_ms, uint64_t), .def = "30s", .min = 0,
    .max = 3600000,

@@ -40,9 +40,16 @@ struct nam_config {
   int cpu_workers;           /* cpu_workers: 0 = one per online core */
   int queue_capacity;        /* queue_capacity: tasks per accelerator queue */
   uint64_t max_frame;        /* max_frame: bytes */
-  int max_clients;           /* max_clients */
+  int max_clients;           /* max_clients: all listeners together */
+  int max_clients_unix;      /* max_clients_unix: on the unix sockets */
+  int max_clients_tcp;       /* max_clients_tcp: on the TCP listeners */
   int max_inflight;          /* max_inflight: tasks in flight per client */
   uint64_t max_block_bytes;  /* max_block_bytes: block bytes per client */
+  uint64_t max_send_queue;   /* max_send_queue: bytes queued to one client */
+  uint64_t send_stall_timeout_ms; /* send_stall_timeout */
+  uint64_t handshake_timeout_ms;  /* handshake_timeout */
+  uint64_t frame_timeout_ms; /* frame_timeout */
+  uint64_t idle_timeout_ms;  /* idle_timeout: 0 = never */
   uint64_t drain_timeout_ms; /* drain_timeout */
   int log_level;             /* log_level: LOG_LVL_* of log.h */
   char *node_name;           /* node_name: "" = the host name */

@@ -56,12 +56,14 @@ int nam_server_create(uv_loop_t *loop, nam_engine *engine,
   pthread_mutex_init(&s->done_lock, NULL);
   uv_async_init(loop, &s->done_async, on_tasks_done);
   s->done_async.data = s;
+  nam_guard_start(s);
   *out = s;
   return 0;
 }
 
 void nam_server_set_limits(nam_server *s, const nam_server_limits *limits) {
   s->limits = *limits;
+  nam_guard_limits_changed(s);
 }
 
 void nam_server_get_stats(nam_server *s, nam_server_stats *out) {
@@ -80,6 +82,51 @@ unsigned nam_server_inflight(const nam_server *s, const acc_descriptor *acc) {
   for (size_t i = 0; i < NAM_MAX_PAIRS; i++)
     if (s->inflight_acc[i] == acc) return s->inflight_by_acc[i];
   return 0;
+}
+
+/* Which limit, if any, keeps a new client of this kind out: the text its
+ * Error carries; NULL: room. */
+static const char *full(const nam_server *s, int is_unix, char *text,
+                        size_t len) {
+  const nam_server_limits *l = &s->limits;
+  if (is_unix && s->clients_unix >= l->max_clients_unix)
+    snprintf(text, len, "too many clients on unix socket (%u)",
+             l->max_clients_unix);
+  else if (!is_unix && s->clients_tcp >= l->max_clients_tcp)
+    snprintf(text, len, "too many clients on tcp listener (%u)",
+             l->max_clients_tcp);
+  else if (s->stats.clients >= l->max_clients)
+    snprintf(text, len, "too many clients (max_clients %u)", l->max_clients);
+  else
+    return NULL;
+  return text;
+}
+
+/* Tell a refused client why, as far as one send without waiting goes,
+ * and close; a flood of refusals is logged once a second. */
+static void refuse(nam_server *s, int fd, const char *peer, const char *why) {
+  Ember__Error e = EMBER__ERROR__INIT;
+  e.code = EMBER_EBUSY;
+  e.message = (char *)why;
+  proto_wbuf w = {0};
+  if (proto_wbuf_append(&w, EMBER__MSG_TYPE__MSG_ERROR, &e.base,
+                        s->limits.max_frame) == 0)
+    (void)!send(fd, w.data, w.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+  proto_wbuf_free(&w);
+  /* bytes left unread would turn the close into a reset that can cost the
+   * client our Error */
+  char sink[4096];
+  (void)!recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+  close(fd);
+  uint64_t now = uv_now(s->loop);
+  if (s->refused_log_ms && now - s->refused_log_ms < 1000) {
+    s->refused_quiet++;
+    return;
+  }
+  log_warn("refusing client %s: %s (%u more refused since the last message)",
+           peer, why, s->refused_quiet);
+  s->refused_log_ms = now;
+  s->refused_quiet = 0;
 }
 
 static void on_accept(uv_poll_t *poll, int status, int events) {
@@ -111,10 +158,9 @@ static void on_accept(uv_poll_t *poll, int status, int events) {
                   sizeof port, NI_NUMERICHOST | NI_NUMERICSERV);
       snprintf(peer, sizeof peer, "%s:%s", host, port);
     }
-    if (s->stats.clients >= s->limits.max_clients) {
-      log_warn("refusing client %s: max_clients (%u) reached", peer,
-               s->limits.max_clients);
-      close(fd);
+    char why[96];
+    if (full(s, l->is_unix, why, sizeof why)) {
+      refuse(s, fd, peer, why);
       continue;
     }
     nam_conn_open(s, fd, l->is_unix, peer);
@@ -271,6 +317,7 @@ void nam_server_drain(nam_server *s, void (*on_idle)(nam_server *s, void *user),
 void nam_server_close(nam_server *s) {
   close_listeners(s);
   while (s->conns) nam_conn_close(s->conns, "server stopping");
+  nam_guard_stop(s);
   uv_close((uv_handle_t *)&s->done_async, NULL);
 }
 

@@ -20,9 +20,16 @@ typedef struct nam_server nam_server;
 /* Limits that apply per client; reloadable. */
 typedef struct nam_server_limits {
   size_t max_frame;          /* largest frame read or written */
-  unsigned max_clients;
+  unsigned max_clients;      /* all listeners together */
+  unsigned max_clients_unix; /* unix sockets: a full TCP side leaves these */
+  unsigned max_clients_tcp;
   unsigned max_inflight;     /* tasks per client before reading pauses */
   uint64_t max_block_bytes;  /* block bytes one client may hold */
+  uint64_t max_send_queue;   /* reply bytes queued before reading pauses */
+  uint64_t send_stall_ms;    /* over max_send_queue this long: closed */
+  uint64_t handshake_ms;     /* no Hello this long after connecting: closed */
+  uint64_t frame_ms;         /* a frame begun and not complete: closed */
+  uint64_t idle_ms;          /* nothing sent or in flight: closed; 0 never */
 } nam_server_limits;
 
 /* What the server holds now, for limits, Stats replies and gauges (the

@@ -59,6 +59,12 @@ struct nam_conn {
   uint64_t out_bytes;   /* its tasks' out blocks, held on the NAM */
   uint64_t app;         /* namespace of its blocks in the engine's cache */
   char peer[96];
+  /* the guards against clients that hold the NAM (conn_guard.c), uv_now ms */
+  uint64_t opened_ms;   /* accepted: handshake_timeout */
+  uint64_t active_ms;   /* last bytes received or task finished: idle_timeout */
+  uint64_t partial_ms;  /* an incomplete frame began (0: none): frame_timeout */
+  uint64_t over_ms;     /* send queue over max_send_queue since (0: not) */
+  int send_paused;      /* over max_send_queue: its frames wait unread */
   /* TCP clients of a NAM that checks leases (server_leases.c) */
   int has_lease;
   uint64_t lease_id;
@@ -75,6 +81,9 @@ typedef struct listener {
   char path[108];
 } listener;
 
+/* Replies queued to c and not yet taken by its socket. */
+#define NAM_CONN_QUEUED(c) ((uint64_t)((c)->out.len - (c)->out.sent))
+
 struct nam_server {
   uv_loop_t *loop;
   nam_engine *engine;
@@ -85,6 +94,11 @@ struct nam_server {
   nam_conn *conns;
   uint64_t next_app;        /* each connection is an app: its cache namespace */
   nam_server_stats stats;   /* clients, tasks in flight */
+  unsigned clients_unix, clients_tcp; /* by listener kind: their own limits */
+  uv_timer_t guard_timer;   /* conn_guard.c: timeouts of every connection */
+  uint64_t guard_period_ms;
+  uint64_t refused_log_ms;  /* refusals are logged at most once a second */
+  unsigned refused_quiet;   /* refused since then, not logged */
   nam_stats metrics;        /* counters for /metrics */
   uv_async_t done_async;
   pthread_mutex_t done_lock;
@@ -112,6 +126,17 @@ int nam_conn_error(nam_conn *c, int code, uint64_t task_id, uint64_t block_id,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* the connection may be freed once nothing is in flight */
 void nam_conn_maybe_free(nam_conn *c);
+
+/* Log why (a warning), send Error code with it as best it goes without
+ * waiting, and close now: for clients that may never read. */
+void nam_conn_drop(nam_conn *c, int code, const char *why);
+
+/* conn_guard.c: one timer closes connections past handshake_timeout,
+ * frame_timeout, idle_timeout or send_stall_timeout */
+void nam_guard_start(nam_server *s);
+/* the limits changed: the timer's period follows the shortest timeout */
+void nam_guard_limits_changed(nam_server *s);
+void nam_guard_stop(nam_server *s);
 
 /* conn_blocks.c: out and state blocks of a client (protocol 2) */
 void nam_conn_block_op(nam_conn *c, const Ember__BlockOp *m);
