@@ -117,8 +117,9 @@ typedef struct pump {
 
 /* Send until no byte is taken for STUCK_MS (returns 0; only when until_closed
  * is 0) or the NAM closes the connection (returns 1); fails the test past
- * PUMP_MS or when the NAM's RSS grows past the cap. */
-static int pump_run(pump *p, int until_closed) {
+ * PUMP_MS or when the NAM's RSS grows past the cap. A bench (bench_until
+ * set) checks nothing and returns 0 at that time. */
+static int pump_run(pump *p, int until_closed, uint64_t bench_until) {
   uint64_t start = now_ms(), last_progress = start, last_rss = 0;
   for (;;) {
     uint64_t now = now_ms();
@@ -126,13 +127,15 @@ static int pump_run(pump *p, int until_closed) {
       last_rss = now;
       long kb = rss_kb(nam.pid);
       if (kb > p->max_kb) p->max_kb = kb;
-      if (kb - p->base_kb > RSS_GROWTH_CAP_KB) {
+      if (bench_until) {
+        if (now >= bench_until) return 0;
+      } else if (kb - p->base_kb > RSS_GROWTH_CAP_KB) {
         fprintf(stderr, "ember-nam grew from %ld to %ld kB under a client "
                 "that does not read\n", p->base_kb, kb);
         exit(1);
       }
     }
-    if (now - start > PUMP_MS) {
+    if (!bench_until && now - start > PUMP_MS) {
       fprintf(stderr, "after %d ms: %s (%llu tasks submitted, RSS %ld kB)\n",
               PUMP_MS, until_closed ? "the NAM never disconnected the client"
                                     : "the NAM never stopped reading",
@@ -192,7 +195,7 @@ static void test_never_reads(void) {
   pump p = {.fd = r.fd, .base_kb = rss_kb(nam.pid)};
   p.max_kb = p.base_kb;
   CHECK(p.base_kb > 0);
-  CHECK_EQ(pump_run(&p, 0), 0);
+  CHECK_EQ(pump_run(&p, 0, 0), 0);
   printf("  the NAM stopped taking its frames after %llu Submits (RSS %ld "
          "kB, %ld at the start)\n", (unsigned long long)p.next_task, p.max_kb,
          p.base_kb);
@@ -200,7 +203,7 @@ static void test_never_reads(void) {
            paused_before + 1);
   good_client_served();
   uint64_t t0 = now_ms();
-  CHECK_EQ(pump_run(&p, 1), 1);
+  CHECK_EQ(pump_run(&p, 1, 0), 1);
   printf("  disconnected %llu ms later; RSS at most %ld kB\n",
          (unsigned long long)(now_ms() - t0), p.max_kb);
   char who[64];
@@ -260,8 +263,43 @@ static void test_reads_late(void) {
   raw_close(&r);
 }
 
+/* rss SECONDS: a NAM at its defaults and a client that never reads,
+ * reconnecting whenever it is disconnected; prints the NAM's RSS. */
+static int bench_rss(int seconds) {
+  CHECK_EQ(nam_start(&nam, NULL), 0);
+  pump p = {.base_kb = rss_kb(nam.pid)};
+  p.max_kb = p.base_kb;
+  uint64_t start = now_ms(), end = start + (uint64_t)seconds * 1000;
+  unsigned disconnects = 0;
+  while (now_ms() < end) {
+    raw_conn r;
+    raw_open_unix(&r, nam.sock);
+    raw_greet(&r, NULL, RECV_MS);
+    put_pairs(&r);
+    p.fd = r.fd;
+    p.w.len = p.w.sent = 0;
+    uint64_t slice = now_ms() + 5000;
+    while (pump_run(&p, 1, slice < end ? slice : end) == 0 && now_ms() < end) {
+      printf("  %3llu s: RSS %ld kB, %llu Submits sent\n",
+             (unsigned long long)((now_ms() - start) / 1000), rss_kb(nam.pid),
+             (unsigned long long)p.next_task);
+      fflush(stdout);
+      slice = now_ms() + 5000;
+    }
+    if (now_ms() < end) disconnects++;
+    raw_close(&r);
+  }
+  printf("RSS %ld kB at the start, at most %ld kB over %d s; the client was "
+         "disconnected %u times\n", p.base_kb, p.max_kb, seconds, disconnects);
+  proto_wbuf_free(&p.w);
+  nam_stop(&nam);
+  nam_cleanup(&nam);
+  return 0;
+}
+
 /* argv[1], if given, names the one part to run (reads_late, never_reads). */
 int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "rss") == 0) return bench_rss(atoi(argv[2]));
   const char *sets[] = {"max_send_queue=1MiB", "send_stall_timeout=4s",
                         "fpga-emu.boards=0", "cpu_workers=1", NULL};
   CHECK_EQ(nam_start(&nam, sets), 0);
