@@ -70,11 +70,15 @@ static void note_send_queue(nam_conn *c) {
 /* Returns 1 when the queue drained under half the limit and the frames
  * that waited were handled (their replies may want sending). */
 static int resume_if_drained(nam_conn *c) {
-  if (!c->send_paused ||
-      NAM_CONN_QUEUED(c) > c->srv->limits.max_send_queue / 2)
-    return 0;
+  if (!c->send_paused) return 0;
+  uint64_t queued = NAM_CONN_QUEUED(c), max = c->srv->limits.max_send_queue;
+  /* send_stall_timeout counts only the time over the limit: a client that
+   * reads, however slowly, is not stalled */
+  if (queued > max && !c->over_ms) c->over_ms = now_ms(c);
+  if (queued <= max) c->over_ms = 0;
+  if (queued > max / 2) return 0;
   c->send_paused = 0;
-  c->over_ms = 0;
+  c->active_ms = now_ms(c);
   log_info("client %s reads again: its frames go on", c->peer);
   process_frames(c);
   return 1;
@@ -173,9 +177,12 @@ void nam_conn_refuse(nam_conn *c, int code, const char *detail) {
   flush(c);
 }
 
-void nam_conn_drop(nam_conn *c, int code, const char *why) {
+void nam_conn_drop(nam_conn *c, int code, int warn, const char *why) {
   if (c->closing) return;
-  log_warn("client %s: %s", c->peer, why);
+  if (warn)
+    log_warn("client %s: %s", c->peer, why);
+  else
+    log_notice("client %s: %s", c->peer, why);
   send_error(c, code, 0, 0, "%s", why);
   /* one try: a client that does not read gets no more of our time */
   while (c->out.len > c->out.sent) {

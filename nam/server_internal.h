@@ -127,9 +127,10 @@ int nam_conn_error(nam_conn *c, int code, uint64_t task_id, uint64_t block_id,
 /* the connection may be freed once nothing is in flight */
 void nam_conn_maybe_free(nam_conn *c);
 
-/* Log why (a warning), send Error code with it as best it goes without
- * waiting, and close now: for clients that may never read. */
-void nam_conn_drop(nam_conn *c, int code, const char *why);
+/* Log why (a warning if warn, else a notice), send Error code with it as
+ * far as it goes without waiting, and close now: for clients that may
+ * never read. */
+void nam_conn_drop(nam_conn *c, int code, int warn, const char *why);
 
 /* conn_guard.c: one timer closes connections past handshake_timeout,
  * frame_timeout, idle_timeout or send_stall_timeout */
