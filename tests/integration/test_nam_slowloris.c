@@ -203,8 +203,8 @@ static int bench(int n) {
     CHECK(m && type == EMBER__MSG_TYPE__MSG_STATS);
     protobuf_c_message_free_unpacked(m, NULL);
     clock_gettime(CLOCK_MONOTONIC, &b);
-    uint64_t us = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000 +
-                  (uint64_t)(b.tv_nsec - a.tv_nsec) / 1000;
+    uint64_t us = (uint64_t)(((int64_t)(b.tv_sec - a.tv_sec) * 1000000000 +
+                              (b.tv_nsec - a.tv_nsec)) / 1000);
     if (us > worst) worst = us;
     sum += us;
     count++;
