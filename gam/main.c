@@ -31,6 +31,7 @@ typedef struct gam_daemon {
   gam_core *core;
   gam_server *server;
   gam_admin_http *admin;
+  lease_key key;             /* the cluster key: leases, NAMs' Register */
 } gam_daemon;
 
 /* static_partition's LABEL=NODE items, split in place into rules. */
@@ -65,12 +66,13 @@ static int start(void *user, uv_loop_t *loop) {
   d->loop = loop;
   raise_fd_limit((unsigned)d->cfg.max_connections);
   gam_core_options o = {0};
-  int rc = lease_key_load(d->cfg.cluster_key_file, &o.key, err, sizeof err);
+  int rc = lease_key_load(d->cfg.cluster_key_file, &d->key, err, sizeof err);
   if (rc) {
     log_err("cluster key: %s (create one with ember-gam --create-key FILE)",
             err);
     return -1;
   }
+  o.key = d->key;
   rc = gam_store_open(d->cfg.database, &d->store, err, sizeof err);
   if (rc) {
     log_err("state store: %s", err);
@@ -107,6 +109,8 @@ static int start(void *user, uv_loop_t *loop) {
     .max_connections = (unsigned)d->cfg.max_connections,
     .tick_ms = d->cfg.heartbeat_interval_ms / 4 ? d->cfg.heartbeat_interval_ms / 4 : 1,
     .heartbeat_interval_ms = d->cfg.heartbeat_interval_ms,
+    .nam_silent_ms = d->cfg.heartbeat_interval_ms * (uint64_t)d->cfg.lost_after,
+    .key = &d->key,
     .writer = d->writer,
   };
   if (gam_server_start(d->loop, d->core, &so, &d->server, err, sizeof err)) {

@@ -38,7 +38,7 @@
 extern "C" {
 #endif
 
-#define EMBER_PROTOCOL_VERSION 2
+#define EMBER_PROTOCOL_VERSION 3
 #define EMBER_DEFAULT_SOCKET "/run/ember/nam.sock"
 
 /* ember_version - the linked library's version ("0.1.0"), which may be
