@@ -142,6 +142,12 @@ const config_entry gam_config_table[] = {
    .max = 30 * DAY_MS,
    .help = "How long a lease is valid; the NAM refuses it afterwards and "
            "the GAM ends it."},
+  {.name = "app_grace", .type = CONFIG_DURATION,
+   .offset = AT(app_grace_ms, uint64_t), .def = "30s", .min = 0,
+   .max = DAY_MS,
+   .help = "How long a placed app may be without its connection to the GAM "
+           "(its process died, or the GAM restarted) before its leases end; "
+           "the NAMs then drop its clients. It may Release them meanwhile."},
   {.name = "acquire_timeout", .type = CONFIG_DURATION,
    .offset = AT(acquire_timeout_ms, uint64_t), .def = "60s", .min = 100,
    .max = DAY_MS,

@@ -95,6 +95,7 @@ static int start(void *user, uv_loop_t *loop) {
   o.slots_per_node = (unsigned)d->cfg.slots_per_node;
   o.lease_ttl_ms = d->cfg.lease_ttl_ms;
   o.acquire_timeout_ms = d->cfg.acquire_timeout_ms;
+  o.app_grace_ms = d->cfg.app_grace_ms;
   o.version = EMBER_VERSION;
   rc = gam_core_create(&o, d->store, &d->core, err, sizeof err);
   /* the core copied the rules; the strings are the config's */

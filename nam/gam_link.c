@@ -437,7 +437,8 @@ static void on_ack(nam_gam_link *l, const Ember__HeartbeatAck *a) {
   }
   if (a->n_ended_leases) {
     log_info("GAM %s: %zu lease(s) ended", l->gam, a->n_ended_leases);
-    nam_leases_end(l->srv, a->ended_leases, a->n_ended_leases);
+    nam_leases_end(l->srv, a->ended_leases, a->ended_expires_unix_ms,
+                   a->n_ended_expires_unix_ms, a->n_ended_leases);
   }
   int drained = a->has_drained && a->drained;
   if (drained != l->drained) {

@@ -579,6 +579,10 @@ static int app_acquire(load *L, size_t idx, uint64_t now) {
   q.count = a->count;
   q.has_wait_ms = 1;
   q.wait_ms = L->o->app_wait_ms;
+  static uint8_t app_key[32]; /* a public key: never used at a NAM here */
+  q.has_app_key = 1;
+  q.app_key.data = app_key;
+  q.app_key.len = sizeof app_key;
   a->state = APP_WAITING;
   a->acquired_ns = now;
   a->at_ns = now + (uint64_t)L->o->app_wait_ms * 1000000u + 5 * NS;

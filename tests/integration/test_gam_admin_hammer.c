@@ -101,6 +101,10 @@ static void *app_thread(void *arg) {
     a.count = 1;
     a.has_wait_ms = 1;
     a.wait_ms = 300;
+    static uint8_t app_key[32]; /* a public key: never used at a NAM here */
+    a.has_app_key = 1;
+    a.app_key.data = app_key;
+    a.app_key.len = sizeof app_key;
     CHECK(gam_send(fd, EMBER__MSG_TYPE__MSG_ACQUIRE, &a.base) == 0);
     uint8_t type = 0;
     ProtobufCMessage *m = gam_recv(fd, 10000, &type);

@@ -33,6 +33,7 @@
 #include "gam_harness.h"
 #include "harness.h"
 #include "lease.h"
+#include "lease_proof.h"
 #include "node_auth.h"
 #include "raw_conn.h"
 
@@ -59,9 +60,15 @@ static void refused(int port, const Ember__Lease *lease, const char *text) {
 
 /* ---- leases ------------------------------------------------------------ */
 
+/* This test's app key pair: the leases it signs are bound to app_pk. */
+static uint8_t app_pk[LEASE_APP_PK_BYTES], app_sk[LEASE_APP_SK_BYTES];
+
 static void sign(const lease_key *key, const char *node, const char *label,
                  int64_t expires_in_ms, uint64_t id, Ember__Lease *out) {
   Ember__LeaseBody b = EMBER__LEASE_BODY__INIT;
+  b.has_app_key = 1;
+  b.app_key.data = app_pk;
+  b.app_key.len = sizeof app_pk;
   uint64_t now = lease_now_unix_ms();
   b.lease_id = id;
   b.app_id = 1;
@@ -201,21 +208,22 @@ static void test_leases(const pair_set *ps, const ember_sw_result *want) {
   sign(&key, "n1", "sw@fpga-emu", 60000, 6, &l);
   raw_conn r;
   raw_open_tcp(&r, nam.port);
-  raw_greet(&r, &l, 5000);
+  raw_greet_proved(&r, &l, app_sk, 5000);
   raw_close(&r);
   lease_clear(&l);
   sign(&key, "n1", "sw", 60000, 7, &l);
   raw_open_tcp(&r, nam.port);
-  raw_greet(&r, &l, 5000);
+  raw_greet_proved(&r, &l, app_sk, 5000);
   raw_close(&r);
   lease_clear(&l);
-  CHECK(log_contains(nam.log_path, "holds lease 7 (app test, label sw)"));
+  CHECK(log_contains(nam.log_path, "presents lease 7 (app test, label sw)"));
+  CHECK(log_contains(nam.log_path, "holds lease for label sw"));
   printf("valid leases accepted\n");
 
   /* a lease that expires while its client is connected */
   sign(&key, "n1", "sw", 1500, 8, &l);
   raw_open_tcp(&r, nam.port);
-  raw_greet(&r, &l, 5000);
+  raw_greet_proved(&r, &l, app_sk, 5000);
   raw_expect_error(&r, EMBER_ELEASE, "lease 8 expired", 10000);
   raw_expect_closed(&r, 5000);
   raw_close(&r);
@@ -422,7 +430,7 @@ static void test_with_gam(const pair_set *ps, const ember_sw_result *want) {
   sign(&key, "n1", "sw", 60000, lease, &l);
   raw_conn held;
   raw_open_tcp(&held, nam.port);
-  raw_greet(&held, &l, 5000);
+  raw_greet_proved(&held, &l, app_sk, 5000);
 
   /* the GAM ends the lease: the app is told, the NAM drops the client */
   long status;
@@ -475,6 +483,7 @@ static void test_with_gam(const pair_set *ps, const ember_sw_result *want) {
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   atexit(stop_daemons);
+  CHECK_EQ(lease_app_keypair(app_pk, app_sk), 0);
   pair_set ps;
   CHECK_EQ(pairs_load_dna(&ps, 48), 0);
   ember_sw_result *want = pairs_reference_default(&ps);
