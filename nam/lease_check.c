@@ -176,7 +176,3 @@ void nam_leases_end(nam_server *s, const uint64_t *ids,
   }
 }
 
-size_t nam_leases_ended_count(const nam_server *s) {
-  nam_lease_check *lc = nam_server_lease_check(s);
-  return lc ? HASH_COUNT(lc->ended) : 0;
-}

@@ -60,7 +60,5 @@ int nam_lease_admit(nam_server *s, nam_conn *c, const Ember__Hello *hello,
 void nam_leases_end(nam_server *s, const uint64_t *ids,
                     const uint64_t *expires, size_t n_expires, size_t n);
 
-/* How many ended leases are remembered now (for metrics and tests). */
-size_t nam_leases_ended_count(const nam_server *s);
 
 #endif
