@@ -221,8 +221,8 @@ static void on_lease_ended(ember_cluster *cl, const Ember__LeaseEnded *e) {
   }
 }
 
-/* Reads LeaseEnded until release wakes it or the GAM goes away (the
- * leases stay valid at the NAMs until they expire). */
+/* Reads LeaseEnded until release wakes it or the GAM goes away (the GAM
+ * then ends the leases after its app_grace). */
 static void *reader_main(void *arg) {
   ember_cluster *cl = arg;
   for (;;) {
