@@ -165,9 +165,10 @@ static int create_key(void *user) {
 static const daemon_spec gam_spec = {
   .name = "ember-gam",
   .version = EMBER_VERSION,
-  .about = "The ember global accelerator manager: NAMs register and heartbeat,\n"
-           "apps acquire nodes by label (delay scheduling by accelerator\n"
-           "affinity), admins use the HTTP API (emberctl).",
+  .about = "The ember global accelerator manager: NAMs register (proving\n"
+           "they hold the cluster key) and heartbeat, apps acquire nodes by\n"
+           "label (delay scheduling by accelerator affinity) and get leases\n"
+           "bound to their own key, admins use the HTTP API (emberctl).",
   .signals = "Signals: SIGTERM/SIGINT exit (state is always on disk); SIGHUP\n"
              "rereads the config file and applies the reloadable keys.",
   .default_path = GAM_CONFIG_DEFAULT_PATH,
