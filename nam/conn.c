@@ -646,6 +646,11 @@ static void handle_hello(nam_conn *c, const Ember__Hello *m) {
 
 /* The answer to a lease's challenge; a good one gets the Welcome again. */
 static void handle_lease_proof(nam_conn *c, const Ember__LeaseProof *m) {
+  if (!nam_conn_lease_challenge(c)) {
+    nam_stats_protocol_error(&c->srv->metrics);
+    send_error(c, EMBER_EPROTO, 0, 0, "LeaseProof without a lease's challenge");
+    return;
+  }
   if (nam_conn_lease_prove(c, m) != 0) {
     nam_stats_lease_refused(&c->srv->metrics);
     log_notice("client %s refused: its LeaseProof does not match the "
@@ -709,11 +714,9 @@ static void handle_frame(nam_conn *c, const proto_frame *f) {
     protobuf_c_message_free_unpacked(m, NULL);
     return;
   }
-  if ((nam_conn_lease_challenge(c) != NULL) !=
-      (f->type == EMBER__MSG_TYPE__MSG_LEASE_PROOF)) {
-    fatal(c, nam_conn_lease_challenge(c) ? EMBER_ELEASE : EMBER_EPROTO, "%s",
-          nam_conn_lease_challenge(c) ? "lease: LeaseProof must follow the "
-          "Welcome" : "LeaseProof without a lease's challenge");
+  if (nam_conn_lease_challenge(c) &&
+      f->type != EMBER__MSG_TYPE__MSG_LEASE_PROOF) {
+    fatal(c, EMBER_ELEASE, "%s", "lease: LeaseProof must follow the Welcome");
     protobuf_c_message_free_unpacked(m, NULL);
     return;
   }
