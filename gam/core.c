@@ -136,6 +136,7 @@ static void node_free(gam_node *n) {
   for (size_t i = 0; i < n->n_in_use; i++) free((char *)n->in_use[i].label);
   free(n->in_use);
   free(n->ended);
+  free(n->ended_expires);
   free(n->id);
   free(n->address);
   free(n);
@@ -391,7 +392,9 @@ int gam_core_heartbeat(gam_core *c, const Ember__Heartbeat *m,
   if (node->n_ended) {
     ack->ended_leases = node->ended;
     ack->n_ended_leases = node->n_ended;
-    node->ended = NULL;
+    ack->ended_expires_unix_ms = node->ended_expires;
+    ack->n_ended_expires_unix_ms = node->n_ended;
+    node->ended = node->ended_expires = NULL;
     node->n_ended = node->cap_ended = 0;
   }
   /* what changed before the placement: the node itself, or leases ended
@@ -405,8 +408,9 @@ out:
 
 void gam_core_ack_clear(Ember__HeartbeatAck *ack) {
   free(ack->ended_leases);
-  ack->ended_leases = NULL;
-  ack->n_ended_leases = 0;
+  free(ack->ended_expires_unix_ms);
+  ack->ended_leases = ack->ended_expires_unix_ms = NULL;
+  ack->n_ended_leases = ack->n_ended_expires_unix_ms = 0;
 }
 
 /* ------------------------------------------------------------ acquire */
@@ -433,6 +437,10 @@ int gam_core_acquire(gam_core *c, const Ember__Acquire *m, uint64_t *app_id,
                m->label);
   if (m->count == 0 || m->count > 4096)
     return say(err, err_len, EMBER_EINVAL, "count must be 1..4096");
+  if (!m->has_app_key || m->app_key.len != 32)
+    return say(err, err_len, EMBER_EINVAL,
+               "app_key must be the app's 32-byte Ed25519 public key "
+               "(protocol 3)");
   pthread_mutex_lock(&c->lock);
   int rc = 0;
   unsigned offering = nodes_offering(c, m->label, m->count);
@@ -456,6 +464,8 @@ int gam_core_acquire(gam_core *c, const Ember__Acquire *m, uint64_t *app_id,
   a->wanted = m->count;
   a->state = GAM_APP_PENDING;
   a->connected = true;
+  memcpy(a->key, m->app_key.data, sizeof a->key);
+  a->has_key = true;
   a->created_ms = now_ms();
   uint64_t wait = m->wait_ms ? m->wait_ms : c->opt.acquire_timeout_ms;
   a->deadline_ns = clock_now_ns() + wait * 1000000u;
@@ -512,6 +522,7 @@ void gam_core_app_disconnected(gam_core *c, uint64_t app_id) {
   gam_app *a = core_find_app(c, app_id);
   if (a) {
     a->connected = false;
+    a->gone_ns = clock_now_ns();
     if (a->state == GAM_APP_PENDING) core_app_end(c, a, "disconnected");
   }
   core_unlock(c);
@@ -563,6 +574,23 @@ static void expire_leases(gam_core *c) {
     }
 }
 
+/* Apps whose connection has been gone past app_grace: their leases end
+ * (the NAMs hear of it in their next HeartbeatAck). */
+static void end_gone_apps(gam_core *c, uint64_t now_ns) {
+  uint64_t grace = c->opt.app_grace_ms * 1000000u;
+  for (gam_app *a = c->apps, *next; a; a = next) {
+    next = a->next;
+    if (a->connected || a->state == GAM_APP_PENDING ||
+        now_ns - a->gone_ns < grace)
+      continue;
+    log_notice("app %llu (%s): no connection for %llu ms, its %zu lease(s) "
+               "end", (unsigned long long)a->id, a->name,
+               (unsigned long long)((now_ns - a->gone_ns) / 1000000u),
+               a->n_leases);
+    core_app_end(c, a, "app gone");
+  }
+}
+
 void gam_core_tick(gam_core *c) {
   pthread_mutex_lock(&c->lock);
   uint64_t now = clock_now_ns();
@@ -573,6 +601,7 @@ void gam_core_tick(gam_core *c) {
       lose_node(c, node);
   }
   expire_waits(c, now);
+  end_gone_apps(c, now);
   expire_leases(c);
   core_unlock(c);
 }

@@ -69,6 +69,8 @@ typedef struct gam_core_options {
   unsigned slots_per_node;         /* 0 = no limit */
   uint64_t lease_ttl_ms;
   uint64_t acquire_timeout_ms;
+  uint64_t app_grace_ms;           /* an app's connection gone this long:
+                                      its leases end */
   lease_key key;
   const char *version;
   gam_writer *writer;              /* commits the changes (required) */
@@ -113,7 +115,8 @@ int gam_core_acquire(gam_core *c, const Ember__Acquire *m, uint64_t *app_id,
 int gam_core_release(gam_core *c, const Ember__Release *m, char *err,
                      size_t err_len);
 /* The app's connection closed: a pending app ends; a running one keeps
- * its leases (it may come back and Release them) until they expire. */
+ * its leases for app_grace (it may come back and Release them), then they
+ * end (gam_core_tick). */
 void gam_core_app_disconnected(gam_core *c, uint64_t app_id);
 
 /* Liveness, acquire timeouts, lease expiry. Call a few times per

@@ -42,6 +42,7 @@ typedef struct gam_node {
   uint64_t last_seen_ns;   /* monotonic: liveness */
   uint64_t heartbeats;
   uint64_t *ended;         /* lease ids for its next HeartbeatAck */
+  uint64_t *ended_expires; /* and their expiry times (parallel) */
   size_t n_ended, cap_ended;
   size_t index;            /* in gam_core.nodes and gam_core.sched */
 } gam_node;
@@ -63,6 +64,9 @@ typedef struct gam_app {
   uint64_t created_ms;
   uint64_t deadline_ns;    /* pending: when its wait runs out */
   bool connected;
+  uint64_t gone_ns;        /* !connected: since when (monotonic) */
+  uint8_t key[32];         /* its Ed25519 public key (Acquire.app_key) */
+  bool has_key;            /* false for apps loaded from the store */
   gam_lease **leases;
   size_t n_leases, cap_leases;
   struct gam_app *next;    /* in id order */

@@ -36,15 +36,20 @@ int core_in_use_add(gam_node *n, const char *label, int delta) {
   return 0;
 }
 
-static int push_id(uint64_t **ids, size_t *n, size_t *cap, uint64_t id) {
-  if (*n == *cap) {
-    size_t c = *cap ? 2 * *cap : 8;
-    uint64_t *grown = realloc(*ids, c * sizeof *grown);
-    if (!grown) return EMBER_ENOMEM;
-    *ids = grown;
-    *cap = c;
+/* An ended lease for node's next HeartbeatAck, with its expiry time. */
+static int push_ended(gam_node *node, uint64_t id, uint64_t expires) {
+  if (node->n_ended == node->cap_ended) {
+    size_t c = node->cap_ended ? 2 * node->cap_ended : 8;
+    uint64_t *ids = realloc(node->ended, c * sizeof *ids);
+    if (!ids) return EMBER_ENOMEM;
+    node->ended = ids;
+    uint64_t *exp = realloc(node->ended_expires, c * sizeof *exp);
+    if (!exp) return EMBER_ENOMEM;
+    node->ended_expires = exp;
+    node->cap_ended = c;
   }
-  (*ids)[(*n)++] = id;
+  node->ended[node->n_ended] = id;
+  node->ended_expires[node->n_ended++] = expires;
   return 0;
 }
 
@@ -87,7 +92,7 @@ int core_lease_grant(gam_core *c, gam_app *a, gam_node *node) {
 
 static void count_end(gam_core *c, const char *reason) {
   if (strcmp(reason, "released") == 0 || strcmp(reason, "disconnected") == 0 ||
-      strcmp(reason, "wait over") == 0)
+      strcmp(reason, "wait over") == 0 || strcmp(reason, "app gone") == 0)
     c->n.ended_released++;
   else if (strcmp(reason, "node lost") == 0) c->n.ended_lost++;
   else if (strcmp(reason, "drained") == 0) c->n.ended_drained++;
@@ -104,7 +109,7 @@ int core_lease_end(gam_core *c, gam_lease *l, const char *reason) {
   core_in_use_add(node, l->label, -1);
   node->n_leases--;
   core_sync_sched(c, node);
-  push_id(&node->ended, &node->n_ended, &node->cap_ended, l->id);
+  push_ended(node, l->id, l->expires_unix_ms);
   /* apps are told of ends they did not ask for */
   if (a->connected && strcmp(reason, "released") != 0 &&
       a->state != GAM_APP_PENDING) {
@@ -182,6 +187,11 @@ int core_send_allocation(gam_core *c, gam_app *a) {
     body.label = l->label;
     body.issued_unix_ms = l->issued_unix_ms;
     body.expires_unix_ms = l->expires_unix_ms;
+    /* apps loaded from the store have no key: their leases cannot be
+     * used at a NAM, which needs the app's proof */
+    body.has_app_key = a->has_key;
+    body.app_key.data = a->key;
+    body.app_key.len = sizeof a->key;
     rc = lease_sign(&c->opt.key, &body, &leases[i]);
     if (rc) break;
     ember__node_grant__init(&grants[i]);

@@ -45,6 +45,8 @@ static int load_app(void *user, const gam_store_app_row *row) {
   a->wanted = row->wanted;
   a->state = row->state;
   a->created_ms = row->created_ms;
+  /* its connection did not survive the restart: app_grace starts now */
+  a->gone_ns = clock_now_ns();
   gam_app **tail = &c->apps;
   while (*tail) tail = &(*tail)->next;
   *tail = a;

@@ -83,8 +83,9 @@ const config_entry gam_config_table[] = {
   {.name = "listen", .type = CONFIG_STRING, .offset = AT(listen, char *),
    .def = "127.0.0.1:7070", .max = 300, .check = check_hostport,
    .help = "HOST:PORT where NAMs register and send heartbeats and apps "
-           "acquire nodes (the binary protocol). Anyone who can reach it can "
-           "register a node: keep it on a trusted network."},
+           "acquire nodes (the binary protocol). A NAM registers only by "
+           "proving it holds the cluster key; apps need no key to acquire: "
+           "keep it on a trusted network."},
   {.name = "admin_listen", .type = CONFIG_STRING,
    .offset = AT(admin_listen, char *), .def = "127.0.0.1:7080", .max = 300,
    .check = check_optional_hostport,
@@ -100,7 +101,8 @@ const config_entry gam_config_table[] = {
    .offset = AT(cluster_key_file, char *), .def = "/etc/ember/cluster.key",
    .max = 4096,
    .help = "File holding the cluster key (64 hex digits, mode 0600) that "
-           "signs leases; every NAM has the same file."},
+           "signs leases and that NAMs prove they hold when they register; "
+           "every NAM has the same file. Required."},
   {.name = "database", .type = CONFIG_STRING, .offset = AT(database, char *),
    .def = "/var/lib/ember/gam.db", .max = 4096,
    .help = "SQLite file holding nodes, labels, apps, leases and the event "
@@ -140,6 +142,12 @@ const config_entry gam_config_table[] = {
    .max = 30 * DAY_MS,
    .help = "How long a lease is valid; the NAM refuses it afterwards and "
            "the GAM ends it."},
+  {.name = "app_grace", .type = CONFIG_DURATION,
+   .offset = AT(app_grace_ms, uint64_t), .def = "30s", .min = 0,
+   .max = DAY_MS,
+   .help = "How long a placed app may be without its connection to the GAM "
+           "(its process died, or the GAM restarted) before its leases end; "
+           "the NAMs then drop its clients. It may Release them meanwhile."},
   {.name = "acquire_timeout", .type = CONFIG_DURATION,
    .offset = AT(acquire_timeout_ms, uint64_t), .def = "60s", .min = 100,
    .max = DAY_MS,

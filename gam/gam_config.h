@@ -36,6 +36,7 @@ struct gam_config {
   config_list static_partition; /* static_partition: LABEL=NODE items */
   int slots_per_node;         /* slots_per_node: 0 = no limit */
   uint64_t lease_ttl_ms;      /* lease_ttl */
+  uint64_t app_grace_ms;      /* app_grace */
   uint64_t acquire_timeout_ms; /* acquire_timeout */
   uint64_t max_frame;         /* max_frame */
   int max_connections;        /* max_connections */

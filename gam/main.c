@@ -31,6 +31,7 @@ typedef struct gam_daemon {
   gam_core *core;
   gam_server *server;
   gam_admin_http *admin;
+  lease_key key;             /* the cluster key: leases, NAMs' Register */
 } gam_daemon;
 
 /* static_partition's LABEL=NODE items, split in place into rules. */
@@ -65,12 +66,13 @@ static int start(void *user, uv_loop_t *loop) {
   d->loop = loop;
   raise_fd_limit((unsigned)d->cfg.max_connections);
   gam_core_options o = {0};
-  int rc = lease_key_load(d->cfg.cluster_key_file, &o.key, err, sizeof err);
+  int rc = lease_key_load(d->cfg.cluster_key_file, &d->key, err, sizeof err);
   if (rc) {
     log_err("cluster key: %s (create one with ember-gam --create-key FILE)",
             err);
     return -1;
   }
+  o.key = d->key;
   rc = gam_store_open(d->cfg.database, &d->store, err, sizeof err);
   if (rc) {
     log_err("state store: %s", err);
@@ -93,6 +95,7 @@ static int start(void *user, uv_loop_t *loop) {
   o.slots_per_node = (unsigned)d->cfg.slots_per_node;
   o.lease_ttl_ms = d->cfg.lease_ttl_ms;
   o.acquire_timeout_ms = d->cfg.acquire_timeout_ms;
+  o.app_grace_ms = d->cfg.app_grace_ms;
   o.version = EMBER_VERSION;
   rc = gam_core_create(&o, d->store, &d->core, err, sizeof err);
   /* the core copied the rules; the strings are the config's */
@@ -107,6 +110,8 @@ static int start(void *user, uv_loop_t *loop) {
     .max_connections = (unsigned)d->cfg.max_connections,
     .tick_ms = d->cfg.heartbeat_interval_ms / 4 ? d->cfg.heartbeat_interval_ms / 4 : 1,
     .heartbeat_interval_ms = d->cfg.heartbeat_interval_ms,
+    .nam_silent_ms = d->cfg.heartbeat_interval_ms * (uint64_t)d->cfg.lost_after,
+    .key = &d->key,
     .writer = d->writer,
   };
   if (gam_server_start(d->loop, d->core, &so, &d->server, err, sizeof err)) {
@@ -160,9 +165,10 @@ static int create_key(void *user) {
 static const daemon_spec gam_spec = {
   .name = "ember-gam",
   .version = EMBER_VERSION,
-  .about = "The ember global accelerator manager: NAMs register and heartbeat,\n"
-           "apps acquire nodes by label (delay scheduling by accelerator\n"
-           "affinity), admins use the HTTP API (emberctl).",
+  .about = "The ember global accelerator manager: NAMs register (proving\n"
+           "they hold the cluster key) and heartbeat, apps acquire nodes by\n"
+           "label (delay scheduling by accelerator affinity) and get leases\n"
+           "bound to their own key, admins use the HTTP API (emberctl).",
   .signals = "Signals: SIGTERM/SIGINT exit (state is always on disk); SIGHUP\n"
              "rereads the config file and applies the reloadable keys.",
   .default_path = GAM_CONFIG_DEFAULT_PATH,

@@ -16,6 +16,7 @@
 #include "frame.h"
 #include "gam_config.h"
 #include "log.h"
+#include "node_auth.h"
 
 enum conn_role { ROLE_NEW, ROLE_NAM, ROLE_APP };
 
@@ -37,6 +38,8 @@ typedef struct gam_conn {
   char node[129];            /* ROLE_NAM: the node it registered */
   uint64_t app_id;           /* ROLE_APP */
   char peer[64];
+  uint8_t challenge[NODE_AUTH_CHALLENGE_BYTES]; /* sent in Welcome */
+  uint64_t last_frame_ms;    /* uv_now of its newest frame */
   struct gam_conn *prev, *next;
   held_frame *held, *held_tail;        /* in order */
   struct gam_conn *wait_prev, *wait_next; /* in gam_server.waiting */
@@ -224,14 +227,71 @@ static void handle_hello(gam_conn *c, const Ember__Hello *m) {
   w.server_name = "ember-gam";
   w.has_max_frame = 1;
   w.max_frame = c->srv->opt.max_frame;
+  if (node_auth_challenge(c->challenge) != 0) {
+    send_error(c, EMBER_EINTERNAL, "no random bytes for a challenge");
+    conn_close(c, "libsodium failed");
+    return;
+  }
+  w.has_challenge = 1;
+  w.challenge.data = c->challenge;
+  w.challenge.len = sizeof c->challenge;
   send_msg(c, EMBER__MSG_TYPE__MSG_WELCOME, &w.base);
   c->greeted = 1;
+}
+
+/* The live NAM connection other than c that registered node, or NULL. A
+ * connection silent past nam_silent_ms is closed here: its NAM is gone
+ * (half-open) and the name is free again. */
+static gam_conn *node_holder(gam_conn *c, const char *node) {
+  gam_server *s = c->srv;
+  for (gam_conn *o = s->conns; o; o = o->next) {
+    if (o == c || o->closing || o->role != ROLE_NAM ||
+        strcmp(o->node, node) != 0)
+      continue;
+    if (uv_now(s->loop) - o->last_frame_ms <= s->opt.nam_silent_ms) return o;
+    log_warn("node %s: connection from %s silent for %llu ms, dropped for "
+             "a new registration from %s", node, o->peer,
+             (unsigned long long)(uv_now(s->loop) - o->last_frame_ms),
+             c->peer);
+    conn_close(o, "silent; its node registered again");
+    return NULL;
+  }
+  return NULL;
+}
+
+/* Refuse a registration: logged, told, closed. */
+static void refuse_register(gam_conn *c, int code, const char *node,
+                            const char *why) {
+  log_warn("register of node '%.128s' from %s refused: %s", node, c->peer,
+           why);
+  send_error(c, code, "register: %s", why);
+  conn_close(c, "register refused");
 }
 
 static void handle_register(gam_conn *c, const Ember__Register *m) {
   char err[256];
   if (c->role == ROLE_APP) {
     send_error(c, EMBER_EPROTO, "an app connection cannot register a node");
+    return;
+  }
+  if (node_auth_verify(c->srv->opt.key, c->challenge, m->node,
+                       m->has_auth ? m->auth.data : NULL,
+                       m->has_auth ? m->auth.len : 0) != 0) {
+    refuse_register(c, EMBER_EDENIED, m->node,
+                    m->has_auth ? "bad auth (not the cluster key)"
+                                : "no auth (a NAM needs the cluster key)");
+    return;
+  }
+  if (c->role == ROLE_NAM && strcmp(c->node, m->node) != 0) {
+    refuse_register(c, EMBER_EPROTO, m->node,
+                    "this connection registered another node");
+    return;
+  }
+  gam_conn *holder = node_holder(c, m->node);
+  if (holder) {
+    snprintf(err, sizeof err, "node %.128s is registered by a live "
+             "connection (from %s)", m->node, holder->peer);
+    refuse_register(c, EMBER_EBUSY, m->node, err);
     return;
   }
   int rc = gam_core_register(c->srv->core, m, err, sizeof err);
@@ -302,6 +362,7 @@ static void handle_frame(gam_conn *c, const proto_frame *f) {
     return;
   }
   c->srv->frame_seq = gam_core_last_change(c->srv->core);
+  c->last_frame_ms = uv_now(c->srv->loop);
   ProtobufCMessage *m = proto_unpack(f);
   if (!m) {
     if (!proto_descriptor(f->type))

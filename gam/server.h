@@ -3,6 +3,11 @@
  * apps (Acquire, Release) over TCP, on the daemon's libuv loop, framed as
  * in proto/frame.h and opened with Hello/Welcome like every ember peer.
  *
+ * A NAM registers only with the cluster key (proto/node_auth.h): Welcome
+ * carries a challenge, Register.auth answers it. A bad or missing answer,
+ * or a Register for a node name another live connection holds, is refused
+ * with an Error (EDENIED, EBUSY), logged, and the connection closed.
+ *
  * A reply that acknowledges a change (a registration, an Allocation, a
  * LeaseEnded, an ack that ends leases) is held until the store's writer
  * has committed the change; replies that changed nothing (most heartbeats)
@@ -26,6 +31,11 @@ typedef struct gam_server_options {
   unsigned max_connections;
   uint64_t tick_ms;          /* how often the core's liveness runs */
   uint64_t heartbeat_interval_ms; /* told to NAMs */
+  /* A NAM connection silent this long no longer holds its node name: a
+   * new authenticated Register for the name takes over (a NAM whose old
+   * connection went half-open). Until then a second one is refused. */
+  uint64_t nam_silent_ms;
+  const lease_key *key;      /* the cluster key NAMs prove they hold */
   /* Replies that acknowledge a change wait until it commits. */
   gam_writer *writer;
 } gam_server_options;

@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "ember/ember_errors.h"
 #include "lease_check.h"
+#include "lease_scope.h"
 #include "listing.h"
 #include "log.h"
 
@@ -413,6 +414,13 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
                       "unknown accelerator '%s' (this NAM has: %s)",
                       m->accelerator, known);
   }
+  /* a leased client runs only what its lease's label names */
+  const char *lease_kind = NULL;
+  char denied[200];
+  if (nam_conn_lease_label(c) &&
+      nam_lease_scope(nam_conn_lease_label(c), acc->name, m->platform,
+                      &lease_kind, denied, sizeof denied) != 0)
+    return send_error(c, EMBER_EDENIED, m->task_id, 0, "%s", denied);
   if (m->n_input_blocks > NAM_MAX_INPUTS || m->n_output_blocks > ACC_MAX_OUTPUTS ||
       m->n_state_blocks > ACC_MAX_STATES)
     return send_error(c, EMBER_EPARAM, m->task_id, 0,
@@ -473,7 +481,8 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
     .n_inputs = m->n_input_blocks, .app = c->app,
     .block_ids = m->input_blocks,
     .priority = m->has_priority ? m->priority : 0,
-    .platform_kind = m->platform && m->platform[0] ? m->platform : NULL,
+    .platform_kind = lease_kind ? lease_kind
+                     : m->platform && m->platform[0] ? m->platform : NULL,
     .prefer_kind = m->prefer_platform && m->prefer_platform[0]
                        ? m->prefer_platform : NULL,
     .output_ids = m->output_blocks, .n_outputs = m->n_output_blocks,
@@ -654,6 +663,24 @@ static int handle_put_block(nam_conn *c, Ember__PutBlock *m) {
 
 /* ---- frames ------------------------------------------------------------ */
 
+/* Welcome: the limits, and a lease's challenge while its proof is due. */
+static void send_welcome(nam_conn *c) {
+  Ember__Welcome w = EMBER__WELCOME__INIT;
+  w.protocol_version = PROTO_VERSION;
+  w.server_name = c->srv->name;
+  w.has_max_frame = w.has_max_inflight = w.has_max_block_bytes = 1;
+  w.max_frame = c->srv->limits.max_frame;
+  w.max_inflight = c->srv->limits.max_inflight;
+  w.max_block_bytes = c->srv->limits.max_block_bytes;
+  const uint8_t *challenge = nam_conn_lease_challenge(c);
+  if (challenge) {
+    w.has_challenge = 1;
+    w.challenge.data = (uint8_t *)challenge;
+    w.challenge.len = 32;
+  }
+  send_msg(c, EMBER__MSG_TYPE__MSG_WELCOME, &w.base);
+}
+
 static void handle_hello(nam_conn *c, const Ember__Hello *m) {
   if (m->protocol_version != PROTO_VERSION) {
     char detail[128];
@@ -672,16 +699,30 @@ static void handle_hello(nam_conn *c, const Ember__Hello *m) {
     return;
   }
   c->greeted = 1;
-  Ember__Welcome w = EMBER__WELCOME__INIT;
-  w.protocol_version = PROTO_VERSION;
-  w.server_name = c->srv->name;
-  w.has_max_frame = w.has_max_inflight = w.has_max_block_bytes = 1;
-  w.max_frame = c->srv->limits.max_frame;
-  w.max_inflight = c->srv->limits.max_inflight;
-  w.max_block_bytes = c->srv->limits.max_block_bytes;
-  send_msg(c, EMBER__MSG_TYPE__MSG_WELCOME, &w.base);
+  send_welcome(c);
   if (m->client_name && m->client_name[0])
     log_debug("client %s is '%s'", c->peer, m->client_name);
+}
+
+/* The answer to a lease's challenge; a good one gets the Welcome again. */
+static void handle_lease_proof(nam_conn *c, const Ember__LeaseProof *m) {
+  if (!nam_conn_lease_challenge(c)) {
+    nam_stats_protocol_error(&c->srv->metrics);
+    send_error(c, EMBER_EPROTO, 0, 0, "LeaseProof without a lease's challenge");
+    return;
+  }
+  if (nam_conn_lease_prove(c, m) != 0) {
+    nam_stats_lease_refused(&c->srv->metrics);
+    log_notice("client %s refused: its LeaseProof does not match the "
+               "lease's app key", c->peer);
+    fatal(c, EMBER_ELEASE, "%s", "lease: the proof does not match the "
+          "lease's app key (a lease works only for the app it was granted "
+          "to)");
+    return;
+  }
+  log_info("client %s holds lease for label %s", c->peer,
+           nam_conn_lease_label(c));
+  send_welcome(c);
 }
 
 static void handle_list(nam_conn *c) {
@@ -733,6 +774,12 @@ static void handle_frame(nam_conn *c, const proto_frame *f) {
     protobuf_c_message_free_unpacked(m, NULL);
     return;
   }
+  if (nam_conn_lease_challenge(c) &&
+      f->type != EMBER__MSG_TYPE__MSG_LEASE_PROOF) {
+    fatal(c, EMBER_ELEASE, "%s", "lease: LeaseProof must follow the Welcome");
+    protobuf_c_message_free_unpacked(m, NULL);
+    return;
+  }
   int adopted = 0;
   switch (f->type) {
   case EMBER__MSG_TYPE__MSG_HELLO:
@@ -742,6 +789,9 @@ static void handle_frame(nam_conn *c, const proto_frame *f) {
     } else {
       handle_hello(c, (Ember__Hello *)m);
     }
+    break;
+  case EMBER__MSG_TYPE__MSG_LEASE_PROOF:
+    handle_lease_proof(c, (Ember__LeaseProof *)m);
     break;
   case EMBER__MSG_TYPE__MSG_LIST_ACCELERATORS: handle_list(c); break;
   case EMBER__MSG_TYPE__MSG_PUT_BLOCK:

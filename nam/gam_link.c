@@ -14,6 +14,7 @@
 #include "lease_check.h"
 #include "log.h"
 #include "nam_config.h"
+#include "node_auth.h"
 #include "platform_kinds.h"
 #include "server.h"
 #include "stats.h"
@@ -54,6 +55,8 @@ struct nam_gam_link {
   char version[32];
   const nam_node_labels *labels;
   uint64_t interval_ms;
+  lease_key key;           /* proves to the GAM this NAM is one of its own */
+  uint8_t challenge[NODE_AUTH_CHALLENGE_BYTES]; /* this connection's */
 
   enum link_state state;
   int closed;              /* nam_gam_link_close was called */
@@ -309,6 +312,11 @@ static void send_register(nam_gam_link *l) {
   m.n_platforms = r->np;
   m.platforms = r->platforms;
   m.version = l->version;
+  uint8_t auth[NODE_AUTH_MAC_BYTES];
+  node_auth_mac(&l->key, l->challenge, l->node, auth);
+  m.has_auth = 1;
+  m.auth.data = auth;
+  m.auth.len = sizeof auth;
   send_msg(l, EMBER__MSG_TYPE__MSG_REGISTER, &m.base);
   free(r);
 }
@@ -398,7 +406,12 @@ static void set_interval(nam_gam_link *l, uint64_t ms) {
 
 /* ---- receiving --------------------------------------------------------- */
 
-static void on_welcome(nam_gam_link *l) {
+static void on_welcome(nam_gam_link *l, const Ember__Welcome *w) {
+  if (!w->has_challenge || w->challenge.len != sizeof l->challenge) {
+    drop(l, "the GAM's Welcome has no challenge (an older GAM?)");
+    return;
+  }
+  memcpy(l->challenge, w->challenge.data, sizeof l->challenge);
   uv_timer_stop(&l->deadline);
   l->state = LINK_REGISTERED;
   send_register(l);
@@ -424,7 +437,8 @@ static void on_ack(nam_gam_link *l, const Ember__HeartbeatAck *a) {
   }
   if (a->n_ended_leases) {
     log_info("GAM %s: %zu lease(s) ended", l->gam, a->n_ended_leases);
-    nam_leases_end(l->srv, a->ended_leases, a->n_ended_leases);
+    nam_leases_end(l->srv, a->ended_leases, a->ended_expires_unix_ms,
+                   a->n_ended_expires_unix_ms, a->n_ended_leases);
   }
   int drained = a->has_drained && a->drained;
   if (drained != l->drained) {
@@ -443,7 +457,7 @@ static void handle_frame(nam_gam_link *l, const proto_frame *f) {
   }
   switch (f->type) {
   case EMBER__MSG_TYPE__MSG_WELCOME:
-    if (l->state == LINK_GREETING) on_welcome(l);
+    if (l->state == LINK_GREETING) on_welcome(l, (Ember__Welcome *)m);
     break;
   case EMBER__MSG_TYPE__MSG_HEARTBEAT_ACK:
     on_ack(l, (Ember__HeartbeatAck *)m);
@@ -619,6 +633,7 @@ int nam_gam_link_start(uv_loop_t *loop, nam_server *server, nam_engine *engine,
   snprintf(l->port, sizeof l->port, "%s", a.port);
   snprintf(l->gam, sizeof l->gam, "%s", hp);
   snprintf(l->node, sizeof l->node, "%s", cfg->node);
+  l->key = *cfg->key;
   snprintf(l->address, sizeof l->address, "%s", cfg->address ? cfg->address : "");
   snprintf(l->version, sizeof l->version, "%s", cfg->version ? cfg->version : "");
   l->labels = cfg->labels;

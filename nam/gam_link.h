@@ -2,7 +2,8 @@
  * gam_link.h - the NAM's connection to ember-gam, on the daemon's loop.
  *
  * It connects over TCP, greets (Hello/Welcome), sends Register {node,
- * address, labels, platforms, version}, then a Heartbeat every interval:
+ * address, labels, platforms, version, auth: its answer under the cluster
+ * key to the Welcome's challenge (proto/node_auth.h)}, then a Heartbeat every interval:
  * the labels served now, what the engine has disabled ("ACC@KIND", and
  * "ACC" when no platform is left for it), per-accelerator queue length and
  * utilization, the bitstream of each FPGA, the leases its clients hold and
@@ -31,6 +32,7 @@
 #include <uv.h>
 
 #include "engine.h"
+#include "lease.h"
 #include "node_labels.h"
 #include "server.h"
 
@@ -43,6 +45,7 @@ typedef struct nam_gam_link_config {
   const nam_node_labels *labels; /* configured labels; must outlive the link */
   uint64_t interval_ms;   /* heartbeat interval until the GAM says */
   const char *version;    /* the NAM's version */
+  const lease_key *key;   /* the cluster key (copied); required */
 } nam_gam_link_config;
 
 /*

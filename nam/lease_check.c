@@ -9,14 +9,26 @@
 
 #include "ember/ember_errors.h"
 #include "lease.h"
+#include "lease_proof.h"
 #include "log.h"
+#include "uthash.h"
 
 /* How often connections are checked for an expired lease: a client keeps
  * its connection at most this long past its lease. */
 #define EXPIRY_CHECK_MS 250
-/* Ended lease ids remembered, so that their clients cannot come back (a
- * lease is refused anyway once it expires; this covers the time before). */
-#define ENDED_REMEMBERED 1024
+/* An ended lease is remembered until it would have expired (a lease is
+ * refused anyway after that), so that its clients cannot come back. Past
+ * this many at once (a GAM gone wrong) more are not remembered. */
+#define ENDED_MAX ((unsigned)1 << 20)
+/* How long an ended lease whose expiry the GAM did not say is remembered:
+ * lease_ttl's upper bound. */
+#define ENDED_DEFAULT_MS (UINT64_C(30) * 86400 * 1000)
+
+typedef struct ended_lease {
+  uint64_t id;
+  uint64_t expires_unix_ms;
+  UT_hash_handle hh;
+} ended_lease;
 
 struct nam_lease_check {
   nam_server *srv;
@@ -25,13 +37,25 @@ struct nam_lease_check {
   nam_label_served_fn served;
   void *served_user;
   uv_timer_t expiry;
-  uint64_t ended[ENDED_REMEMBERED]; /* a ring */
-  size_t n_ended, next_ended;
+  ended_lease *ended;      /* by id (uthash) */
+  int ended_full_logged;
 };
+
+/* Ended leases past their expiry need no remembering. */
+static void prune_ended(nam_lease_check *lc, uint64_t now) {
+  ended_lease *e, *tmp;
+  HASH_ITER(hh, lc->ended, e, tmp) {
+    if (e->expires_unix_ms > now) continue;
+    HASH_DEL(lc->ended, e);
+    free(e);
+  }
+}
 
 static void on_expiry_check(uv_timer_t *t) {
   nam_lease_check *lc = t->data;
-  nam_server_drop_expired(lc->srv, lease_now_unix_ms());
+  uint64_t now = lease_now_unix_ms();
+  nam_server_drop_expired(lc->srv, now);
+  prune_ended(lc, now);
 }
 
 int nam_lease_check_start(nam_server *s, const char *key_path,
@@ -60,6 +84,11 @@ static void on_closed(uv_handle_t *h) {
   nam_lease_check *lc = h->data;
   /* the key stays in memory no longer than needed */
   memset(&lc->key, 0, sizeof lc->key);
+  ended_lease *e, *tmp;
+  HASH_ITER(hh, lc->ended, e, tmp) {
+    HASH_DEL(lc->ended, e);
+    free(e);
+  }
   free(lc);
 }
 
@@ -71,9 +100,9 @@ void nam_lease_check_close(nam_server *s) {
 }
 
 static int was_ended(const nam_lease_check *lc, uint64_t id) {
-  for (size_t i = 0; i < lc->n_ended; i++)
-    if (lc->ended[i] == id) return 1;
-  return 0;
+  ended_lease *e = NULL;
+  HASH_FIND(hh, lc->ended, &id, sizeof id, e);
+  return e != NULL;
 }
 
 int nam_lease_admit(nam_server *s, nam_conn *c, const Ember__Hello *hello,
@@ -100,24 +129,50 @@ int nam_lease_admit(nam_server *s, nam_conn *c, const Ember__Hello *hello,
     snprintf(why, why_len, "lease: label %s not served here", body->label);
   } else if (was_ended(lc, body->lease_id)) {
     snprintf(why, why_len, "lease: %" PRIu64 " ended", body->lease_id);
+  } else if (!body->has_app_key || body->app_key.len != LEASE_APP_PK_BYTES) {
+    snprintf(why, why_len, "lease: %" PRIu64 " is bound to no app key",
+             body->lease_id);
+  } else if (nam_conn_set_lease(c, body->lease_id, body->expires_unix_ms,
+                                body->label, body->app_key.data) != 0) {
+    snprintf(why, why_len, "lease: no random bytes for a challenge");
   } else {
     rc = 0;
-    nam_conn_set_lease(c, body->lease_id, body->expires_unix_ms, body->label);
-    log_info("client %s holds lease %" PRIu64 " (app %s, label %s)",
-             nam_conn_peer(c), body->lease_id, body->app, body->label);
+    log_info("client %s presents lease %" PRIu64 " (app %s, label %s); "
+             "challenged for the app's key", nam_conn_peer(c),
+             body->lease_id, body->app, body->label);
   }
   ember__lease_body__free_unpacked(body, NULL);
   return rc;
 }
 
-void nam_leases_end(nam_server *s, const uint64_t *ids, size_t n) {
+static void remember(nam_lease_check *lc, uint64_t id, uint64_t expires) {
+  if (was_ended(lc, id)) return;
+  if (HASH_COUNT(lc->ended) >= ENDED_MAX) {
+    if (!lc->ended_full_logged++)
+      log_warn("%u ended leases remembered: more are not (until some "
+               "expire)", ENDED_MAX);
+    return;
+  }
+  ended_lease *e = malloc(sizeof *e);
+  if (!e) {
+    log_warn("out of memory: ended lease %" PRIu64 " not remembered", id);
+    return;
+  }
+  e->id = id;
+  e->expires_unix_ms = expires;
+  HASH_ADD(hh, lc->ended, id, sizeof e->id, e);
+}
+
+void nam_leases_end(nam_server *s, const uint64_t *ids,
+                    const uint64_t *expires, size_t n_expires, size_t n) {
   nam_lease_check *lc = nam_server_lease_check(s);
+  uint64_t now = lease_now_unix_ms();
   for (size_t i = 0; i < n; i++) {
-    if (lc && !was_ended(lc, ids[i])) {
-      lc->ended[lc->next_ended] = ids[i];
-      lc->next_ended = (lc->next_ended + 1) % ENDED_REMEMBERED;
-      if (lc->n_ended < ENDED_REMEMBERED) lc->n_ended++;
+    if (lc) {
+      uint64_t until = i < n_expires ? expires[i] : now + ENDED_DEFAULT_MS;
+      if (until > now) remember(lc, ids[i], until);
     }
     nam_server_drop_lease(s, ids[i]);
   }
 }
+

@@ -1,8 +1,11 @@
 /*
  * lease_check.h - the NAM's side of leases (proto/lease.h): a TCP client
  * must present, in its Hello, a lease the GAM signed under the cluster key,
- * unexpired, for this node and for a label the node serves now. The
- * connection remembers its lease; when the lease expires, or the GAM says
+ * unexpired, for this node and for a label the node serves now, bound to
+ * an app key; the Welcome then carries a challenge and the client must
+ * prove with a LeaseProof that it holds the app's secret key
+ * (proto/lease_proof.h) before the lease is its own. The connection
+ * remembers its lease; when the lease expires, or the GAM says
  * it ended (HeartbeatAck.ended_leases), the client gets an Error ELEASE and
  * is disconnected, and an ended lease is refused if it comes back.
  * Unix-socket clients are trusted through the socket's group, as before.
@@ -40,7 +43,8 @@ void nam_lease_check_close(nam_server *s);
 
 /*
  * nam_lease_admit - conn.c, on a TCP client's Hello: 0 when s checks no
- * leases or hello carries a valid one (remembered on c), else
+ * leases or hello carries a valid one (pending on c until its proof:
+ * nam_conn_lease_challenge, nam_conn_lease_prove), else
  * EMBER_ELEASE with the message for the client in why ("lease: bad
  * signature", "lease: expired", "lease: for node X, this is Y", "lease:
  * label L not served here", ...).
@@ -50,7 +54,11 @@ int nam_lease_admit(nam_server *s, nam_conn *c, const Ember__Hello *hello,
 
 /* nam_leases_end - the GAM ended these leases: their clients get Error
  * ELEASE "lease N ended" and are disconnected, and the ids are refused
- * from now on. */
-void nam_leases_end(nam_server *s, const uint64_t *ids, size_t n);
+ * until they would have expired (expires[i], parallel to ids for the first
+ * n_expires; past those, lease_ttl's upper bound), kept in a table pruned
+ * as they expire. */
+void nam_leases_end(nam_server *s, const uint64_t *ids,
+                    const uint64_t *expires, size_t n_expires, size_t n);
+
 
 #endif

@@ -161,6 +161,17 @@ static int start_cluster(nam_daemon *d) {
                d->cfg.cluster_key_file);
   }
   if (!d->cfg.gam[0]) return 0;
+  /* the GAM registers only NAMs that hold the cluster key */
+  lease_key key;
+  if (!d->cfg.cluster_key_file[0]) {
+    log_err("gam is set but cluster_key_file is not: the GAM registers only "
+            "NAMs that hold the cluster key");
+    return -1;
+  }
+  if (lease_key_load(d->cfg.cluster_key_file, &key, err, sizeof err) != 0) {
+    log_err("cluster_key_file: %s", err);
+    return -1;
+  }
   char address[320];
   advertised_address(d, address, sizeof address);
   if (!address[0])
@@ -170,9 +181,12 @@ static int start_cluster(nam_daemon *d) {
     .gam = d->cfg.gam, .node = nam_server_name(d->server),
     .address = address, .labels = &d->labels,
     .interval_ms = d->cfg.heartbeat_interval_ms, .version = EMBER_VERSION,
+    .key = &key,
   };
-  if (nam_gam_link_start(d->loop, d->server, d->engine, &lc, &d->gam, err,
-                         sizeof err) != 0) {
+  int rc = nam_gam_link_start(d->loop, d->server, d->engine, &lc, &d->gam,
+                              err, sizeof err);
+  memset(&key, 0, sizeof key); /* the link keeps its copy */
+  if (rc != 0) {
     log_err("gam: %s", err);
     return -1;
   }

@@ -285,8 +285,9 @@ const config_entry nam_config_table[] = {
    .help = "File holding the 64 hex digits of the key shared with the GAM "
            "(mode 0600). When set, a TCP client must present a lease the "
            "GAM signed with it, unexpired, for this node and a label it "
-           "serves; unix-socket clients are trusted as before. Empty: no "
-           "lease checking."},
+           "serves; unix-socket clients are trusted as before. The NAM also "
+           "proves with it that it may register with the GAM: required when "
+           "gam is set. Empty: no lease checking."},
   {.name = "scheduler", .type = CONFIG_ENUM, .offset = AT(scheduler, int),
    .def = "fcfs", .enums = schedulers,
    .help = "Order of the tasks of one priority in an accelerator's queue: "

@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "engine.h"
+#include "proto/ember.pb-c.h"
 
 typedef struct nam_server nam_server;
 
@@ -82,9 +83,21 @@ void nam_server_set_lease_check(nam_server *s, struct nam_lease_check *lc);
 struct nam_lease_check *nam_server_lease_check(const nam_server *s);
 
 /* nam_conn_set_lease - c presented this valid lease (label: at most 64
- * bytes are kept); held until the connection closes or is dropped below. */
-void nam_conn_set_lease(nam_conn *c, uint64_t lease_id,
-                        uint64_t expires_unix_ms, const char *label);
+ * bytes are kept) bound to app_key (32 bytes, Ed25519): a fresh challenge
+ * is made and the lease is held only once nam_conn_lease_prove accepts
+ * the client's answer; then until the connection closes or is dropped
+ * below. 0, or EMBER_EINTERNAL (no random bytes). */
+int nam_conn_set_lease(nam_conn *c, uint64_t lease_id,
+                       uint64_t expires_unix_ms, const char *label,
+                       const uint8_t app_key[32]);
+/* The challenge (32 bytes) c must answer with a LeaseProof, or NULL. */
+const uint8_t *nam_conn_lease_challenge(const nam_conn *c);
+/* nam_conn_lease_prove - check c's LeaseProof (proto/lease_proof.h): 0
+ * and the lease is held, or EMBER_ELEASE. */
+int nam_conn_lease_prove(nam_conn *c, const Ember__LeaseProof *p);
+/* The label of the lease c holds, or NULL (no lease: a unix client, or a
+ * NAM that checks none). */
+const char *nam_conn_lease_label(const nam_conn *c);
 /* The client's address, for logs. */
 const char *nam_conn_peer(const nam_conn *c);
 

@@ -70,6 +70,11 @@ struct nam_conn {
   uint64_t lease_id;
   uint64_t lease_expires_unix_ms;
   char lease_label[65];
+  /* the lease is held only once the client proved it holds its app key:
+   * until then the Welcome's challenge is out and nothing else is taken */
+  int lease_proof_due;
+  uint8_t lease_challenge[32];
+  uint8_t lease_app_key[32];
   nam_conn *prev, *next;
 };
 

@@ -45,6 +45,8 @@ static const struct {
   [EMBER__MSG_TYPE__MSG_BLOCK_OP] = {"BlockOp", &ember__block_op__descriptor},
   [EMBER__MSG_TYPE__MSG_BLOCK_REPLY] =
       {"BlockReply", &ember__block_reply__descriptor},
+  [EMBER__MSG_TYPE__MSG_LEASE_PROOF] =
+      {"LeaseProof", &ember__lease_proof__descriptor},
 };
 
 #define N_TYPES (sizeof message_types / sizeof message_types[0])

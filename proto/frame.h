@@ -18,7 +18,9 @@
 
 #include "proto/ember.pb-c.h"
 
-#define PROTO_VERSION 2 /* 2: out and state blocks (BlockOp) */
+/* 2: out and state blocks (BlockOp); 3: NAMs authenticate to the GAM,
+ * leases are bound to the app's key (LeaseProof) */
+#define PROTO_VERSION 3
 #define PROTO_HEADER_SIZE 5
 #define PROTO_DEFAULT_MAX_FRAME ((size_t)64 << 20)
 #define PROTO_MAX_PENDING_FDS 64    /* received fds not yet claimed */

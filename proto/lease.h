@@ -6,6 +6,10 @@
  * crypto_auth_hmacsha256). The NAM checks the MAC before it decodes the
  * body, so a forged or altered lease is never parsed.
  *
+ * The body names the app's public key (proto/lease_proof.h): a NAM admits
+ * a lease only from the holder of the matching secret key. The same key
+ * proves a NAM to the GAM (proto/node_auth.h).
+ *
  * The cluster key file holds 64 hex digits (32 bytes) and a newline; it
  * must not be readable by group or others.
  */

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 static __thread char last_error[512];
 
 void ember__client_set_error(const char *fmt, ...) {
@@ -99,11 +101,12 @@ static void report_plugins(ember_client *c) {
 
 int ember_connect(const char *address, const ember_options *opts,
                   ember_client **out) {
-  return ember__client_open(address, opts, NULL, out);
+  return ember__client_open(address, opts, NULL, 0, NULL, out);
 }
 
 int ember__client_open(const char *address, const ember_options *opts,
-                const Ember__Lease *lease, ember_client **out) {
+                const Ember__Lease *lease, uint64_t lease_id,
+                const uint8_t *app_sk, ember_client **out) {
   *out = NULL;
   last_error[0] = '\0';
   ember_client *c = calloc(1, sizeof *c);
@@ -135,6 +138,8 @@ int ember__client_open(const char *address, const ember_options *opts,
     ember_close(c);
     return EMBER_ENOMEM;
   }
+  c->lease_id = lease_id;
+  if (app_sk) memcpy(c->lease_sk, app_sk, sizeof c->lease_sk);
   if ((rc = load_plugins(c)) != 0) {
     ember_close(c);
     return rc;
@@ -176,6 +181,7 @@ void ember_close(ember_client *c) {
   HASH_CLEAR(hh, c->inflight_tasks); /* empty by now: frees the table */
   free(c->lease_body);
   free(c->lease_mac);
+  sodium_memzero(c->lease_sk, sizeof c->lease_sk);
   pthread_cond_destroy(&c->slot_cv);
   pthread_cond_destroy(&c->reply_cv);
   pthread_mutex_destroy(&c->request_lock);

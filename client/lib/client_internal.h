@@ -82,9 +82,12 @@ struct ember_client {
   pthread_mutex_t connect_lock;
   pthread_mutex_t request_lock; /* one request/reply at a time */
 
-  /* a cluster member's lease (cluster.c): presented in every Hello */
+  /* a cluster member's lease (cluster.c): presented in every Hello, and
+   * proved ours with the app's secret key when the NAM challenges */
   uint8_t *lease_body, *lease_mac;
   size_t lease_body_len, lease_mac_len;
+  uint64_t lease_id;
+  uint8_t lease_sk[64];      /* the app's Ed25519 secret key */
   int lease_ended;           /* the GAM ended it: no more reconnecting */
 
   /* the engine: embedded mode, or the CPU fallback (created on demand) */
@@ -153,10 +156,13 @@ struct ember_task {
 
 /* client.c */
 /* ember__client_open - ember_connect, presenting lease (NULL: none) in the Hello
- * of every connection to a TCP NAM. A NAM that refuses the lease gives
- * EMBER_ELEASE; an unreachable one is fine unless opts->no_fallback. */
+ * of every connection to a TCP NAM and answering the NAM's challenge with a
+ * LeaseProof for lease_id signed with app_sk (64 bytes, copied). A NAM that
+ * refuses the lease or the proof gives EMBER_ELEASE; an unreachable one is
+ * fine unless opts->no_fallback. */
 int ember__client_open(const char *address, const ember_options *opts,
-                const Ember__Lease *lease, ember_client **out);
+                const Ember__Lease *lease, uint64_t lease_id,
+                const uint8_t *app_sk, ember_client **out);
 /* ember__client_lease_ended - the lease ended: drop the connection (its tasks
  * fall back) and never reconnect. */
 void ember__client_lease_ended(ember_client *c);

@@ -15,6 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
+#include "lease_proof.h"
+
 #define GAM_MAX_FRAME ((size_t)16 << 20)
 /* Waiting for the Allocation: the app's wait plus this much for the GAM to
  * say it gave up; with wait_ms 0 the GAM's own timeout applies, bounded
@@ -38,6 +42,9 @@ struct ember_cluster {
   int reader_running;
   proto_reader rd;          /* the reader thread's, once it runs */
   uint64_t app_id;
+  /* the app's key pair: the public key goes in Acquire and so in every
+   * lease; the secret key proves to the NAMs that the leases are ours */
+  uint8_t pk[LEASE_APP_PK_BYTES], sk[LEASE_APP_SK_BYTES];
   member *members;
   size_t n;
   pthread_mutex_t lock;
@@ -147,7 +154,8 @@ static int open_members(ember_cluster *cl, const Ember__Allocation *a,
     snprintf(mb->address, sizeof mb->address, "%s%s",
              strncmp(g->address, "tcp:", 4) == 0 ? "" : "tcp:", g->address);
     mb->lease_id = g->lease_id;
-    int rc = ember__client_open(mb->address, &copts, g->lease, &mb->client);
+    int rc = ember__client_open(mb->address, &copts, g->lease, g->lease_id,
+                                cl->sk, &mb->client);
     if (rc) {
       char detail[512];
       snprintf(detail, sizeof detail, "%s", ember_last_error());
@@ -164,6 +172,9 @@ static int acquire(ember_cluster *cl, const ember_cluster_options *o,
   q.app = (char *)app;
   q.label = (char *)o->label;
   q.count = o->count ? o->count : 1;
+  q.has_app_key = 1;
+  q.app_key.data = cl->pk;
+  q.app_key.len = sizeof cl->pk;
   if (o->wait_ms) {
     q.has_wait_ms = 1;
     q.wait_ms = o->wait_ms;
@@ -210,8 +221,8 @@ static void on_lease_ended(ember_cluster *cl, const Ember__LeaseEnded *e) {
   }
 }
 
-/* Reads LeaseEnded until release wakes it or the GAM goes away (the
- * leases stay valid at the NAMs until they expire). */
+/* Reads LeaseEnded until release wakes it or the GAM goes away (the GAM
+ * then ends the leases after its app_grace). */
 static void *reader_main(void *arg) {
   ember_cluster *cl = arg;
   for (;;) {
@@ -274,6 +285,10 @@ int ember_cluster_acquire(const ember_cluster_options *opts,
   if (cl->fd < 0) {
     ember__client_set_error("GAM %s: %s", cl->gam, err);
     rc = EMBER_ECONNECT;
+  }
+  if (rc == 0 && lease_app_keypair(cl->pk, cl->sk) != 0) {
+    ember__client_set_error("%s", "libsodium failed to initialise");
+    rc = EMBER_EINTERNAL;
   }
   if (rc == 0) rc = greet(cl, app, timeout_ms);
   if (rc == 0) rc = acquire(cl, o, app);
@@ -339,5 +354,6 @@ void ember_cluster_release(ember_cluster *cl) {
   free(cl->members);
   proto_reader_free(&cl->rd);
   pthread_mutex_destroy(&cl->lock);
+  sodium_memzero(cl->sk, sizeof cl->sk);
   free(cl);
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "hostport.h"
+#include "lease_proof.h"
 
 #define BACKOFF_MIN_NS 50000000ull    /* 50 ms */
 #define BACKOFF_MAX_NS 2000000000ull  /* 2 s */
@@ -151,6 +152,31 @@ static int read_frame_sync(ember_client *c, int fd, proto_reader *rd,
 
 static void *reader_main(void *arg);
 
+/* Answer a Welcome's challenge: our lease is ours (proto/lease_proof.h). */
+static int prove_lease(ember_client *c, int fd, const Ember__Welcome *w,
+                       int proved) {
+  if (!c->lease_body || proved || w->challenge.len != LEASE_CHALLENGE_BYTES) {
+    ember__client_set_error("%s: %s", c->address,
+                            c->lease_body ? "a second or malformed challenge"
+                                          : "challenged with no lease");
+    return EMBER_EPROTO;
+  }
+  uint8_t sig[LEASE_PROOF_BYTES];
+  lease_proof_sign(c->lease_sk, w->challenge.data, c->lease_id, sig);
+  Ember__LeaseProof p = EMBER__LEASE_PROOF__INIT;
+  p.signature.data = sig;
+  p.signature.len = sizeof sig;
+  proto_wbuf b = {0};
+  int rc = proto_wbuf_append(&b, EMBER__MSG_TYPE__MSG_LEASE_PROOF, &p.base, 0);
+  if (rc == 0 && proto_send(fd, b.data, b.len, NULL, 0) != 0) {
+    ember__client_set_error("%s: %s", c->address, strerror(errno));
+    rc = EMBER_ECONNECT;
+  }
+  if (rc == 0) count_sent(c, b.len, NULL, 0);
+  proto_wbuf_free(&b);
+  return rc;
+}
+
 int ember__remote_connect(ember_client *c) {
   int fd = open_socket(c);
   if (fd < 0) return EMBER_ECONNECT;
@@ -176,10 +202,18 @@ int ember__remote_connect(ember_client *c) {
   if (rc == 0) count_sent(c, w.len, NULL, 0);
   proto_wbuf_free(&w);
   proto_frame f;
-  if (rc == 0) rc = read_frame_sync(c, fd, &rd, &f);
-  if (rc == 0) {
+  /* a NAM that checks leases challenges first: the second Welcome, after
+   * our LeaseProof, admits us */
+  for (int proved = 0, done = 0; rc == 0 && !done;) {
+    rc = read_frame_sync(c, fd, &rd, &f);
+    if (rc) break;
     ProtobufCMessage *m = proto_unpack(&f);
-    if (m && f.type == EMBER__MSG_TYPE__MSG_WELCOME) {
+    done = 1;
+    if (m && f.type == EMBER__MSG_TYPE__MSG_WELCOME &&
+        ((Ember__Welcome *)m)->has_challenge) {
+      rc = prove_lease(c, fd, (Ember__Welcome *)m, proved++);
+      done = rc != 0;
+    } else if (m && f.type == EMBER__MSG_TYPE__MSG_WELCOME) {
       Ember__Welcome *wm = (Ember__Welcome *)m;
       pthread_mutex_lock(&c->lock);
       if (wm->has_max_inflight && wm->max_inflight) c->max_inflight = wm->max_inflight;

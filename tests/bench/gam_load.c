@@ -8,7 +8,8 @@
  *   gam_load --spawn build/gam/ember-gam                      (10,000 NAMs,
  *                                                              10 minutes)
  *   gam_load --spawn build/gam/ember-gam --nams 500 --duration 10
- *   gam_load --gam 127.0.0.1:7070 --pid $(pidof ember-gam) --csv run.csv
+ *   gam_load --gam 127.0.0.1:7070 --key /etc/ember/cluster.key \
+ *            --pid $(pidof ember-gam) --csv run.csv
  *
  * Exit status: 0 when the run completed with no protocol problem (every
  * NAM registered, every heartbeat acknowledged, every Acquire allocated
@@ -49,7 +50,7 @@ static const char *const default_labels[] = {
 };
 
 typedef struct args {
-  const char *gam, *admin, *spawn, *csv_path, *workdir;
+  const char *gam, *admin, *spawn, *csv_path, *workdir, *key_file;
   const char *gam_sets[MAX_GAM_SETS];
   int n_gam_sets;
   int pid, gam_cpu, json, keep, verbose, realtime;
@@ -785,6 +786,8 @@ static void usage(FILE *out) {
     "\n"
     "  --gam HOST:PORT         a running GAM's protocol address\n"
     "  --pid PID               that GAM's pid, to sample CPU and RSS\n"
+    "  --key FILE              that GAM's cluster_key_file (NAMs register\n"
+    "                          with it; required with --gam)\n"
     "  --admin HOST:PORT       its admin API, to read /metrics (optional)\n"
     "  --spawn PATH            start ember-gam in a temp dir (fresh key, token,\n"
     "                          database) pinned to one CPU; stop it at the end\n"
@@ -872,6 +875,7 @@ static int parse_args(int argc, char **argv, args *a) {
   static const struct option opts[] = {
     {"gam", required_argument, 0, 'g'},
     {"pid", required_argument, 0, 'p'},
+    {"key", required_argument, 0, 'k'},
     {"admin", required_argument, 0, 'a'},
     {"spawn", required_argument, 0, 's'},
     {"gam-cpu", required_argument, 0, 'C'},
@@ -912,6 +916,7 @@ static int parse_args(int argc, char **argv, args *a) {
     switch (opt) {
     case 'g': a->gam = optarg; break;
     case 'p': a->pid = atoi(optarg); break;
+    case 'k': a->key_file = optarg; break;
     case 'a': a->admin = optarg; break;
     case 's': a->spawn = optarg; break;
     case 'C': a->gam_cpu = atoi(optarg); break;
@@ -984,6 +989,18 @@ int main(int argc, char **argv) {
     a.admin = g.admin;
     a.pid = g.pid;
     pin_self_away(a.gam_cpu);
+  }
+  char key_path[300], err[400];
+  snprintf(key_path, sizeof key_path, "%s/key", g.dir);
+  if (!a.spawn && !a.key_file) {
+    fprintf(stderr, "gam_load: --gam needs --key FILE\n");
+    return 2;
+  }
+  if (lease_key_load(a.spawn ? key_path : a.key_file, &a.o.key, err,
+                     sizeof err) != 0) {
+    fprintf(stderr, "gam_load: %s\n", err);
+    stop_gam(&g);
+    return 2;
   }
   if (resolve(a.gam, &a.o.gam, &a.o.gam_len) != 0) {
     fprintf(stderr, "gam_load: cannot resolve '%s'\n", a.gam);

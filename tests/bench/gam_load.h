@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "lease.h"
+
 /* ------------------------------------------------------------ histogram */
 
 /* Latencies in ns, in log-linear buckets: 64 per power of two, so a
@@ -90,6 +92,7 @@ typedef struct load_options {
   const char *const *labels;
   size_t n_labels;
   uint64_t seed;
+  lease_key key;                 /* the GAM's cluster key: NAMs register */
 } load_options;
 
 /* Cumulative counts over the run. */

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "node_auth.h"
 
 #define RING 16                   /* heartbeats a NAM waits acks for */
 #define MAX_NODE_LABELS 5
@@ -68,6 +69,7 @@ typedef struct nam {
   uint64_t next_seq;
   uint64_t reg_sent_ns;
   uint64_t ring_seq[RING], ring_ns[RING];
+  uint8_t challenge[NODE_AUTH_CHALLENGE_BYTES]; /* from the Welcome */
 } nam;
 
 enum app_state { APP_FREE, APP_CONNECTING, APP_HELLO, APP_WAITING,
@@ -338,6 +340,11 @@ static int nam_register(load *L, unsigned i) {
   reg.platforms = platforms;
   reg.n_platforms = 2;
   reg.version = "gam_load";
+  uint8_t auth[NODE_AUTH_MAC_BYTES];
+  node_auth_mac(&L->o->key, m->challenge, name, auth);
+  reg.has_auth = 1;
+  reg.auth.data = auth;
+  reg.auth.len = sizeof auth;
   m->reg_sent_ns = now_ns();
   return conn_send(L, &m->c, key_of(KIND_NAM, i), EMBER__MSG_TYPE__MSG_REGISTER,
                    &reg.base);
@@ -451,6 +458,15 @@ static int nam_frame(load *L, unsigned i, uint8_t type, const uint8_t *p,
     return -1;
   }
   if (m->state == NAM_HELLO && type == EMBER__MSG_TYPE__MSG_WELCOME) {
+    Ember__Welcome *w = ember__welcome__unpack(NULL, len, p);
+    int ok = w && w->has_challenge && w->challenge.len == sizeof m->challenge;
+    if (ok) memcpy(m->challenge, w->challenge.data, sizeof m->challenge);
+    if (w) ember__welcome__free_unpacked(w, NULL);
+    if (!ok) {
+      L->n.register_errors++;
+      note_error(L, "%s: Welcome without a challenge", name);
+      return -1;
+    }
     m->state = NAM_REGISTERING;
     return nam_register(L, i);
   }
@@ -563,6 +579,10 @@ static int app_acquire(load *L, size_t idx, uint64_t now) {
   q.count = a->count;
   q.has_wait_ms = 1;
   q.wait_ms = L->o->app_wait_ms;
+  static uint8_t app_key[32]; /* a public key: never used at a NAM here */
+  q.has_app_key = 1;
+  q.app_key.data = app_key;
+  q.app_key.len = sizeof app_key;
   a->state = APP_WAITING;
   a->acquired_ns = now;
   a->at_ns = now + (uint64_t)L->o->app_wait_ms * 1000000u + 5 * NS;

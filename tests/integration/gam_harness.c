@@ -19,6 +19,8 @@
 
 #include "frame.h"
 #include "harness.h"
+#include "lease.h"
+#include "node_auth.h"
 
 #define GAM_BIN EMBER_BINARY_DIR "/gam/ember-gam"
 
@@ -204,6 +206,27 @@ ProtobufCMessage *gam_recv_type(int fd, int timeout_ms, uint8_t want) {
 }
 
 int gam_connect(const gam_proc *g) {
+  uint8_t challenge[32];
+  return gam_connect_challenge(g, challenge);
+}
+
+int gam_send_register(const gam_proc *g, int fd, const uint8_t challenge[32],
+                      Ember__Register *r) {
+  lease_key key;
+  char err[256];
+  if (lease_key_load(g->key_path, &key, err, sizeof err) != 0) {
+    fprintf(stderr, "gam_send_register: %s\n", err);
+    return -1;
+  }
+  static _Thread_local uint8_t mac[NODE_AUTH_MAC_BYTES]; /* r points at it */
+  node_auth_mac(&key, challenge, r->node, mac);
+  r->has_auth = 1;
+  r->auth.data = mac;
+  r->auth.len = sizeof mac;
+  return gam_send(fd, EMBER__MSG_TYPE__MSG_REGISTER, &r->base);
+}
+
+int gam_connect_challenge(const gam_proc *g, uint8_t challenge[32]) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   struct sockaddr_in sa = {.sin_family = AF_INET,
                            .sin_port = htons((uint16_t)g->port),
@@ -221,7 +244,14 @@ int gam_connect(const gam_proc *g) {
     close(fd);
     return -1;
   }
+  const Ember__Welcome *wm = (const Ember__Welcome *)w;
+  int ok = wm->has_challenge && wm->challenge.len == 32;
+  if (ok) memcpy(challenge, wm->challenge.data, 32);
   protobuf_c_message_free_unpacked(w, NULL);
+  if (!ok) {
+    close(fd);
+    return -1;
+  }
   return fd;
 }
 

@@ -39,6 +39,13 @@ void gam_cleanup(gam_proc *g);
 /* ---- the binary protocol, blocking, for tests */
 /* Connect and exchange Hello/Welcome; the fd, or -1. */
 int gam_connect(const gam_proc *g);
+/* The same, keeping the Welcome's challenge (protocol 3). */
+int gam_connect_challenge(const gam_proc *g, uint8_t challenge[32]);
+/* A NAM's Register: sets r->auth, the answer under g's cluster key to
+ * challenge (proto/node_auth.h), and sends it; 0 or -1. r->auth points
+ * at thread-local storage until the next call. */
+int gam_send_register(const gam_proc *g, int fd, const uint8_t challenge[32],
+                      Ember__Register *r);
 int gam_send(int fd, uint8_t type, const ProtobufCMessage *m);
 /* The next frame within timeout_ms: the message (free with
  * protobuf_c_message_free_unpacked) and its type, or NULL on time-out,

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "lease_proof.h"
 
 static void raw_connect(raw_conn *c, int family, const struct sockaddr *sa,
                         socklen_t len) {
@@ -19,6 +20,7 @@ static void raw_connect(raw_conn *c, int family, const struct sockaddr *sa,
   CHECK(c->fd >= 0);
   CHECK_EQ(connect(c->fd, sa, len), 0);
   proto_reader_init(&c->rd, 0);
+  c->challenged = 0;
 }
 
 void raw_open_unix(raw_conn *c, const char *path) {
@@ -88,8 +90,53 @@ Ember__Error *raw_hello(raw_conn *c, uint32_t version,
             proto_type_name(type));
     exit(1);
   }
+  const Ember__Welcome *w = (const Ember__Welcome *)m;
+  c->challenged = w->has_challenge && w->challenge.len == sizeof c->challenge;
+  if (c->challenged) memcpy(c->challenge, w->challenge.data, sizeof c->challenge);
   protobuf_c_message_free_unpacked(m, NULL);
   return NULL;
+}
+
+Ember__Error *raw_hello_proved(raw_conn *c, const Ember__Lease *lease,
+                               const uint8_t *sk, int timeout_ms) {
+  Ember__Error *e = raw_hello(c, PROTO_VERSION, lease, timeout_ms);
+  if (e) return e;
+  if (!c->challenged) {
+    fprintf(stderr, "raw_hello_proved: the Welcome has no challenge\n");
+    exit(1);
+  }
+  Ember__LeaseBody *b =
+      ember__lease_body__unpack(NULL, lease->body.len, lease->body.data);
+  CHECK(b != NULL);
+  uint8_t sig[LEASE_PROOF_BYTES];
+  lease_proof_sign(sk, c->challenge, b->lease_id, sig);
+  ember__lease_body__free_unpacked(b, NULL);
+  Ember__LeaseProof p = EMBER__LEASE_PROOF__INIT;
+  p.signature.data = sig;
+  p.signature.len = sizeof sig;
+  raw_send(c, EMBER__MSG_TYPE__MSG_LEASE_PROOF, &p.base, -1);
+  uint8_t type;
+  ProtobufCMessage *m = raw_recv(c, &type, timeout_ms);
+  if (m && type == EMBER__MSG_TYPE__MSG_ERROR) return (Ember__Error *)m;
+  if (!m || type != EMBER__MSG_TYPE__MSG_WELCOME ||
+      ((Ember__Welcome *)m)->has_challenge) {
+    fprintf(stderr, "raw_hello_proved: expected the second Welcome, got %s\n",
+            m ? proto_type_name(type) : "the end of the stream");
+    exit(1);
+  }
+  protobuf_c_message_free_unpacked(m, NULL);
+  c->challenged = 0;
+  return NULL;
+}
+
+void raw_greet_proved(raw_conn *c, const Ember__Lease *lease,
+                      const uint8_t *sk, int timeout_ms) {
+  Ember__Error *e = raw_hello_proved(c, lease, sk, timeout_ms);
+  if (e) {
+    fprintf(stderr, "raw_greet_proved: refused: %s: %s\n",
+            ember_errname(e->code), e->message);
+    exit(1);
+  }
 }
 
 void raw_greet(raw_conn *c, const Ember__Lease *lease, int timeout_ms) {

@@ -20,6 +20,8 @@
 typedef struct raw_conn {
   int fd;          /* the connected stream socket */
   proto_reader rd; /* what has come from it and not yet been returned */
+  int challenged;  /* the last Welcome carried a challenge (a lease's) */
+  uint8_t challenge[32];
 } raw_conn;
 
 /* raw_open_unix - connect c to the NAM's unix socket at path. */
@@ -54,6 +56,17 @@ Ember__Error *raw_hello(raw_conn *c, uint32_t version,
 /* raw_greet - raw_hello with PROTO_VERSION that must be welcomed: exits,
  * printing the refusal, otherwise. */
 void raw_greet(raw_conn *c, const Ember__Lease *lease, int timeout_ms);
+
+/* raw_hello_proved - raw_hello with PROTO_VERSION and lease, then answer
+ * the NAM's challenge with a LeaseProof signed with sk (64 bytes: the
+ * app's Ed25519 secret key, proto/lease_proof.h). NULL once the second
+ * Welcome admits the lease, or the Error that refused the lease or the
+ * proof (the caller's). Exits when no challenge comes. */
+Ember__Error *raw_hello_proved(raw_conn *c, const Ember__Lease *lease,
+                               const uint8_t *sk, int timeout_ms);
+/* raw_greet_proved - raw_hello_proved that must be admitted. */
+void raw_greet_proved(raw_conn *c, const Ember__Lease *lease,
+                      const uint8_t *sk, int timeout_ms);
 
 /* raw_check_error - e (NULL: raw_hello was welcomed) must be an Error with
  * code whose message contains text; prints "  Error NAME: message", frees

@@ -37,7 +37,8 @@ static atomic_long requests, changes, placements;
 static void *nam_thread(void *arg) {
   const char *id = arg;
   char *labels[] = {"sw", "plf", "sw@fpga-emu"};
-  int fd = gam_connect(&gam);
+  uint8_t challenge[32];
+  int fd = gam_connect_challenge(&gam, challenge);
   CHECK(fd >= 0);
   char addr[64];
   snprintf(addr, sizeof addr, "tcp:127.0.0.1:%d", 41000 + id[1]);
@@ -46,7 +47,7 @@ static void *nam_thread(void *arg) {
   r.address = addr;
   r.labels = labels;
   r.n_labels = 3;
-  CHECK(gam_send(fd, EMBER__MSG_TYPE__MSG_REGISTER, &r.base) == 0);
+  CHECK(gam_send_register(&gam, fd, challenge, &r) == 0);
   ProtobufCMessage *m =
       gam_recv_type(fd, 10000, EMBER__MSG_TYPE__MSG_HEARTBEAT_ACK);
   CHECK(m);
@@ -100,6 +101,10 @@ static void *app_thread(void *arg) {
     a.count = 1;
     a.has_wait_ms = 1;
     a.wait_ms = 300;
+    static uint8_t app_key[32]; /* a public key: never used at a NAM here */
+    a.has_app_key = 1;
+    a.app_key.data = app_key;
+    a.app_key.len = sizeof app_key;
     CHECK(gam_send(fd, EMBER__MSG_TYPE__MSG_ACQUIRE, &a.base) == 0);
     uint8_t type = 0;
     ProtobufCMessage *m = gam_recv(fd, 10000, &type);

@@ -39,7 +39,8 @@ typedef struct hand_nam {
 } hand_nam;
 
 static void nam_register(const gam_proc *g, hand_nam *n) {
-  n->fd = gam_connect(g);
+  uint8_t challenge[32];
+  n->fd = gam_connect_challenge(g, challenge);
   CHECK(n->fd >= 0);
   Ember__Register r = EMBER__REGISTER__INIT;
   r.node = (char *)n->id;
@@ -48,7 +49,7 @@ static void nam_register(const gam_proc *g, hand_nam *n) {
   r.address = addr;
   r.labels = (char **)n->labels;
   r.n_labels = n->n_labels;
-  CHECK(gam_send(n->fd, EMBER__MSG_TYPE__MSG_REGISTER, &r.base) == 0);
+  CHECK(gam_send_register(g, n->fd, challenge, &r) == 0);
   uint8_t type = 0;
   ProtobufCMessage *m = gam_recv(n->fd, 5000, &type);
   if (m && type == EMBER__MSG_TYPE__MSG_ERROR)
@@ -87,6 +88,10 @@ static int app_acquire(const gam_proc *g, const char *label, unsigned count) {
   a.app = "test-app";
   a.label = (char *)label;
   a.count = count;
+  static uint8_t app_key[32]; /* a public key: never used at a NAM here */
+  a.has_app_key = 1;
+  a.app_key.data = app_key;
+  a.app_key.len = sizeof app_key;
   CHECK(gam_send(fd, EMBER__MSG_TYPE__MSG_ACQUIRE, &a.base) == 0);
   return fd;
 }
@@ -138,7 +143,8 @@ static void bad_input(const gam_proc *g) {
   CHECK(fd >= 0);
   close(fd);
   {
-    int s = gam_connect(g);
+    uint8_t challenge[32];
+    int s = gam_connect_challenge(g, challenge);
     /* garbage after the greeting: an unknown type, then a bad payload */
     uint8_t junk[] = {3, 0, 0, 0, 200, 1, 2, 3};
     CHECK(proto_send(s, junk, sizeof junk, NULL, 0) == 0);
@@ -160,7 +166,7 @@ static void bad_input(const gam_proc *g) {
     r.address = "tcp:127.0.0.1:1";
     r.labels = labels;
     r.n_labels = 1;
-    CHECK(gam_send(s, EMBER__MSG_TYPE__MSG_REGISTER, &r.base) == 0);
+    CHECK(gam_send_register(g, s, challenge, &r) == 0);
     protobuf_c_message_free_unpacked(&expect_error(s, EMBER_EINVAL)->base, NULL);
     /* an oversized frame: error, then closed */
     uint8_t big[] = {0, 0, 0, 0x10, EMBER__MSG_TYPE__MSG_REGISTER};

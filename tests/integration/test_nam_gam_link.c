@@ -12,7 +12,11 @@
  *     platforms, load, FPGA bitstreams at /v1/nodes), libember's
  *     ember_cluster_acquire gets the node and runs tasks there through the
  *     lease, and when the GAM ends the lease (drain) the app is told, the
- *     NAM drops the client with ELEASE, and the tasks fall back to the CPU.
+ *     NAM drops the client with ELEASE, and the tasks fall back to the CPU;
+ *   - impostors: raw connections that Register n1 under another address
+ *     while the real NAM heartbeats (no auth, a forged MAC, a MAC answering
+ *     another challenge, the right key while n1's connection is live) are
+ *     refused and logged, and n1 keeps its address and heartbeats.
  */
 #include <arpa/inet.h>
 #include <inttypes.h>
@@ -29,6 +33,8 @@
 #include "gam_harness.h"
 #include "harness.h"
 #include "lease.h"
+#include "lease_proof.h"
+#include "node_auth.h"
 #include "raw_conn.h"
 
 /* Daemons still running when a check fails: stopped at exit. */
@@ -54,9 +60,15 @@ static void refused(int port, const Ember__Lease *lease, const char *text) {
 
 /* ---- leases ------------------------------------------------------------ */
 
+/* This test's app key pair: the leases it signs are bound to app_pk. */
+static uint8_t app_pk[LEASE_APP_PK_BYTES], app_sk[LEASE_APP_SK_BYTES];
+
 static void sign(const lease_key *key, const char *node, const char *label,
                  int64_t expires_in_ms, uint64_t id, Ember__Lease *out) {
   Ember__LeaseBody b = EMBER__LEASE_BODY__INIT;
+  b.has_app_key = 1;
+  b.app_key.data = app_pk;
+  b.app_key.len = sizeof app_pk;
   uint64_t now = lease_now_unix_ms();
   b.lease_id = id;
   b.app_id = 1;
@@ -196,21 +208,22 @@ static void test_leases(const pair_set *ps, const ember_sw_result *want) {
   sign(&key, "n1", "sw@fpga-emu", 60000, 6, &l);
   raw_conn r;
   raw_open_tcp(&r, nam.port);
-  raw_greet(&r, &l, 5000);
+  raw_greet_proved(&r, &l, app_sk, 5000);
   raw_close(&r);
   lease_clear(&l);
   sign(&key, "n1", "sw", 60000, 7, &l);
   raw_open_tcp(&r, nam.port);
-  raw_greet(&r, &l, 5000);
+  raw_greet_proved(&r, &l, app_sk, 5000);
   raw_close(&r);
   lease_clear(&l);
-  CHECK(log_contains(nam.log_path, "holds lease 7 (app test, label sw)"));
+  CHECK(log_contains(nam.log_path, "presents lease 7 (app test, label sw)"));
+  CHECK(log_contains(nam.log_path, "holds lease for label sw"));
   printf("valid leases accepted\n");
 
   /* a lease that expires while its client is connected */
   sign(&key, "n1", "sw", 1500, 8, &l);
   raw_open_tcp(&r, nam.port);
-  raw_greet(&r, &l, 5000);
+  raw_greet_proved(&r, &l, app_sk, 5000);
   raw_expect_error(&r, EMBER_ELEASE, "lease 8 expired", 10000);
   raw_expect_closed(&r, 5000);
   raw_close(&r);
@@ -231,7 +244,13 @@ static void test_gam_away(const pair_set *ps, const ember_sw_result *want) {
   char gam_set[64], metrics_set[64];
   snprintf(gam_set, sizeof gam_set, "gam=127.0.0.1:%d", gport); /* nobody */
   snprintf(metrics_set, sizeof metrics_set, "metrics_listen=127.0.0.1:%d", mport);
-  const char *sets[] = {"node_name=lonely", gam_set, metrics_set,
+  /* a NAM that reports to a GAM holds the cluster key */
+  char dir[] = "/tmp/ember-away.XXXXXX", key_path[300], key_set[400], err[256];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(key_path, sizeof key_path, "%s/cluster.key", dir);
+  CHECK_EQ(lease_key_create(key_path, err, sizeof err), 0);
+  snprintf(key_set, sizeof key_set, "cluster_key_file=%s", key_path);
+  const char *sets[] = {"node_name=lonely", gam_set, metrics_set, key_set,
                         "opencl.enabled=false", NULL};
   static nam_proc nam;
   running_nam = &nam;
@@ -251,6 +270,8 @@ static void test_gam_away(const pair_set *ps, const ember_sw_result *want) {
   printf("GAM away: local clients served, %g retries so far, clean stop\n",
          retries);
   nam_cleanup(&nam);
+  unlink(key_path);
+  rmdir(dir);
 }
 
 /* ---- a real ember-gam -------------------------------------------------- */
@@ -287,6 +308,68 @@ static int has_fpga(json_t *node, const char *platform) {
   return 0;
 }
 
+/* One impostor's Register for n1: refused with Error code, then closed. */
+static void impostor(const gam_proc *g, const char *what, int code) {
+  uint8_t challenge[32];
+  int fd = gam_connect_challenge(g, challenge);
+  CHECK(fd >= 0);
+  Ember__Register r = EMBER__REGISTER__INIT;
+  r.node = "n1";
+  r.address = "tcp:10.6.6.6:6666";
+  uint8_t mac[NODE_AUTH_MAC_BYTES];
+  if (strcmp(what, "live") == 0) {
+    CHECK(gam_send_register(g, fd, challenge, &r) == 0);
+  } else {
+    if (strcmp(what, "forged") == 0) {
+      memset(mac, 0x5a, sizeof mac);
+    } else if (strcmp(what, "replayed") == 0) {
+      lease_key key;
+      char err[256];
+      CHECK_EQ(lease_key_load(g->key_path, &key, err, sizeof err), 0);
+      uint8_t other[32];
+      memset(other, 7, sizeof other);  /* a challenge from another session */
+      node_auth_mac(&key, other, "n1", mac);
+    }
+    r.has_auth = strcmp(what, "none") != 0;
+    r.auth.data = mac;
+    r.auth.len = sizeof mac;
+    CHECK(gam_send(fd, EMBER__MSG_TYPE__MSG_REGISTER, &r.base) == 0);
+  }
+  uint8_t type = 0;
+  ProtobufCMessage *m = gam_recv(fd, 5000, &type);
+  CHECK(m && type == EMBER__MSG_TYPE__MSG_ERROR);
+  const Ember__Error *e = (const Ember__Error *)m;
+  printf("  impostor (%s): %s: %s\n", what, ember_errname(e->code),
+         e->message);
+  CHECK_EQ(e->code, code);
+  protobuf_c_message_free_unpacked(m, NULL);
+  CHECK(gam_recv(fd, 2000, &type) == NULL); /* and closed */
+  close(fd);
+}
+
+static void test_impostors(const gam_proc *g, const char *want_addr) {
+  json_t *n1 = gam_node(g, "n1");
+  CHECK(n1 != NULL);
+  json_int_t beats = json_integer_value(json_object_get(n1, "heartbeats"));
+  json_decref(n1);
+  printf("impostors registering n1 at tcp:10.6.6.6:6666:\n");
+  impostor(g, "none", EMBER_EDENIED);
+  impostor(g, "forged", EMBER_EDENIED);
+  impostor(g, "replayed", EMBER_EDENIED);
+  impostor(g, "live", EMBER_EBUSY);
+  n1 = wait_node(g, "n1", (int)beats + 3);
+  CHECK(n1 != NULL);
+  const char *addr = json_string_value(json_object_get(n1, "address"));
+  CHECK(addr && strcmp(addr, want_addr) == 0);
+  printf("n1 keeps %s and heartbeats (%" JSON_INTEGER_FORMAT " -> %"
+         JSON_INTEGER_FORMAT ")\n", addr, beats,
+         json_integer_value(json_object_get(n1, "heartbeats")));
+  json_decref(n1);
+  CHECK(log_contains(g->log_path, "register of node 'n1' from 127.0.0.1 "
+                     "refused: bad auth"));
+  CHECK(log_contains(g->log_path, "refused: node n1 is registered by a live"));
+}
+
 static void test_with_gam(const pair_set *ps, const ember_sw_result *want) {
   static gam_proc g;
   running_gam = &g;
@@ -318,6 +401,7 @@ static void test_with_gam(const pair_set *ps, const ember_sw_result *want) {
          json_integer_value(json_object_get(n1, "heartbeats")));
   json_decref(n1);
   CHECK(log_contains(nam.log_path, "heartbeat interval 200 ms"));
+  test_impostors(&g, want_addr);
 
   /* an app through libember */
   ember_cluster *cl;
@@ -346,7 +430,7 @@ static void test_with_gam(const pair_set *ps, const ember_sw_result *want) {
   sign(&key, "n1", "sw", 60000, lease, &l);
   raw_conn held;
   raw_open_tcp(&held, nam.port);
-  raw_greet(&held, &l, 5000);
+  raw_greet_proved(&held, &l, app_sk, 5000);
 
   /* the GAM ends the lease: the app is told, the NAM drops the client */
   long status;
@@ -399,6 +483,7 @@ static void test_with_gam(const pair_set *ps, const ember_sw_result *want) {
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   atexit(stop_daemons);
+  CHECK_EQ(lease_app_keypair(app_pk, app_sk), 0);
   pair_set ps;
   CHECK_EQ(pairs_load_dna(&ps, 48), 0);
   ember_sw_result *want = pairs_reference_default(&ps);

@@ -309,8 +309,10 @@ static void type_table(void **state) {
                       "LeaseEnded");
   assert_string_equal(proto_type_name(EMBER__MSG_TYPE__MSG_BLOCK_REPLY),
                       "BlockReply");
-  assert_null(proto_descriptor(EMBER__MSG_TYPE__MSG_BLOCK_REPLY + 1));
-  assert_string_equal(proto_type_name(EMBER__MSG_TYPE__MSG_BLOCK_REPLY + 1),
+  assert_string_equal(proto_type_name(EMBER__MSG_TYPE__MSG_LEASE_PROOF),
+                      "LeaseProof");
+  assert_null(proto_descriptor(EMBER__MSG_TYPE__MSG_LEASE_PROOF + 1));
+  assert_string_equal(proto_type_name(EMBER__MSG_TYPE__MSG_LEASE_PROOF + 1),
                       "unknown");
   assert_null(proto_descriptor(255));
   assert_string_equal(proto_type_name(255), "unknown");

@@ -38,7 +38,7 @@
 extern "C" {
 #endif
 
-#define EMBER_PROTOCOL_VERSION 2
+#define EMBER_PROTOCOL_VERSION 3
 #define EMBER_DEFAULT_SOCKET "/run/ember/nam.sock"
 
 /* ember_version - the linked library's version ("0.1.0"), which may be
@@ -506,13 +506,17 @@ typedef struct ember_cluster_options {
  * ember_cluster_acquire - ask the GAM for count nodes offering label, wait
  * until it places the app (delay scheduling: the GAM prefers nodes whose
  * accelerators already serve that label), then connect to each NAM it
- * granted, presenting the signed lease the GAM issued for it.
+ * granted, presenting the signed lease the GAM issued for it. The leases
+ * are bound to a key pair made for this call (Ed25519, kept in memory
+ * only): each NAM connection proves it holds the secret key, so the leases
+ * work only from this process.
  *
  * Each member is an ordinary ember_client (ember_cluster_client): blocks,
  * tasks and the CPU fallback work as with ember_connect. The connection to
  * the GAM stays open while the cluster lives; a library thread reads it.
  * When the GAM ends a lease (node lost or drained, label removed, lease
- * expired), that member's client drops its NAM connection and never
+ * expired, or the GAM connection gone longer than the GAM's app_grace),
+ * that member's client drops its NAM connection and never
  * reconnects: its tasks in flight and later ones run on the CPU fallback
  * (or fail with no_fallback in opts->client), and ember_cluster_ended() says
  * so.
@@ -521,7 +525,8 @@ typedef struct ember_cluster_options {
  * (no gam or label), EMBER_ECONNECT (the GAM cannot be reached), an error
  * the GAM answered with (EMBER_ETIMEDOUT: not placed within wait_ms;
  * EMBER_ENOTFOUND: no node offers the label, ...), EMBER_ELEASE (a NAM
- * refused its lease: the cluster keys differ), EMBER_ECONNLOST,
+ * refused its lease: the cluster keys differ), EMBER_EINTERNAL (libsodium
+ * failed to start), EMBER_ECONNLOST,
  * EMBER_ENOMEM. ember_last_error() has the detail. Blocks the caller.
  */
 int ember_cluster_acquire(const ember_cluster_options *opts,
