@@ -43,15 +43,24 @@
 
 typedef struct gam_admin_http gam_admin_http;
 
-/* Start serving on "HOST:PORT" ("[IPV6]:PORT") with the token in
- * token_file (NULL or "": no token, changes answered 403) on libmicrohttpd's
- * own thread, which calls the core_admin.h functions. 0, or with the reason
- * in err: EMBER_ECONFIG (bad address, bad token file content),
- * EMBER_EDENIED (token file not regular or not 0600), EMBER_EIO (cannot
- * read the token file or listen), EMBER_ENOMEM. */
-int gam_admin_http_start(gam_core *core, const char *address,
-                         const char *token_file, gam_admin_http **out,
-                         char *err, size_t err_len);
+/* How the server guards itself against slow or greedy clients. */
+typedef struct gam_admin_http_options {
+  const char *address;         /* "HOST:PORT" ("[IPV6]:PORT") */
+  const char *token_file;      /* NULL or "": no token, changes answered 403 */
+  unsigned timeout_s;          /* an idle connection is closed after this */
+  unsigned max_connections;    /* at once; more are closed at once */
+  unsigned max_per_ip;         /* at once from one address; 0 = no limit */
+  unsigned threads;            /* serving threads (1 or more) */
+} gam_admin_http_options;
+
+/* Start serving on o->address with the token in o->token_file on a pool of
+ * o->threads libmicrohttpd threads, which call the core_admin.h functions
+ * (so one slow request or half-sent connection holds only its own slot).
+ * 0, or with the reason in err: EMBER_ECONFIG (bad address, bad token file
+ * content), EMBER_EDENIED (token file not regular or not 0600), EMBER_EIO
+ * (cannot read the token file or listen), EMBER_ENOMEM. */
+int gam_admin_http_start(gam_core *core, const gam_admin_http_options *o,
+                         gam_admin_http **out, char *err, size_t err_len);
 /* Stop the thread and free. NULL is a no-op. */
 void gam_admin_http_stop(gam_admin_http *h);
 

@@ -96,6 +96,25 @@ const config_entry gam_config_table[] = {
    .max = 4096,
    .help = "File holding the admin API's bearer token (one line); it must "
            "be mode 0600 or stricter."},
+  {.name = "admin_timeout", .type = CONFIG_DURATION,
+   .offset = AT(admin_timeout_ms, uint64_t), .def = "5s", .min = 1000,
+   .max = 3600000,
+   .help = "An admin API connection idle this long is closed (whole "
+           "seconds), so that clients that send half a request cannot hold "
+           "a slot."},
+  {.name = "admin_max_connections", .type = CONFIG_INT,
+   .offset = AT(admin_max_connections, int), .def = "256", .min = 4,
+   .max = 100000,
+   .help = "Admin API connections at once; more are closed at once."},
+  {.name = "admin_max_connections_per_ip", .type = CONFIG_INT,
+   .offset = AT(admin_max_connections_per_ip, int), .def = "32", .min = 0,
+   .max = 100000,
+   .help = "Admin API connections at once from one client address, so that "
+           "one client cannot take them all; 0 sets no limit."},
+  {.name = "admin_threads", .type = CONFIG_INT,
+   .offset = AT(admin_threads, int), .def = "4", .min = 1, .max = 64,
+   .help = "Threads serving the admin API: a slow request (a big /metrics, "
+           "a change waiting for SQLite) holds only its own."},
   {.name = "cluster_key_file", .type = CONFIG_STRING,
    .offset = AT(cluster_key_file, char *), .def = "/etc/ember/cluster.key",
    .max = 4096,

@@ -116,9 +116,15 @@ static int start(void *user, uv_loop_t *loop) {
   log_notice("listening on %s (policy %s)", d->cfg.listen,
              gam_policy_name(o.policy.kind));
   if (d->cfg.admin_listen[0]) {
-    if (gam_admin_http_start(d->core, d->cfg.admin_listen,
-                             d->cfg.admin_token_file, &d->admin, err,
-                             sizeof err) != 0) {
+    gam_admin_http_options ao = {
+      .address = d->cfg.admin_listen,
+      .token_file = d->cfg.admin_token_file,
+      .timeout_s = (unsigned)((d->cfg.admin_timeout_ms + 999) / 1000),
+      .max_connections = (unsigned)d->cfg.admin_max_connections,
+      .max_per_ip = (unsigned)d->cfg.admin_max_connections_per_ip,
+      .threads = (unsigned)d->cfg.admin_threads,
+    };
+    if (gam_admin_http_start(d->core, &ao, &d->admin, err, sizeof err) != 0) {
       log_err("admin API: %s", err);
       return -1;
     }

@@ -331,6 +331,14 @@ code=$(curl -s -o "$WORK/metrics" -D "$WORK/hdr" -w '%{http_code}' "$URL/metrics
 [ "$code" = 200 ] || fail "/metrics: HTTP $code"
 grep -qi '^content-type: text/plain; version=0.0.4' "$WORK/hdr" ||
   fail "/metrics: content type: $(cat "$WORK/hdr")"
+# the build and the process, as every Prometheus target has them
+for re in '^ember_gam_build_info\{version="[0-9][^"]*",protocol="[0-9]+"\} 1$' \
+          '^process_cpu_seconds_total [0-9.]+$' '^process_resident_memory_bytes [1-9][0-9]*$' \
+          '^process_virtual_memory_bytes [1-9][0-9]*$' '^process_open_fds [1-9][0-9]*$' \
+          '^process_max_fds [1-9][0-9]*$' '^process_start_time_seconds [1-9][0-9.]*$'; do
+  checks=$((checks + 1))
+  grep -Eq "$re" "$WORK/metrics" || fail "/metrics has no line matching $re"
+done
 if command -v promtool >/dev/null 2>&1; then
   checks=$((checks + 1))
   promtool check metrics <"$WORK/metrics" >"$WORK/promtool" 2>&1 ||
