@@ -20,7 +20,9 @@
  * with 400 (bad request), 401 (no or wrong token, with WWW-Authenticate),
  * 403 (no token file configured: changes are off), 404 (no such path or
  * node), 405 (method not allowed, with Allow), 413 (body too big), 500
- * (the GAM failed, out of memory included).
+ * (the GAM failed, out of memory included), 503 (a change could not be
+ * saved, the disk being full for one: the GAM stops and restarts from
+ * its database).
  *
  * Details: HEAD answers as GET without the body. Path segments arrive
  * percent-decoded, except %00 and %2F (admin_routes.h). A node id is 1 to

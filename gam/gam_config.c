@@ -124,6 +124,12 @@ const config_entry gam_config_table[] = {
    .def = "/var/lib/ember/gam.db", .max = 4096,
    .help = "SQLite file holding nodes, labels, apps, leases and the event "
            "log (WAL mode: keep it on a local disk); empty keeps the state in memory only, lost at exit (for tests)."},
+  {.name = "database_max_size", .type = CONFIG_SIZE,
+   .offset = AT(database_max_size, uint64_t), .def = "0", .min = 0,
+   .max = INT64_C(1) << 50,
+   .help = "Cap on the database file (0: none). A change that would pass "
+           "it fails as on a full disk: the admin caller gets 503 and the "
+           "GAM stops, to restart from what is on disk."},
   {.name = "heartbeat_interval", .type = CONFIG_DURATION,
    .offset = AT(heartbeat_interval_ms, uint64_t), .def = "1s", .min = 10,
    .max = 600000,

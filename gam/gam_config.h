@@ -33,6 +33,7 @@ struct gam_config {
   int admin_threads;          /* admin_threads */
   char *cluster_key_file;     /* cluster_key_file */
   char *database;             /* database: SQLite file */
+  uint64_t database_max_size; /* database_max_size: bytes, 0 = no cap */
   uint64_t heartbeat_interval_ms; /* heartbeat_interval */
   int lost_after;             /* lost_after: missed heartbeats */
   int policy;                 /* policy: gam_policy_kind */

@@ -72,6 +72,11 @@ static int start(void *user, uv_loop_t *loop) {
     return -1;
   }
   rc = gam_store_open(d->cfg.database, &d->store, err, sizeof err);
+  if (!rc && gam_store_set_max_size(d->store, d->cfg.database_max_size)) {
+    snprintf(err, sizeof err, "database_max_size: %s",
+             gam_store_error(d->store));
+    rc = EMBER_EIO;
+  }
   if (rc) {
     log_err("state store: %s", err);
     return -1;
