@@ -135,9 +135,12 @@ printf 'not-the-token\n' >"$WORK/bad.token"
 GAM_PORT=$(port)
 ADMIN_PORT=$(port)
 URL="http://127.0.0.1:$ADMIN_PORT"
-EMBER_GAM=$URL
+# one meaning per variable: EMBER_GAM_ADMIN is the admin API for emberctl,
+# EMBER_GAM the binary HOST:PORT for libember (emberctl must not read it)
+EMBER_GAM_ADMIN=$URL
+EMBER_GAM=127.0.0.1:$GAM_PORT
 EMBER_GAM_TOKEN_FILE=$WORK/gam.token
-export EMBER_GAM EMBER_GAM_TOKEN_FILE
+export EMBER_GAM_ADMIN EMBER_GAM EMBER_GAM_TOKEN_FILE
 
 "$GAM" --set "listen=127.0.0.1:$GAM_PORT" --set "admin_listen=127.0.0.1:$ADMIN_PORT" \
   --set "cluster_key_file=$WORK/cluster.key" --set "admin_token_file=$WORK/gam.token" \
@@ -178,6 +181,12 @@ HELD=$(head -n 1 "$WORK/hold.out")
 # ---- the tool itself ----------------------------------------------------------
 expect 0 "emberctl " --version
 expect 0 "label add|rm NODE LABEL" --help
+expect 0 "EMBER_GAM_ADMIN" --help
+# a command's own help, wherever --help stands
+expect 0 "Usage: emberctl [OPTIONS] status" status --help
+expect 0 "Usage: emberctl [OPTIONS] label add|rm NODE LABEL" label --help
+expect 0 "GET /v1/events?limit=N" --help events
+expect 0 "Usage: emberctl [OPTIONS] drain NODE" drain n1 --help
 expect 2 "Usage: emberctl"
 expect 2 "unknown command 'frobnicate'" frobnicate
 expect 2 "unknown option '--frobnicate'" --frobnicate status
