@@ -25,14 +25,15 @@ trap cleanup EXIT INT TERM
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 GAM_PORT=$(port); ADMIN_PORT=$(port)
-export EMBER_GAM="http://127.0.0.1:$ADMIN_PORT"
+export EMBER_GAM_ADMIN="http://127.0.0.1:$ADMIN_PORT"   # emberctl
+export EMBER_GAM="127.0.0.1:$GAM_PORT"                  # libember's apps
 export EMBER_GAM_TOKEN_FILE="$WORK/gam.token"
 
 rm -f "$WORK/cluster.key"
 "$GAM" --create-key "$WORK/cluster.key"
 (umask 077; head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$WORK/gam.token")
 
-echo "-- ember-gam on 127.0.0.1:$GAM_PORT, admin API on $EMBER_GAM"
+echo "-- ember-gam on $EMBER_GAM, admin API on $EMBER_GAM_ADMIN"
 "$GAM" --set "listen=127.0.0.1:$GAM_PORT" --set "admin_listen=127.0.0.1:$ADMIN_PORT" \
   --set "cluster_key_file=$WORK/cluster.key" --set "admin_token_file=$WORK/gam.token" \
   --set "database=$WORK/gam.db" --set log_level=notice 2> "$WORK/gam.log" &

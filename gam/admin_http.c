@@ -379,11 +379,14 @@ static int listen_on(const char *address, int *family, char *err,
     snprintf(err, err_len, "admin_listen %s: %s", address, gai_strerror(gai));
     return EMBER_ECONFIG;
   }
-  int fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, 0);
+  /* non-blocking: the pool's threads all wait on it */
+  int fd = socket(res->ai_family,
+                  res->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   int one = 1;
   if (fd < 0 ||
       setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-      bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 32) != 0) {
+      bind(fd, res->ai_addr, res->ai_addrlen) != 0 ||
+      listen(fd, SOMAXCONN) != 0) {
     snprintf(err, err_len, "admin_listen %s: %s", address, strerror(errno));
     if (fd >= 0) close(fd);
     freeaddrinfo(res);
@@ -394,9 +397,9 @@ static int listen_on(const char *address, int *family, char *err,
   return fd;
 }
 
-int gam_admin_http_start(gam_core *core, const char *address,
-                         const char *token_file, gam_admin_http **out,
-                         char *err, size_t err_len) {
+int gam_admin_http_start(gam_core *core, const gam_admin_http_options *o,
+                         gam_admin_http **out, char *err, size_t err_len) {
+  const char *address = o->address, *token_file = o->token_file;
   gam_admin_http *h = calloc(1, sizeof *h);
   if (!h) {
     snprintf(err, err_len, "admin API: out of memory");
@@ -427,12 +430,19 @@ int gam_admin_http_start(gam_core *core, const char *address,
     gam_admin_http_stop(h);
     return fd;
   }
+  /* A pool of polling threads: a half-sent request costs a slot until the
+   * timeout, never a thread, and a slow answer holds only its thread. */
+  unsigned threads = o->threads ? o->threads : 1;
+  unsigned max_conn = o->max_connections < threads ? threads : o->max_connections;
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
                    (family == AF_INET6 ? MHD_USE_IPv6 : 0);
   h->daemon = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, fd,
       MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
-      MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+      MHD_OPTION_THREAD_POOL_SIZE, threads,
+      MHD_OPTION_CONNECTION_LIMIT, max_conn,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->max_per_ip,
+      MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s ? o->timeout_s : 1u,
       MHD_OPTION_END);
   if (!h->daemon) {
     snprintf(err, err_len, "admin_listen %s: cannot start the HTTP server",

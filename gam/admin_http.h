@@ -20,7 +20,9 @@
  * with 400 (bad request), 401 (no or wrong token, with WWW-Authenticate),
  * 403 (no token file configured: changes are off), 404 (no such path or
  * node), 405 (method not allowed, with Allow), 413 (body too big), 500
- * (the GAM failed, out of memory included).
+ * (the GAM failed, out of memory included), 503 (a change could not be
+ * saved, the disk being full for one: the GAM stops and restarts from
+ * its database).
  *
  * Details: HEAD answers as GET without the body. Path segments arrive
  * percent-decoded, except %00 and %2F (admin_routes.h). A node id is 1 to
@@ -43,15 +45,24 @@
 
 typedef struct gam_admin_http gam_admin_http;
 
-/* Start serving on "HOST:PORT" ("[IPV6]:PORT") with the token in
- * token_file (NULL or "": no token, changes answered 403) on libmicrohttpd's
- * own thread, which calls the core_admin.h functions. 0, or with the reason
- * in err: EMBER_ECONFIG (bad address, bad token file content),
- * EMBER_EDENIED (token file not regular or not 0600), EMBER_EIO (cannot
- * read the token file or listen), EMBER_ENOMEM. */
-int gam_admin_http_start(gam_core *core, const char *address,
-                         const char *token_file, gam_admin_http **out,
-                         char *err, size_t err_len);
+/* How the server guards itself against slow or greedy clients. */
+typedef struct gam_admin_http_options {
+  const char *address;         /* "HOST:PORT" ("[IPV6]:PORT") */
+  const char *token_file;      /* NULL or "": no token, changes answered 403 */
+  unsigned timeout_s;          /* an idle connection is closed after this */
+  unsigned max_connections;    /* at once; more are closed at once */
+  unsigned max_per_ip;         /* at once from one address; 0 = no limit */
+  unsigned threads;            /* serving threads (1 or more) */
+} gam_admin_http_options;
+
+/* Start serving on o->address with the token in o->token_file on a pool of
+ * o->threads libmicrohttpd threads, which call the core_admin.h functions
+ * (so one slow request or half-sent connection holds only its own slot).
+ * 0, or with the reason in err: EMBER_ECONFIG (bad address, bad token file
+ * content), EMBER_EDENIED (token file not regular or not 0600), EMBER_EIO
+ * (cannot read the token file or listen), EMBER_ENOMEM. */
+int gam_admin_http_start(gam_core *core, const gam_admin_http_options *o,
+                         gam_admin_http **out, char *err, size_t err_len);
 /* Stop the thread and free. NULL is a no-op. */
 void gam_admin_http_stop(gam_admin_http *h);
 

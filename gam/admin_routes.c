@@ -2,10 +2,11 @@
  * (admin_routes.h). */
 #include "admin_routes.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <microhttpd.h>
 
 #include "ember/ember_errors.h"
 
@@ -143,20 +144,30 @@ const char *gam_admin_printable(const char *s, char *out, size_t out_len) {
   return out;
 }
 
+/* The next "%00", "%2F" or "%2f" in s, or its end. */
+static char *next_kept(char *s) {
+  for (; *s; s++)
+    if (s[0] == '%' && ((s[1] == '0' && s[2] == '0') ||
+                        (s[1] == '2' && (s[2] == 'F' || s[2] == 'f'))))
+      return s;
+  return s;
+}
+
 size_t gam_admin_unescape(char *s) {
-  char *out = s;
-  for (const char *in = s; *in; in++) {
-    if (in[0] == '%' && isxdigit((unsigned char)in[1]) &&
-        isxdigit((unsigned char)in[2])) {
-      char hex[3] = {in[1], in[2], '\0'};
-      char c = (char)strtol(hex, NULL, 16);
-      if (c != '\0' && c != '/') {
-        *out++ = c;
-        in += 2;
-        continue;
-      }
-    }
-    *out++ = *in;
+  /* libmicrohttpd decodes the pieces between the escapes kept encoded */
+  char *out = s, *in = s;
+  for (;;) {
+    char *stop = next_kept(in);
+    char kept = *stop;
+    *stop = '\0';
+    size_t n = MHD_http_unescape(in);  /* in place, never longer */
+    memmove(out, in, n);
+    out += n;
+    *stop = kept;
+    if (!kept) break;
+    memmove(out, stop, 3);
+    out += 3;
+    in = stop + 3;
   }
   *out = '\0';
   return (size_t)(out - s);

@@ -70,8 +70,9 @@ bool gam_admin_node_id_valid(const char *id);
 #define GAM_ADMIN_EVENTS_MAX 10000u
 int gam_admin_events_limit(const char *text, unsigned *out);
 
-/* gam_admin_unescape - percent-decode s in place (the path and the query
- * arguments, as libmicrohttpd hands them over), except %00 and %2F, which
+/* gam_admin_unescape - percent-decode s in place with libmicrohttpd's
+ * MHD_http_unescape (the path and the query arguments, as libmicrohttpd
+ * hands them over), except %00 and %2F, which
  * stay encoded: a NUL would cut the path short and a '/' would move
  * segments, so both are left for the route checks to refuse. Returns the
  * new length. */

@@ -23,8 +23,12 @@ static int unlock_when_durable(gam_core *c, int rc, char *err,
   uint64_t seq = gam_writer_queued(c->w);
   core_unlock(c);
   if (rc == 0 && gam_writer_wait(c->w, seq) != 0) {
-    snprintf(err, err_len, "state store: committing failed");
-    rc = EMBER_EIO;
+    /* the GAM stops now (server.c): the caller may try again later */
+    char why[300] = "";
+    gam_writer_failed(c->w, why, sizeof why);
+    snprintf(err, err_len, "the change was not saved (%s); ember-gam is "
+             "stopping, to restart from its database", why);
+    rc = EMBER_ESHUTDOWN;
   }
   return rc;
 }

@@ -5,6 +5,8 @@
 #include "clock.h"
 #include "core_internal.h"
 #include "ember/ember_errors.h"
+#include "frame.h"
+#include "process_metrics.h"
 
 static void family(FILE *f, const char *name, const char *type,
                    const char *help) {
@@ -99,7 +101,12 @@ int gam_core_metrics_text(gam_core *c, char **text, size_t *len) {
   family(f, "ember_gam_uptime_seconds", "gauge", "Seconds since start.");
   fprintf(f, "ember_gam_uptime_seconds %llu\n",
           (unsigned long long)((clock_now_ns() - c->started_ns) / 1000000000u));
+  family(f, "ember_gam_build_info", "gauge",
+         "Always 1; labels give the version and wire protocol.");
+  fprintf(f, "ember_gam_build_info{version=\"%s\",protocol=\"%d\"} 1\n",
+          c->version ? c->version : "", PROTO_VERSION);
   core_unlock(c);
+  process_metrics_write(f);  /* /proc reads: outside the core's lock */
   if (fclose(f) != 0) {
     free(buf);
     return EMBER_ENOMEM;

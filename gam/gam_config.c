@@ -97,6 +97,25 @@ const config_entry gam_config_table[] = {
    .max = 4096,
    .help = "File holding the admin API's bearer token (one line); it must "
            "be mode 0600 or stricter."},
+  {.name = "admin_timeout", .type = CONFIG_DURATION,
+   .offset = AT(admin_timeout_ms, uint64_t), .def = "5s", .min = 1000,
+   .max = 3600000,
+   .help = "An admin API connection idle this long is closed (whole "
+           "seconds), so that clients that send half a request cannot hold "
+           "a slot."},
+  {.name = "admin_max_connections", .type = CONFIG_INT,
+   .offset = AT(admin_max_connections, int), .def = "256", .min = 4,
+   .max = 100000,
+   .help = "Admin API connections at once; more are closed at once."},
+  {.name = "admin_max_connections_per_ip", .type = CONFIG_INT,
+   .offset = AT(admin_max_connections_per_ip, int), .def = "32", .min = 0,
+   .max = 100000,
+   .help = "Admin API connections at once from one client address, so that "
+           "one client cannot take them all; 0 sets no limit."},
+  {.name = "admin_threads", .type = CONFIG_INT,
+   .offset = AT(admin_threads, int), .def = "4", .min = 1, .max = 64,
+   .help = "Threads serving the admin API: a slow request (a big /metrics, "
+           "a change waiting for SQLite) holds only its own."},
   {.name = "cluster_key_file", .type = CONFIG_STRING,
    .offset = AT(cluster_key_file, char *), .def = "/etc/ember/cluster.key",
    .max = 4096,
@@ -107,6 +126,12 @@ const config_entry gam_config_table[] = {
    .def = "/var/lib/ember/gam.db", .max = 4096,
    .help = "SQLite file holding nodes, labels, apps, leases and the event "
            "log (WAL mode: keep it on a local disk); empty keeps the state in memory only, lost at exit (for tests)."},
+  {.name = "database_max_size", .type = CONFIG_SIZE,
+   .offset = AT(database_max_size, uint64_t), .def = "0", .min = 0,
+   .max = INT64_C(1) << 50,
+   .help = "Cap on the database file (0: none). A change that would pass "
+           "it fails as on a full disk: the admin caller gets 503 and the "
+           "GAM stops, to restart from what is on disk."},
   {.name = "heartbeat_interval", .type = CONFIG_DURATION,
    .offset = AT(heartbeat_interval_ms, uint64_t), .def = "1s", .min = 10,
    .max = 600000,

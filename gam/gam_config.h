@@ -27,8 +27,13 @@ struct gam_config {
   char *listen;               /* listen: HOST:PORT for NAMs and apps */
   char *admin_listen;         /* admin_listen: HOST:PORT, "" = off */
   char *admin_token_file;     /* admin_token_file */
+  uint64_t admin_timeout_ms;  /* admin_timeout */
+  int admin_max_connections;  /* admin_max_connections */
+  int admin_max_connections_per_ip; /* admin_max_connections_per_ip: 0 = none */
+  int admin_threads;          /* admin_threads */
   char *cluster_key_file;     /* cluster_key_file */
   char *database;             /* database: SQLite file */
+  uint64_t database_max_size; /* database_max_size: bytes, 0 = no cap */
   uint64_t heartbeat_interval_ms; /* heartbeat_interval */
   int lost_after;             /* lost_after: missed heartbeats */
   int policy;                 /* policy: gam_policy_kind */

@@ -74,6 +74,11 @@ static int start(void *user, uv_loop_t *loop) {
   }
   o.key = d->key;
   rc = gam_store_open(d->cfg.database, &d->store, err, sizeof err);
+  if (!rc && gam_store_set_max_size(d->store, d->cfg.database_max_size)) {
+    snprintf(err, sizeof err, "database_max_size: %s",
+             gam_store_error(d->store));
+    rc = EMBER_EIO;
+  }
   if (rc) {
     log_err("state store: %s", err);
     return -1;
@@ -121,9 +126,15 @@ static int start(void *user, uv_loop_t *loop) {
   log_notice("listening on %s (policy %s)", d->cfg.listen,
              gam_policy_name(o.policy.kind));
   if (d->cfg.admin_listen[0]) {
-    if (gam_admin_http_start(d->core, d->cfg.admin_listen,
-                             d->cfg.admin_token_file, &d->admin, err,
-                             sizeof err) != 0) {
+    gam_admin_http_options ao = {
+      .address = d->cfg.admin_listen,
+      .token_file = d->cfg.admin_token_file,
+      .timeout_s = (unsigned)((d->cfg.admin_timeout_ms + 999) / 1000),
+      .max_connections = (unsigned)d->cfg.admin_max_connections,
+      .max_per_ip = (unsigned)d->cfg.admin_max_connections_per_ip,
+      .threads = (unsigned)d->cfg.admin_threads,
+    };
+    if (gam_admin_http_start(d->core, &ao, &d->admin, err, sizeof err) != 0) {
       log_err("admin API: %s", err);
       return -1;
     }

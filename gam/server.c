@@ -524,6 +524,10 @@ static void on_outbox(uv_async_t *a) {
 
 static void wake(void *user) { uv_async_send(user); }
 
+#define STORE_FAILED_GRACE_MS 500
+
+static void exit_failed(uv_timer_t *t) { _exit(EXIT_FAILURE); }
+
 static void on_durable(uv_async_t *a) {
   gam_server *s = a->data;
   char why[300];
@@ -531,8 +535,12 @@ static void on_durable(uv_async_t *a) {
     /* What failed to commit must not be acknowledged, and memory no
      * longer matches the disk: only a restart from what is on disk is
      * safe (systemd restarts the GAM). */
+    if (uv_timer_get_repeat(&s->tick) == 0) return;  /* already stopping */
     log_err("%s; stopping without acknowledging anything more", why);
-    _exit(EXIT_FAILURE);
+    /* after a moment for the admin API to answer 503 to the changes that
+     * failed; the tick (leases, lost nodes) stops meanwhile */
+    uv_timer_start(&s->tick, exit_failed, STORE_FAILED_GRACE_MS, 0);
+    return;
   }
   uint64_t durable = gam_writer_durable(s->opt.writer);
   for (gam_conn *c = s->waiting, *next; c; c = next) {

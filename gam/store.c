@@ -9,10 +9,15 @@
  * (its own transaction outside gam_store_begin(), a part of the caller's
  * inside). Every string is bound as a parameter, never put in the SQL.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ember/ember_errors.h"
 #include "store_int.h"
@@ -124,7 +129,11 @@ int gam_store_failf(gam_store *s, int code, const char *fmt, ...) {
 }
 
 int gam_store_fail(gam_store *s, int rc) {
-  snprintf(s->err, sizeof s->err, "%s", sqlite3_errmsg(s->db));
+  if ((rc & 0xff) == SQLITE_FULL)  /* SQLite says only "database or disk is full" */
+    snprintf(s->err, sizeof s->err, "the disk is full, or the database "
+             "reached database_max_size (%s)", sqlite3_errmsg(s->db));
+  else
+    snprintf(s->err, sizeof s->err, "%s", sqlite3_errmsg(s->db));
   if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) return EMBER_ENOTFOUND;
   if ((rc & 0xff) == SQLITE_CONSTRAINT) return EMBER_EINVAL;
   if ((rc & 0xff) == SQLITE_NOMEM) return EMBER_ENOMEM;
@@ -264,8 +273,27 @@ static int prepare_all(gam_store *s) {
   return 0;
 }
 
+/* SQLite says only "unable to open database file" when the directory is
+ * the trouble; it must be writable for the file, its log and shared
+ * memory index. */
+static int check_dir(gam_store *s, const char *path) {
+  char copy[4096];
+  if (snprintf(copy, sizeof copy, "%s", path) >= (int)sizeof copy)
+    return gam_store_failf(s, EMBER_EINVAL, "path too long");
+  const char *dir = dirname(copy);
+  struct stat st;
+  if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) errno = ENOTDIR;
+  else if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0) return 0;
+  return gam_store_failf(s, EMBER_EIO, "state directory %s is not "
+                         "writable: %s", dir, strerror(errno));
+}
+
 static int open_db(gam_store *s, const char *path) {
   bool memory = !*path || strcmp(path, ":memory:") == 0;
+  if (!memory) {
+    int ret = check_dir(s, path);
+    if (ret) return ret;
+  }
   int rc = sqlite3_open_v2(memory ? ":memory:" : path, &s->db,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                                SQLITE_OPEN_NOMUTEX,
@@ -329,6 +357,21 @@ void gam_store_close(gam_store *s) {
   /* The last connection to close checkpoints the log into the file. */
   sqlite3_close(s->db);
   free(s);
+}
+
+int gam_store_set_max_size(gam_store *s, uint64_t bytes) {
+  if (bytes == 0) return 0;
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(s->db, "PRAGMA page_size", -1, &st, NULL);
+  int64_t page = rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW
+                     ? sqlite3_column_int64(st, 0) : 0;
+  sqlite3_finalize(st);
+  if (page <= 0) return gam_store_fail(s, rc ? rc : SQLITE_ERROR);
+  char sql[80];
+  uint64_t pages = bytes / (uint64_t)page;
+  snprintf(sql, sizeof sql, "PRAGMA max_page_count = %llu",
+           (unsigned long long)(pages ? pages : 1));
+  return exec(s, sql);
 }
 
 const char *gam_store_error(const gam_store *s) {

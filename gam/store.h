@@ -46,7 +46,9 @@ typedef struct gam_store gam_store;
 /* Open (creating) the database at path ("" or ":memory:" for a private
  * in-memory one, for tests) and migrate it; *out is the handle (NULL on
  * failure), closed with gam_store_close(). err (may be NULL) gets
- * "path: reason" on failure. EMBER_EIO when it cannot be opened or is not
+ * "path: reason" on failure ("state directory DIR is not writable:
+ * REASON" when the directory is the trouble). EMBER_EIO when it cannot be
+ * opened or is not
  * SQLite, EMBER_EVERSION when its user_version is newer than this build
  * (the file is left untouched), EMBER_EFORMAT when it is another
  * application's database (another application_id, or tables but no
@@ -56,6 +58,10 @@ int gam_store_open(const char *path, gam_store **out, char *err,
 /* Finalize the statements and close (an open transaction is rolled
  * back). NULL is a no-op. */
 void gam_store_close(gam_store *s);
+/* Cap the database file at about bytes (0: no cap; SQLite's
+ * max_page_count, never below what the file holds now): a change that
+ * needs more fails as on a full disk (EMBER_EIO, "the disk is full..."). */
+int gam_store_set_max_size(gam_store *s, uint64_t bytes);
 /* The last failure's detail; valid until the next call on s. */
 const char *gam_store_error(const gam_store *s);
 /* The file's schema version (GAM_STORE_SCHEMA_VERSION once open). */

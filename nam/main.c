@@ -39,6 +39,8 @@ typedef struct nam_daemon {
   nam_gam_link *gam;         /* NULL: standalone */
   uv_timer_t drain_timer;
   int drain_expired;         /* drain_timeout passed with tasks running */
+  int started;               /* start() finished: listening, platforms open */
+  int draining;              /* SIGTERM came: /readyz says 503 */
 } nam_daemon;
 
 static nam_server_limits limits_of(const struct nam_config *cfg) {
@@ -81,6 +83,7 @@ static void drain(void *user, int signum) {
   nam_daemon *d = user;
   log_notice("%s: draining in-flight tasks (up to %llu ms)", strsignal(signum),
              (unsigned long long)d->cfg.drain_timeout_ms);
+  d->draining = 1;
   uv_timer_start(&d->drain_timer, on_drain_timeout, d->cfg.drain_timeout_ms, 0);
   nam_server_drain(d->server, on_idle, d);
 }
@@ -110,6 +113,25 @@ static int render_metrics(void *user, char **text, size_t *len) {
   nam_daemon *d = user;
   return nam_stats_render(nam_server_metrics(d->server), d->server, d->engine,
                           text, len);
+}
+
+/* Loop thread: what GET /readyz says. */
+static int ready_now(void *user, char *why, size_t why_len) {
+  nam_daemon *d = user;
+  if (d->draining) {
+    snprintf(why, why_len, "draining");
+    return 0;
+  }
+  if (!d->started) {
+    snprintf(why, why_len, "starting");
+    return 0;
+  }
+  nam_platform_status ps[16];
+  size_t np = nam_engine_platforms(d->engine, ps, 16);
+  for (size_t i = 0; i < np; i++)
+    if (strcmp(ps[i].state, "ready") == 0) return 1;
+  snprintf(why, why_len, "no platform is ready");
+  return 0;
 }
 
 /* Lease checks ask whether the node serves a label now. */
@@ -228,8 +250,15 @@ static int start(void *user, uv_loop_t *loop) {
     log_notice("listening on %s", addr);
   }
   if (d->cfg.metrics_listen[0]) {
-    if (nam_metrics_http_start(d->loop, d->cfg.metrics_listen, render_metrics,
-                               d, &d->metrics, err, sizeof err) != 0) {
+    nam_metrics_http_options mo = {
+      .address = d->cfg.metrics_listen,
+      .timeout_s = (unsigned)((d->cfg.metrics_timeout_ms + 999) / 1000),
+      .max_connections = (unsigned)d->cfg.metrics_max_connections,
+      .max_per_ip = (unsigned)d->cfg.metrics_max_connections_per_ip,
+      .threads = (unsigned)d->cfg.metrics_threads,
+      .render = render_metrics, .ready = ready_now, .user = d,
+    };
+    if (nam_metrics_http_start(d->loop, &mo, &d->metrics, err, sizeof err) != 0) {
       log_err("cannot serve metrics: %s", err);
       return -1;
     }
@@ -243,6 +272,7 @@ static int start(void *user, uv_loop_t *loop) {
                ps[i].device[0] ? ", " : "", ps[i].device, ps[i].workers,
                platform_kind_is_device(ps[i].kind) ? "tasks in flight"
                                                    : "workers");
+  d->started = 1;
   return 0;
 }
 

@@ -258,6 +258,24 @@ const config_entry nam_config_table[] = {
            "address goes in brackets, e.g. [::1]:9464); empty turns the "
            "endpoint off. Anyone who can reach it sees the node's load and "
            "accelerator names: keep it on loopback or a trusted network."},
+  {.name = "metrics_timeout", .type = CONFIG_DURATION,
+   .offset = AT(metrics_timeout_ms, uint64_t), .def = "5s", .min = 1000,
+   .max = 3600000,
+   .help = "A metrics connection idle this long is closed (whole seconds), "
+           "so that clients that send half a request cannot hold a slot."},
+  {.name = "metrics_max_connections", .type = CONFIG_INT,
+   .offset = AT(metrics_max_connections, int), .def = "64", .min = 2,
+   .max = 100000,
+   .help = "Connections to metrics_listen at once; more are closed at once."},
+  {.name = "metrics_max_connections_per_ip", .type = CONFIG_INT,
+   .offset = AT(metrics_max_connections_per_ip, int), .def = "16", .min = 0,
+   .max = 100000,
+   .help = "Connections to metrics_listen at once from one client address; "
+           "0 sets no limit."},
+  {.name = "metrics_threads", .type = CONFIG_INT,
+   .offset = AT(metrics_threads, int), .def = "2", .min = 1, .max = 64,
+   .help = "Threads serving metrics_listen: a request waiting for the "
+           "event loop holds only its own."},
   {.name = "gam", .type = CONFIG_STRING, .offset = AT(gam, char *),
    .def = "", .max = 300, .check = check_gam,
    .help = "HOST:PORT of ember-gam, the cluster manager this NAM registers "

@@ -54,6 +54,10 @@ struct nam_config {
   int log_level;             /* log_level: LOG_LVL_* of log.h */
   char *node_name;           /* node_name: "" = the host name */
   char *metrics_listen;      /* metrics_listen: HOST:PORT, "" = off */
+  uint64_t metrics_timeout_ms;    /* metrics_timeout */
+  int metrics_max_connections;    /* metrics_max_connections */
+  int metrics_max_connections_per_ip; /* metrics_max_connections_per_ip */
+  int metrics_threads;            /* metrics_threads */
   /* the cluster */
   char *gam;                 /* gam: HOST:PORT of ember-gam, "" = standalone */
   uint64_t heartbeat_interval_ms; /* heartbeat_interval */

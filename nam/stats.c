@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "ember/ember_errors.h"
 #include "frame.h"
+#include "process_metrics.h"
 #include "server.h"
 
 #define NS_PER_S 1000000000.0
@@ -283,6 +284,11 @@ static void render_gauges(FILE *f, nam_server *server, nam_engine *engine) {
   fputc(',', f);
   nam_stats_put_label(f, "version", EMBER_VERSION);
   fputs("} 1\n", f);
+  nam_stats_family(f, "build_info", "gauge",
+                   "Always 1; labels give the version and wire protocol.");
+  fputs("ember_nam_build_info{", f);
+  nam_stats_put_label(f, "version", EMBER_VERSION);
+  fprintf(f, ",protocol=\"%d\"} 1\n", PROTO_VERSION);
   nam_stats_family(f, "clients", "gauge", "Clients connected now.");
   fprintf(f, "ember_nam_clients %u\n", ss.clients);
   nam_stats_family(f, "tasks_in_flight", "gauge",
@@ -331,6 +337,7 @@ int nam_stats_render(const nam_stats *st, nam_server *server,
   render_counters(f, st);
   nam_stats_render_plugins(f, nam_accels_plugins());
   render_gauges(f, server, engine);
+  process_metrics_write(f);
   int bad = ferror(f);
   if (fclose(f) != 0 || bad) {
     free(buf);

@@ -14,11 +14,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "ember/ember_errors.h"
 #include "sw_cl_source.h"
 
 #define BUILD_OPTIONS "-cl-std=CL1.2"
-#define CACHE_MAGIC "EMBSWCL1"
+#define CACHE_MAGIC "EMBSWCL2"  /* 2: BLAKE2b keys and checksum */
+#define CACHE_SUM_BYTES crypto_generichash_BYTES
+#define CACHE_KEY_BYTES 16       /* 128 bits of each name half */
 #define CACHE_MAX_BYTES (256u << 20)
 /* static local memory of a kernel: scores by (query index, letter) */
 #define TABLES_LOCAL_BYTES (ACC_SW_MAX_ALPHABET * 256)
@@ -49,16 +53,6 @@ static void seterr(char *err, size_t len, const char *fmt, ...) {
   va_end(ap);
 }
 
-static uint64_t fnv1a64(uint64_t h, const void *data, size_t n) {
-  const uint8_t *p = data;
-  for (size_t i = 0; i < n; i++) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-#define FNV_INIT 0xcbf29ce484222325ull
-
 static void device_string(cl_device_id dev, cl_device_info what, char *buf,
                           size_t len) {
   buf[0] = '\0';
@@ -76,22 +70,38 @@ cl_ulong acc_sw_ocl_device_memory(cl_device_id dev) {
 }
 
 /* ---- binary cache ------------------------------------------------------
- * File: "EMBSWCL1", payload size (uint64), FNV-1a 64 of the payload, the
+ * Named by two BLAKE2b hashes (libsodium's crypto_generichash): of the
+ * device (name, driver, version) and of the program (source, options).
+ * File: "EMBSWCL2", payload size (uint64), BLAKE2b-256 of the payload, the
  * payload (the program binary for the device). */
 
+/* Hash the NUL-terminated strings, each with its NUL, into hex. */
+static void hash_hex(char hex[2 * CACHE_KEY_BYTES + 1], const char *const *parts,
+                     size_t n) {
+  crypto_generichash_state st;
+  unsigned char key[CACHE_KEY_BYTES];
+  crypto_generichash_init(&st, NULL, 0, sizeof key);
+  for (size_t i = 0; i < n; i++)
+    crypto_generichash_update(&st, (const unsigned char *)parts[i],
+                              strlen(parts[i]) + 1);
+  crypto_generichash_final(&st, key, sizeof key);
+  sodium_bin2hex(hex, 2 * CACHE_KEY_BYTES + 1, key, sizeof key);
+}
+
 static void cache_path(acc_sw_ocl *o, const char *dir) {
+  o->cache_path[0] = '\0';
+  if (sodium_init() < 0) return;  /* no hashing: no cache */
   char name[512], driver[256], version[256];
   device_string(o->dev, CL_DEVICE_NAME, name, sizeof name);
   device_string(o->dev, CL_DRIVER_VERSION, driver, sizeof driver);
   device_string(o->dev, CL_DEVICE_VERSION, version, sizeof version);
-  uint64_t key = fnv1a64(FNV_INIT, name, strlen(name) + 1);
-  key = fnv1a64(key, driver, strlen(driver) + 1);
-  key = fnv1a64(key, version, strlen(version) + 1);
-  uint64_t src = fnv1a64(FNV_INIT, acc_sw_cl_source, strlen(acc_sw_cl_source));
-  src = fnv1a64(src, BUILD_OPTIONS, strlen(BUILD_OPTIONS));
+  const char *device[] = {name, driver, version};
+  const char *program[] = {acc_sw_cl_source, BUILD_OPTIONS};
+  char key[2 * CACHE_KEY_BYTES + 1], src[2 * CACHE_KEY_BYTES + 1];
+  hash_hex(key, device, 3);
+  hash_hex(src, program, 2);
   int n = snprintf(o->cache_path, sizeof o->cache_path,
-                   "%s/ember-sw-%016llx-%016llx.clbin", dir,
-                   (unsigned long long)key, (unsigned long long)src);
+                   "%s/ember-sw-%s-%s.clbin", dir, key, src);
   if (n < 0 || (size_t)n >= sizeof o->cache_path) o->cache_path[0] = '\0';
 }
 
@@ -99,19 +109,19 @@ static void cache_path(acc_sw_ocl *o, const char *dir) {
 static unsigned char *cache_read(const char *path, size_t *size) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
-  unsigned char hdr[24];
+  unsigned char hdr[16 + CACHE_SUM_BYTES], sum[CACHE_SUM_BYTES];
   unsigned char *data = NULL;
-  uint64_t len, sum;
+  uint64_t len;
   if (fread(hdr, 1, sizeof hdr, f) != sizeof hdr ||
       memcmp(hdr, CACHE_MAGIC, 8) != 0)
     goto fail;
   memcpy(&len, hdr + 8, 8);
-  memcpy(&sum, hdr + 16, 8);
   if (len == 0 || len > CACHE_MAX_BYTES) goto fail;
   data = malloc((size_t)len);
   if (!data || fread(data, 1, (size_t)len, f) != len || fgetc(f) != EOF)
     goto fail;
-  if (fnv1a64(FNV_INIT, data, (size_t)len) != sum) goto fail;
+  crypto_generichash(sum, sizeof sum, data, (unsigned long long)len, NULL, 0);
+  if (sodium_memcmp(sum, hdr + 16, sizeof sum) != 0) goto fail;
   fclose(f);
   *size = (size_t)len;
   return data;
@@ -139,9 +149,12 @@ static void cache_write(const acc_sw_ocl *o) {
            (const void *)o);
   FILE *f = fopen(tmp, "wb");
   if (!f) goto out;
-  uint64_t len = size, sum = fnv1a64(FNV_INIT, bin, size);
+  uint64_t len = size;
+  unsigned char sum[CACHE_SUM_BYTES];
+  crypto_generichash(sum, sizeof sum, bin, size, NULL, 0);
   bool ok = fwrite(CACHE_MAGIC, 1, 8, f) == 8 && fwrite(&len, 8, 1, f) == 1 &&
-            fwrite(&sum, 8, 1, f) == 1 && fwrite(bin, 1, size, f) == size;
+            fwrite(sum, 1, sizeof sum, f) == sizeof sum &&
+            fwrite(bin, 1, size, f) == size;
   ok = fclose(f) == 0 && ok;
   if (!ok || rename(tmp, o->cache_path) != 0) remove(tmp);
 out:

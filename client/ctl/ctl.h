@@ -39,6 +39,7 @@ typedef struct ctl_command {
   const char *summary;
   int min_args, max_args;
   int (*run)(const ctl_options *o, int argc, char **argv);
+  const char *details;   /* `emberctl NAME --help`: lines after the usage */
 } ctl_command;
 
 extern const ctl_command ctl_cmd_status, ctl_cmd_nodes, ctl_cmd_node,

@@ -62,7 +62,10 @@ static int run_apps(const ctl_options *o, int argc, char **argv) {
 
 const ctl_command ctl_cmd_apps = {
     "apps", "", "apps: what they asked for, the nodes they hold",
-    0, 0, run_apps};
+    0, 0, run_apps,
+    "Every app not ended: its label, nodes wanted, state (pending or\n"
+    "running), opportunities skipped and its leases. Reads GET /v1/apps;\n"
+    "needs no token.\n"};
 
 static int run_events(const ctl_options *o, int argc, char **argv) {
   long limit = EVENTS_DEFAULT;
@@ -114,4 +117,7 @@ static int run_events(const ctl_options *o, int argc, char **argv) {
 
 const ctl_command ctl_cmd_events = {
     "events", "[N]", "the newest N events (default 20)",
-    0, 1, run_events};
+    0, 1, run_events,
+    "The GAM's event log, newest first: nodes registered and lost, labels\n"
+    "changed, drains, leases granted and ended. N is 1 to 10000. Reads\n"
+    "GET /v1/events?limit=N; needs no token.\n"};

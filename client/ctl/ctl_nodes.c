@@ -108,7 +108,10 @@ static int run_status(const ctl_options *o, int argc, char **argv) {
 }
 
 const ctl_command ctl_cmd_status = {
-    "status", "", "the cluster at a glance, then its nodes", 0, 0, run_status};
+    "status", "", "the cluster at a glance, then its nodes", 0, 0, run_status,
+    "The GAM (version, policy, uptime, heartbeats), node counts by state,\n"
+    "apps pending and running, leases and the labels offered, then the\n"
+    "nodes table. Reads GET /v1/status and /v1/nodes; needs no token.\n"};
 
 /* ---- nodes */
 
@@ -122,7 +125,8 @@ static int run_nodes(const ctl_options *o, int argc, char **argv) {
 
 const ctl_command ctl_cmd_nodes = {
     "nodes", "", "every node: state, leases, load, labels", 0, 0,
-    run_nodes};
+    run_nodes,
+    "One line per node, sorted by id. Reads GET /v1/nodes; needs no token.\n"};
 
 /* ---- node ID */
 
@@ -218,7 +222,11 @@ static int run_node(const ctl_options *o, int argc, char **argv) {
 
 const ctl_command ctl_cmd_node = {
     "node", "ID", "one node: labels and their origin, load, leases",
-    1, 1, run_node};
+    1, 1, run_node,
+    "Everything the GAM knows of node ID: address, state, labels (reported\n"
+    "by its NAM, added or removed by an admin, disabled after failures),\n"
+    "platforms, FPGA bitstreams, load and leases. Reads GET /v1/nodes/ID;\n"
+    "needs no token. Exit 1 when there is no such node.\n"};
 
 /* ---- changes: the node as it is afterwards */
 
@@ -254,7 +262,11 @@ static int run_label(const ctl_options *o, int argc, char **argv) {
 const ctl_command ctl_cmd_label = {
     "label", "add|rm NODE LABEL",
     "offer LABEL on NODE, or stop (ending its leases)",
-    3, 3, run_label};
+    3, 3, run_label,
+    "add: NODE offers LABEL whatever its NAM reports; rm: it stops offering\n"
+    "LABEL and the leases that use it there end (their apps are told).\n"
+    "LABEL is 1 to 64 characters of A-Z a-z 0-9 _ . @ -. PUT or DELETE\n"
+    "/v1/nodes/NODE/labels/LABEL with the bearer token (--token-file).\n"};
 
 static int run_drain(const ctl_options *o, int argc, char **argv) {
   bool drain = strcmp(argv[0], "drain") == 0;
@@ -267,6 +279,11 @@ static int run_drain(const ctl_options *o, int argc, char **argv) {
 
 const ctl_command ctl_cmd_drain = {
     "drain", "NODE", "no new leases for NODE; the ones it has end", 1, 1,
-    run_drain};
+    run_drain,
+    "NODE gets no new leases and the ones it holds end (their apps are\n"
+    "told); undrain lets it take leases again. POST /v1/nodes/NODE/drain\n"
+    "with the bearer token (--token-file).\n"};
 const ctl_command ctl_cmd_undrain = {
-    "undrain", "NODE", "let NODE take leases again", 1, 1, run_drain};
+    "undrain", "NODE", "let NODE take leases again", 1, 1, run_drain,
+    "NODE, drained before, takes leases again. POST\n"
+    "/v1/nodes/NODE/undrain with the bearer token (--token-file).\n"};

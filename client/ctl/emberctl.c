@@ -2,6 +2,7 @@
  * emberctl.c - the admin CLI of ember-gam: options, --help, --version and
  * the dispatch to the commands (ctl_nodes.c, ctl_apps.c).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -58,18 +59,32 @@ static void usage(FILE *f) {
   }
   fputs("\n"
         "Options (before or after the command):\n"
-        "  -g, --gam URL          the admin API (default $EMBER_GAM, else\n"
+        "  -g, --gam URL          ember-gam's admin API (default\n"
+        "                         $EMBER_GAM_ADMIN, else\n"
         "                         " CTL_DEFAULT_GAM ")\n"
         "  -t, --token-file FILE  the bearer token, for changes only (default\n"
         "                         $EMBER_GAM_TOKEN_FILE, else\n"
         "                         " CTL_DEFAULT_TOKEN_FILE ")\n"
         "  -j, --json             print the server's JSON (indented)\n"
         "      --timeout SECONDS  give up after this long (default 10)\n"
-        "  -h, --help             show this help\n"
+        "  -h, --help             show this help; after a command, its own\n"
         "  -V, --version          show the version\n"
+        "\n"
+        "Environment: EMBER_GAM_ADMIN (the admin API's URL),\n"
+        "EMBER_GAM_TOKEN_FILE. (EMBER_GAM is the GAM's binary HOST:PORT for\n"
+        "libember's ember_cluster_acquire; emberctl does not read it.)\n"
         "\n"
         "Exit status: 0 on success, 1 when the GAM cannot be reached or\n"
         "answers an error, 2 on bad usage.\n", f);
+}
+
+/* `emberctl COMMAND --help` */
+static void command_usage(const ctl_command *cmd) {
+  printf("Usage: emberctl [OPTIONS] %s%s%s\n\n%c%s.\n\n%s\n"
+         "Options: see 'emberctl --help'.\n",
+         cmd->name, cmd->args[0] ? " " : "", cmd->args,
+         toupper((unsigned char)cmd->summary[0]), cmd->summary + 1,
+         cmd->details);
 }
 
 static const ctl_command *find_command(const char *name) {
@@ -112,7 +127,7 @@ int main(int argc, char **argv) {
       {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0},
   };
-  const char *gam = getenv("EMBER_GAM");
+  const char *gam = getenv("EMBER_GAM_ADMIN");
   const char *token_file = getenv("EMBER_GAM_TOKEN_FILE");
   ctl_options o = {
       .token_file = token_file && token_file[0] ? token_file
@@ -121,6 +136,7 @@ int main(int argc, char **argv) {
   };
   gam = gam && gam[0] ? gam : CTL_DEFAULT_GAM;
   opterr = 0;
+  bool help = false;
   int c;
   while ((c = getopt_long(argc, argv, ":g:t:jhV", long_opts, NULL)) != -1) {
     switch (c) {
@@ -130,13 +146,19 @@ int main(int argc, char **argv) {
     case 'T':
       if (parse_timeout(optarg, &o.timeout_ms)) return CTL_USAGE;
       break;
-    case 'h': usage(stdout); return CTL_OK;
+    case 'h': help = true; break;  /* the command's, if one follows */
     case 'V': printf("emberctl %s\n", EMBER_VERSION); return CTL_OK;
     case ':':
       return ctl_usage_error("option '%s' needs a value", argv[optind - 1]);
     default:
       return ctl_usage_error("unknown option '%s'", argv[optind - 1]);
     }
+  }
+  if (help) {
+    const ctl_command *cmd = optind < argc ? find_command(argv[optind]) : NULL;
+    if (cmd) command_usage(cmd);
+    else usage(stdout);
+    return CTL_OK;
   }
   if (optind >= argc) {
     usage(stderr);

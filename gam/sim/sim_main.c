@@ -40,7 +40,8 @@ static void usage(FILE *out, const sim_model *d) {
 "  --csv FILE             per mix and policy: makespans, ratios, reprograms\n"
 "  --plot FILE.png        two panels like Blaze's Figure 11 (writes FILE.dat\n"
 "                         and FILE.gp beside it and runs gnuplot)\n"
-"  --help\n"
+"  --help                 show this help\n"
+"  --version              show the version\n"
 "\n"
 "Model. Each node heartbeats once per period, the nodes staggered; each\n"
 "heartbeat is one scheduling opportunity, decided by gam_policy_offer() on\n"
@@ -147,7 +148,7 @@ int main(int argc, char **argv) {
   int only = -1;
   enum { O_SEED = 256, O_NODES, O_SLOTS, O_APPS, O_REPROGRAM, O_HEARTBEAT,
          O_SKIPS, O_BOUND, O_INFLIGHT, O_WINDOW, O_CSV, O_PLOT, O_POLICY,
-         O_HELP };
+         O_HELP, O_VERSION };
   static const struct option opts[] = {
       {"seed", required_argument, NULL, O_SEED},
       {"nodes", required_argument, NULL, O_NODES},
@@ -163,6 +164,7 @@ int main(int argc, char **argv) {
       {"plot", required_argument, NULL, O_PLOT},
       {"policy", required_argument, NULL, O_POLICY},
       {"help", no_argument, NULL, O_HELP},
+      {"version", no_argument, NULL, O_VERSION},
       {NULL, 0, NULL, 0},
   };
   int o, bad = 0;
@@ -201,6 +203,7 @@ int main(int argc, char **argv) {
         break;
       }
       case O_HELP: usage(stdout, &defaults); return 0;
+      case O_VERSION: printf("ember-gam-sim %s\n", EMBER_VERSION); return 0;
       default: bad = -1; break;
     }
   }

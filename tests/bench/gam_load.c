@@ -37,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "gam_load.h"
 #include "hostport.h"
 
@@ -122,70 +124,83 @@ static int resolve(const char *hp, struct sockaddr_storage *ss,
   return 0;
 }
 
-/* GET /metrics over HTTP/1.0, blocking, bounded by a 2 s timeout. */
+/* libcurl's write callback: append to a growing buffer (NUL-terminated). */
+typedef struct text_buf {
+  char *data;
+  size_t len;
+} text_buf;
+
+static size_t text_append(char *data, size_t size, size_t n, void *user) {
+  text_buf *b = user;
+  size_t add = size * n;
+  char *grown = realloc(b->data, b->len + add + 1);
+  if (!grown) return 0;  /* curl then fails the transfer */
+  memcpy(grown + b->len, data, add);
+  b->data = grown;
+  b->len += add;
+  b->data[b->len] = '\0';
+  return add;
+}
+
+/* GET http://ADMIN/metrics, bounded by a 2 s timeout; the text or NULL. */
 static char *http_metrics(const char *admin) {
-  struct sockaddr_storage ss;
-  socklen_t len;
-  if (!admin || resolve(admin, &ss, &len) != 0) return NULL;
-  int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return NULL;
-  struct timeval tv = {2, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  char req[512];
-  int n = snprintf(req, sizeof req,
-                   "GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n", admin);
-  if (connect(fd, (struct sockaddr *)&ss, len) != 0 ||
-      send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
-    close(fd);
+  if (!admin) return NULL;
+  char url[300];
+  snprintf(url, sizeof url, "http://%s/metrics", admin);
+  CURL *c = curl_easy_init();
+  if (!c) return NULL;
+  text_buf b = {NULL, 0};
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, text_append);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 2000L);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
+  CURLcode rc = curl_easy_perform(c);
+  curl_easy_cleanup(c);
+  if (rc != CURLE_OK) {
+    free(b.data);
     return NULL;
   }
-  size_t cap = 1 << 16, used = 0;
-  char *body = malloc(cap);
-  while (body) {
-    if (used + 1 == cap) {
-      char *grown = realloc(body, cap * 2);
-      if (!grown) {
-        free(body);
-        body = NULL;
-        break;
-      }
-      body = grown;
-      cap *= 2;
-    }
-    ssize_t r = recv(fd, body + used, cap - used - 1, 0);
-    if (r <= 0) break;
-    used += (size_t)r;
+  return b.data;
+}
+
+/* The value of the sample written exactly as series ("name" or
+ * "name{labels}") in Prometheus text; 0 when there is none. */
+static double sample(const char *text, const char *series) {
+  size_t n = strlen(series);
+  for (const char *line = text; line && *line;) {
+    if (strncmp(line, series, n) == 0 && line[n] == ' ')
+      return strtod(line + n + 1, NULL);
+    line = strchr(line, '\n');
+    if (line) line++;
   }
-  close(fd);
-  if (body) body[used] = '\0';
-  return body;
+  return 0;
 }
 
 static void metrics_scrape(const char *admin, gam_metrics *m) {
   memset(m, 0, sizeof *m);
   char *text = http_metrics(admin);
   if (!text) return;
-  char *save = NULL;
-  for (char *line = strtok_r(text, "\n", &save); line;
-       line = strtok_r(NULL, "\n", &save)) {
-    double le, v;
-    if (sscanf(line, "ember_gam_heartbeat_seconds_bucket{le=\"%lf\"} %lf", &le,
-               &v) == 2 &&
-        m->n_bounds < HB_BOUNDS) {
-      m->le_us[m->n_bounds] = le * 1e6;
-      m->bucket[m->n_bounds++] = v;
-    } else {
-      sscanf(line, "ember_gam_heartbeat_seconds_count %lf", &m->hb_count);
-      sscanf(line, "ember_gam_heartbeat_seconds_sum %lf", &m->hb_sum_s);
-      sscanf(line, "ember_gam_heartbeats_total %lf", &m->heartbeats);
-      sscanf(line, "ember_gam_nodes_lost_total %lf", &m->nodes_lost);
-      sscanf(line, "ember_gam_store_errors_total %lf", &m->store_errors);
-      sscanf(line, "ember_gam_store_changes_total %lf", &m->changes);
-      sscanf(line, "ember_gam_store_commits_total %lf", &m->commits);
-      sscanf(line, "ember_gam_store_commit_seconds_total %lf", &m->commit_s);
-    }
+  /* the histogram's buckets in the order written: le="BOUND"} COUNT */
+  static const char bucket[] = "ember_gam_heartbeat_seconds_bucket{le=\"";
+  for (const char *line = strstr(text, bucket); line && m->n_bounds < HB_BOUNDS;
+       line = strstr(line + 1, bucket)) {
+    char *end;
+    double le = strtod(line + sizeof bucket - 1, &end);
+    if (end == line + sizeof bucket - 1 || strncmp(end, "\"} ", 3) != 0)
+      continue;  /* +Inf */
+    m->le_us[m->n_bounds] = le * 1e6;
+    m->bucket[m->n_bounds++] = strtod(end + 3, NULL);
   }
+  m->hb_count = sample(text, "ember_gam_heartbeat_seconds_count");
+  m->hb_sum_s = sample(text, "ember_gam_heartbeat_seconds_sum");
+  m->heartbeats = sample(text, "ember_gam_heartbeats_total");
+  m->nodes_lost = sample(text, "ember_gam_nodes_lost_total");
+  m->store_errors = sample(text, "ember_gam_store_errors_total");
+  m->changes = sample(text, "ember_gam_store_changes_total");
+  m->commits = sample(text, "ember_gam_store_commits_total");
+  m->commit_s = sample(text, "ember_gam_store_commit_seconds_total");
   m->ok = m->n_bounds > 0;
   free(text);
 }
@@ -969,6 +984,7 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
+  curl_global_init(CURL_GLOBAL_DEFAULT);  /* before any thread starts */
   raise_nofile(a.o.nams);
   signal(SIGPIPE, SIG_IGN);
   if (a.realtime) {
@@ -1052,5 +1068,6 @@ int main(int argc, char **argv) {
   free(R.phase_of);
   free(r);
   free(a.labels_buf);
+  curl_global_cleanup();
   return status;
 }

@@ -135,9 +135,12 @@ printf 'not-the-token\n' >"$WORK/bad.token"
 GAM_PORT=$(port)
 ADMIN_PORT=$(port)
 URL="http://127.0.0.1:$ADMIN_PORT"
-EMBER_GAM=$URL
+# one meaning per variable: EMBER_GAM_ADMIN is the admin API for emberctl,
+# EMBER_GAM the binary HOST:PORT for libember (emberctl must not read it)
+EMBER_GAM_ADMIN=$URL
+EMBER_GAM=127.0.0.1:$GAM_PORT
 EMBER_GAM_TOKEN_FILE=$WORK/gam.token
-export EMBER_GAM EMBER_GAM_TOKEN_FILE
+export EMBER_GAM_ADMIN EMBER_GAM EMBER_GAM_TOKEN_FILE
 
 "$GAM" --set "listen=127.0.0.1:$GAM_PORT" --set "admin_listen=127.0.0.1:$ADMIN_PORT" \
   --set "cluster_key_file=$WORK/cluster.key" --set "admin_token_file=$WORK/gam.token" \
@@ -178,6 +181,12 @@ HELD=$(head -n 1 "$WORK/hold.out")
 # ---- the tool itself ----------------------------------------------------------
 expect 0 "emberctl " --version
 expect 0 "label add|rm NODE LABEL" --help
+expect 0 "EMBER_GAM_ADMIN" --help
+# a command's own help, wherever --help stands
+expect 0 "Usage: emberctl [OPTIONS] status" status --help
+expect 0 "Usage: emberctl [OPTIONS] label add|rm NODE LABEL" label --help
+expect 0 "GET /v1/events?limit=N" --help events
+expect 0 "Usage: emberctl [OPTIONS] drain NODE" drain n1 --help
 expect 2 "Usage: emberctl"
 expect 2 "unknown command 'frobnicate'" frobnicate
 expect 2 "unknown option '--frobnicate'" --frobnicate status
@@ -331,6 +340,14 @@ code=$(curl -s -o "$WORK/metrics" -D "$WORK/hdr" -w '%{http_code}' "$URL/metrics
 [ "$code" = 200 ] || fail "/metrics: HTTP $code"
 grep -qi '^content-type: text/plain; version=0.0.4' "$WORK/hdr" ||
   fail "/metrics: content type: $(cat "$WORK/hdr")"
+# the build and the process, as every Prometheus target has them
+for re in '^ember_gam_build_info\{version="[0-9][^"]*",protocol="[0-9]+"\} 1$' \
+          '^process_cpu_seconds_total [0-9.]+$' '^process_resident_memory_bytes [1-9][0-9]*$' \
+          '^process_virtual_memory_bytes [1-9][0-9]*$' '^process_open_fds [1-9][0-9]*$' \
+          '^process_max_fds [1-9][0-9]*$' '^process_start_time_seconds [1-9][0-9.]*$'; do
+  checks=$((checks + 1))
+  grep -Eq "$re" "$WORK/metrics" || fail "/metrics has no line matching $re"
+done
 if command -v promtool >/dev/null 2>&1; then
   checks=$((checks + 1))
   promtool check metrics <"$WORK/metrics" >"$WORK/promtool" 2>&1 ||

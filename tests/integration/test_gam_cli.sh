@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_gam_cli - ember-gam's command line, through the skeleton it shares
 # with ember-nam (common/daemon.c): --help, --version, bad usage,
-# --check-config and --print-config with --set, --create-key.
+# --check-config and --print-config with --set, --create-key, a state
+# directory it cannot write.
 # Usage: test_gam_cli.sh EMBER_GAM_BINARY
 set -u
 GAM=$1
@@ -24,5 +25,15 @@ checks=$((checks + 1))
 [ "$(stat -c %a "$WORK/cluster.key" 2>&1)" = 600 ] ||
   fail "--create-key: no file of mode 0600"
 expect 1 "cluster.key" --create-key "$WORK/cluster.key"
+# a state directory it cannot write is named as such (not SQLite's
+# "unable to open database file")
+: > "$WORK/afile"
+expect 1 "state directory $WORK/afile is not writable: Not a directory" \
+  --set cluster_key_file="$WORK/cluster.key" --set database="$WORK/afile/gam.db"
+if [ "$(id -u)" -ne 0 ]; then  # root writes a 0500 directory anyway
+  mkdir -m 0500 "$WORK/ro"
+  expect 1 "state directory $WORK/ro is not writable: Permission denied" \
+    --set cluster_key_file="$WORK/cluster.key" --set database="$WORK/ro/gam.db"
+fi
 
 finish

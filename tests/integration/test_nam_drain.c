@@ -1,13 +1,17 @@
 /* test_nam_drain - SIGHUP rereads the config file and applies reloadable
  * keys (the daemon says READY=1 again); SIGTERM in the middle of a batch
  * lets the tasks in flight finish: every result arrives, equal to the
- * reference, and the daemon exits 0. (The watchdog has test_nam_watchdog.) */
+ * reference, and the daemon exits 0; meanwhile GET /readyz answers 503
+ * "draining". (The watchdog has test_nam_watchdog.) */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +27,28 @@ static int log_contains(nam_proc *nam, const char *text) {
   return found;
 }
 
+/* GET path on 127.0.0.1:port over HTTP/1.0: the whole answer in out
+ * (headers and body, NUL-terminated), or -1. */
+static int http_get(int port, const char *path, char *out, size_t out_len) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  char req[256];
+  int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\n\r\n", path);
+  size_t len = 0;
+  ssize_t got = write(fd, req, (size_t)n) == n ? 1 : -1;
+  while (got > 0 && len + 1 < out_len &&
+         (got = read(fd, out + len, out_len - len - 1)) > 0)
+    len += (size_t)got;
+  out[len] = '\0';
+  close(fd);
+  return got < 0 ? -1 : 0;
+}
+
 int main(void) {
   pair_set ps;
   CHECK_EQ(pairs_load_dna(&ps, 0), 0);
@@ -35,8 +61,14 @@ int main(void) {
   FILE *f = fopen(conf, "w");
   fprintf(f, "# test config\nmax_inflight = 16\ncpu_workers = 1\n");
   fclose(f);
+  int mport = free_tcp_port();
+  char mset[64], answer[1024];
+  snprintf(mset, sizeof mset, "metrics_listen=127.0.0.1:%d", mport);
+  const char *sets[] = {mset, NULL};
   nam_proc nam = {0};
-  CHECK_EQ(nam_start_config(&nam, conf, NULL), 0);
+  CHECK_EQ(nam_start_config(&nam, conf, sets), 0);
+  CHECK_EQ(http_get(mport, "/readyz", answer, sizeof answer), 0);
+  CHECK(strstr(answer, " 200 ") && strstr(answer, "\r\n\r\nready\n"));
 
   f = fopen(conf, "w");
   fprintf(f, "max_inflight = 32\ncpu_workers = 2\n");
@@ -56,6 +88,12 @@ int main(void) {
   pid_t pid = nam.pid;
   kill(pid, SIGTERM);
   CHECK_EQ(nam_wait_notify(&nam, "STOPPING=1"), 0);
+  /* tasks are still in flight (the job is not done): draining */
+  CHECK_EQ(http_get(mport, "/readyz", answer, sizeof answer), 0);
+  if (!strstr(answer, " 503 ") || !strstr(answer, "not ready: draining")) {
+    fprintf(stderr, "/readyz while draining answered:\n%s\n", answer);
+    exit(1);
+  }
   int status;
   CHECK_EQ(waitpid(pid, &status, 0), pid);
   nam.pid = 0;

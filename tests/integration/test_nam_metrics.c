@@ -1,6 +1,7 @@
 /* test_nam_metrics - GET /metrics on a real ember-nam: after batches over
  * the unix socket and TCP and one refused submit, the task counters, the
  * latency histograms, blocks by transport and frames match what was run;
+ * the build and process_* families are there; /healthz and /readyz answer;
  * 404 and 405 for other paths and methods; the text passes
  * `promtool check metrics` when promtool is on PATH. */
 #include <arpa/inet.h>
@@ -10,8 +11,10 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "frame.h"
 #include "harness.h"
 
 /* One HTTP/1.0 exchange on 127.0.0.1:port; returns the status code and the
@@ -43,7 +46,7 @@ static int http(int port, const char *method, const char *path, char **body) {
   if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1) status = -1;
   char *sep = strstr(buf, "\r\n\r\n");
   *body = strdup(sep ? sep + 4 : "");
-  if (status == 200) {
+  if (status == 200 && strcmp(path, "/metrics") == 0) {
     char *ct = strcasestr(buf, "\r\nContent-Type: text/plain; version=0.0.4");
     CHECK(ct != NULL && (!sep || ct < sep));
   }
@@ -140,6 +143,28 @@ int main(void) {
   CHECK_EQ(http(port, "GET", "/metrics", &text), 200);
   CHECK_SAMPLE(text, "ember_nam_task_latency_seconds_count{stage=\"total\"}", 0);
   CHECK_SAMPLE(text, "ember_nam_info{node=\"metrics-test\",version=\"" EMBER_VERSION_TEXT "\"}", 1);
+  char build[128];
+  snprintf(build, sizeof build,
+           "ember_nam_build_info{version=\"" EMBER_VERSION_TEXT "\",protocol=\"%d\"}",
+           PROTO_VERSION);
+  CHECK_SAMPLE(text, build, 1);
+  /* process_*: this process's own figures, so only their sense is known */
+  CHECK(sample(text, "process_cpu_seconds_total") >= 0);
+  CHECK(sample(text, "process_resident_memory_bytes") > 1e5);
+  CHECK(sample(text, "process_virtual_memory_bytes") >=
+        sample(text, "process_resident_memory_bytes"));
+  CHECK(sample(text, "process_open_fds") >= 3);
+  CHECK(sample(text, "process_max_fds") >= sample(text, "process_open_fds"));
+  CHECK(sample(text, "process_start_time_seconds") > 1.5e9);
+  CHECK(sample(text, "process_start_time_seconds") <= (double)time(NULL) + 1);
+  free(text);
+
+  /* the probes: alive, and ready (listening, platforms up, not draining) */
+  CHECK_EQ(http(port, "GET", "/healthz", &text), 200);
+  CHECK(strcmp(text, "ok\n") == 0);
+  free(text);
+  CHECK_EQ(http(port, "GET", "/readyz", &text), 200);
+  CHECK(strcmp(text, "ready\n") == 0);
   free(text);
 
   size_t tasks = align_via(nam.unix_addr, &ps);

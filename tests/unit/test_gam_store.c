@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -997,6 +998,52 @@ static void kill9_loses_nothing_committed(void **state) {
   assert_true(total >= 4);
 }
 
+/* A capped store refuses growth as a full disk would, and says so. */
+static void full_store_says_so(void **state) {
+  tmp *t = *state;
+  gam_store *s = open_ok(t->db);
+  assert_int_equal(gam_store_set_max_size(s, 64 * 1024), 0);
+  char detail[200];
+  memset(detail, 'x', sizeof detail - 1);
+  detail[sizeof detail - 1] = '\0';
+  int rc = 0, i = 0;
+  for (; i < 100000 && rc == 0; i++)
+    rc = gam_store_event(s, (uint64_t)i, "test", "n1", 0, detail);
+  assert_int_equal(rc, EMBER_EIO);
+  assert_true(i > 10);  /* some fitted first */
+  assert_non_null(strstr(gam_store_error(s), "the disk is full"));
+  gam_store_close(s);
+}
+
+/* A directory the store cannot write is named, not "unable to open". */
+static void unwritable_dir_named(void **state) {
+  tmp *t = *state;
+  char file[320], path[400], err[512];
+  snprintf(file, sizeof file, "%s/afile", t->dir);
+  int fd = open(file, O_CREAT | O_WRONLY, 0600);
+  assert_true(fd >= 0);
+  close(fd);
+  snprintf(path, sizeof path, "%s/gam.db", file);  /* under a regular file */
+  gam_store *s = NULL;
+  assert_int_equal(gam_store_open(path, &s, err, sizeof err), EMBER_EIO);
+  assert_null(s);
+  char want[400];
+  snprintf(want, sizeof want, "state directory %s is not writable: %s", file,
+           strerror(ENOTDIR));
+  if (!strstr(err, want)) fail_msg("got '%s', want '%s'", err, want);
+  unlink(file);
+  if (geteuid() == 0) return;  /* root writes a 0500 directory anyway */
+  char ro[320];
+  snprintf(ro, sizeof ro, "%s/ro", t->dir);
+  assert_int_equal(mkdir(ro, 0500), 0);
+  snprintf(path, sizeof path, "%s/gam.db", ro);
+  assert_int_equal(gam_store_open(path, &s, err, sizeof err), EMBER_EIO);
+  snprintf(want, sizeof want, "state directory %s is not writable: %s", ro,
+           strerror(EACCES));
+  if (!strstr(err, want)) fail_msg("got '%s', want '%s'", err, want);
+  rmdir(ro);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(reopen_keeps_everything, tmp_setup,
@@ -1028,6 +1075,10 @@ int main(void) {
                                     tmp_teardown),
     cmocka_unit_test_setup_teardown(transactions, tmp_setup, tmp_teardown),
     cmocka_unit_test_setup_teardown(kill9_loses_nothing_committed, tmp_setup,
+                                    tmp_teardown),
+    cmocka_unit_test_setup_teardown(full_store_says_so, tmp_setup,
+                                    tmp_teardown),
+    cmocka_unit_test_setup_teardown(unwritable_dir_named, tmp_setup,
                                     tmp_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
