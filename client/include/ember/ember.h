@@ -91,7 +91,8 @@ typedef struct ember_options {
  * exists, else embedded. opts may be NULL.
  *
  * A NAM that cannot be reached is not an error here: the client starts in
- * fallback and tries to reconnect at later submits. It is an error
+ * fallback and tries to reconnect at later submits (tasks that cannot run
+ * in-process wait for it up to opts->reconnect_window_ms). It is an error
  * (EMBER_ECONNECT) only when opts->no_fallback is set, and EMBER_EVERSION
  * when the NAM speaks another protocol version.
  *
@@ -499,7 +500,8 @@ typedef struct ember_client_stats {
    * plugin directory, and refused (files, or the directory itself). */
   uint64_t plugins_loaded;
   uint64_t plugins_refused;
-  /* tasks sent again to a NAM after a reconnect (reconnect_window_ms) */
+  /* tasks kept while the NAM was away and sent to it once it was back
+   * (reconnect_window_ms) */
   uint64_t tasks_resubmitted;
 } ember_client_stats;
 
