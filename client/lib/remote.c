@@ -529,6 +529,9 @@ void ember__remote_lost_task(ember_client *c, ember_task *t, int why,
   if (parked) return;
   if (closing) {
     ember__task_complete(t, EMBER_ECANCELED, "client closed", NULL, 0, NULL, NULL);
+  } else if (in_window) {
+    ember__task_complete(t, EMBER_ENOMEM, "cannot start the thread that "
+                         "waits for the NAM", NULL, 0, NULL, NULL);
   } else if (waits) {
     char msg[600];
     snprintf(msg, sizeof msg, "no NAM at %s for %llu ms, over the reconnect "

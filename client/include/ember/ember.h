@@ -378,12 +378,13 @@ typedef struct ember_sw_report {
   size_t tasks_opencl;         /* a platform of each kind */
   size_t tasks_fpga_emu;
   size_t tasks_retried;        /* moved to another platform in the NAM */
-  uint64_t cells;              /* DP cell updates */
+  uint64_t cells;              /* DP cell updates of the pairs aligned */
   uint64_t queue_ns, exec_ns, server_ns, round_trip_ns; /* summed */
   uint64_t wall_ns;
-  size_t tasks_failed;         /* tasks that gave no result (not counted in
-                                  tasks) and the pairs they held: see */
-  size_t pairs_failed;         /* ember_sw_align */
+  /* tasks that gave no result (not in tasks, their cells not in cells)
+   * and the pairs they held: see ember_sw_align */
+  size_t tasks_failed;
+  size_t pairs_failed;
 } ember_sw_report;
 
 /* ember_platform_kind - the NAM's platform kinds by index ("cpu",
