@@ -428,9 +428,14 @@ static int align(const align_args *a, const seqio_set *q, const seqio_set *r,
   }
   if (cluster) client = ember_cluster_client(cluster, 0);
   const char *used = ember_client_address(client);
+  /* tasks that require a device kind cannot run in-process: they wait for
+   * the NAM (--reconnect-window) */
+  int waits = a->platform && strcmp(a->platform, "cpu") != 0;
   if (strcmp(used, "embedded") != 0 && !ember_is_connected(client))
-    cli_error(CMD, "the NAM at %s cannot be reached%s%s; aligning in-process",
-              used, ember_last_error()[0] ? ": " : "", ember_last_error());
+    cli_error(CMD, "the NAM at %s cannot be reached%s%s; %s", used,
+              ember_last_error()[0] ? ": " : "", ember_last_error(),
+              waits ? "the tasks wait for it within the reconnect window"
+                    : "aligning in-process");
 
   ember_sw_params params;
   ember_sw_params_default(&params);

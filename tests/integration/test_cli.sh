@@ -227,6 +227,14 @@ expect 2 "--reconnect-window: 'soon' is not a whole number" \
 expect 0 "3 fallbacks" \
   align --reconnect-window 0 --nam "unix:$WORK/none.sock" --query "$Q" --ref "$R"
 same_file "$WORK/out" "$DATA/expected.tsv" "--reconnect-window 0"
+# a platform kind the in-process engine lacks: the tasks wait for the NAM,
+# which never comes, and fail after the window with nothing written
+expect 1 "the tasks wait for it within the reconnect window" \
+  align --platform fpga-emu --reconnect-window 200 --nam "unix:$WORK/none.sock" \
+  --query "$Q" --ref "$R"
+checks=$((checks + 1))
+grep -q "over the reconnect window of 200 ms" "$WORK/err" && [ ! -s "$WORK/out" ] ||
+  fail "--platform fpga-emu without a NAM: $(cat "$WORK/err" "$WORK/out")"
 # ... while accelerators, which was told to ask that NAM, fails
 expect 1 "ember: accelerators: cannot reach the NAM at unix:$WORK/none.sock" \
   accelerators --nam "unix:$WORK/none.sock"
