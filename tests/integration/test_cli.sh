@@ -9,7 +9,7 @@ DATA=$2
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ember-cli-test.XXXXXX") || exit 1
 trap 'rm -rf "$WORK"' EXIT INT TERM
 
-unset EMBER_NAM
+unset EMBER_NAM EMBER_RECONNECT_WINDOW_MS
 # This test is about the tool, not the kernels (tests/conformance compares
 # every variant): the scalar reference keeps it independent of them.
 EMBER_SW_ISA=scalar
@@ -235,6 +235,14 @@ expect 1 "the tasks wait for it within the reconnect window" \
 checks=$((checks + 1))
 grep -q "over the reconnect window of 200 ms" "$WORK/err" && [ ! -s "$WORK/out" ] ||
   fail "--platform fpga-emu without a NAM: $(cat "$WORK/err" "$WORK/out")"
+# ... the same window from the environment, which must be a number
+export EMBER_RECONNECT_WINDOW_MS=150
+expect 1 "over the reconnect window of 150 ms" \
+  align --platform fpga-emu --nam "unix:$WORK/none.sock" --query "$Q" --ref "$R"
+EMBER_RECONNECT_WINDOW_MS=soon
+expect 1 "EMBER_RECONNECT_WINDOW_MS: 'soon' is not a number" \
+  align --nam "unix:$WORK/none.sock" --query "$Q" --ref "$R"
+unset EMBER_RECONNECT_WINDOW_MS
 # ... while accelerators, which was told to ask that NAM, fails
 expect 1 "ember: accelerators: cannot reach the NAM at unix:$WORK/none.sock" \
   accelerators --nam "unix:$WORK/none.sock"
