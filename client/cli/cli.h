@@ -16,7 +16,8 @@
 enum {
   CLI_OK = 0,
   CLI_FAIL = 1,  /* a runtime failure: a file, the NAM, the alignment */
-  CLI_USAGE = 2  /* bad options or arguments */
+  CLI_USAGE = 2, /* bad options or arguments */
+  CLI_PARTIAL = 3 /* some of the work failed; the rest was written */
 };
 
 /* One subcommand: `ember NAME ...` runs run(argc, argv) with argv[0] being

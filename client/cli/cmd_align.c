@@ -60,6 +60,14 @@ static const char align_help[] =
     "  --prefer KIND       platforms of this kind first; others take tasks\n"
     "                      only while those are busy (default: the NAM\n"
     "                      spreads tasks by expected finish time)\n"
+    "  --no-fallback       never run a task on the CPU in-process: a task the\n"
+    "                      NAM cannot run fails (not with --embedded)\n"
+    "  --reconnect-window MS\n"
+    "                      when the NAM goes away, wait this long for it to\n"
+    "                      come back and send it the tasks that cannot run\n"
+    "                      in-process (--platform other than cpu,\n"
+    "                      --no-fallback) again; 0: fail them at once\n"
+    "                      (default: $EMBER_RECONNECT_WINDOW_MS, else 10000)\n"
     "\n"
     "Output:\n"
     "  --out FILE          write the results to FILE (default: standard output)\n"
@@ -73,13 +81,18 @@ static const char align_help[] =
     "is 0. A summary line goes to standard error: pairs, GCUPS, tasks per\n"
     "platform, fallbacks and the address used.\n"
     "\n"
-    "Exit status: 0 done, 1 failed (input, NAM, alignment), 2 bad usage.\n";
+    "When some tasks fail (e.g. the NAM went away for longer than the\n"
+    "reconnect window), the pairs that did complete are still written and\n"
+    "standard error says how many pairs and tasks did not, and why.\n"
+    "\n"
+    "Exit status: 0 done, 1 failed (input, NAM, alignment; nothing written),\n"
+    "2 bad usage, 3 some pairs did not complete (the others were written).\n";
 
 enum {
   OPT_QUERY = 256, OPT_REF, OPT_PROTEIN, OPT_MATCH, OPT_MISMATCH, OPT_MATRIX,
   OPT_GAP_OPEN, OPT_GAP_EXTEND, OPT_NAM, OPT_EMBEDDED, OPT_THREADS,
   OPT_PLATFORM, OPT_PREFER, OPT_OUT, OPT_JSON, OPT_TIMINGS, OPT_GAM,
-  OPT_LABEL
+  OPT_LABEL, OPT_NO_FALLBACK, OPT_RECONNECT_WINDOW
 };
 
 static const struct option align_options[] = {
@@ -101,14 +114,17 @@ static const struct option align_options[] = {
     {"out", required_argument, NULL, OPT_OUT},
     {"json", no_argument, NULL, OPT_JSON},
     {"timings", no_argument, NULL, OPT_TIMINGS},
+    {"no-fallback", no_argument, NULL, OPT_NO_FALLBACK},
+    {"reconnect-window", required_argument, NULL, OPT_RECONNECT_WINDOW},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
 
 typedef struct align_args {
   const char *query, *ref, *matrix, *nam, *platform, *prefer, *out;
   const char *gam, *label;
-  int protein, embedded, json, timings;
+  int protein, embedded, json, timings, no_fallback;
   int match, mismatch, gap_open, gap_extend, threads;
+  int reconnect_window, has_reconnect_window;
   int has_match, has_mismatch, has_gap_open, has_gap_extend;
 } align_args;
 
@@ -172,6 +188,12 @@ static int parse_args(int argc, char **argv, align_args *a) {
     case OPT_OUT: a->out = optarg; break;
     case OPT_JSON: a->json = 1; break;
     case OPT_TIMINGS: a->timings = 1; break;
+    case OPT_NO_FALLBACK: a->no_fallback = 1; break;
+    case OPT_RECONNECT_WINDOW:
+      rc = cli_parse_int(CMD, "--reconnect-window", optarg, 0, 86400000,
+                         &a->reconnect_window);
+      a->has_reconnect_window = 1;
+      break;
     case 'h': fputs(align_help, stdout); return -1;
     default: return cli_getopt_error(CMD, c, argv);
     }
@@ -185,6 +207,9 @@ static int parse_args(int argc, char **argv, align_args *a) {
     return cli_usage_error(CMD, "--query and --ref cannot both read standard input");
   if (a->nam && a->embedded)
     return cli_usage_error(CMD, "--nam and --embedded exclude each other");
+  if (a->no_fallback && a->embedded)
+    return cli_usage_error(CMD, "--no-fallback and --embedded exclude each "
+                                "other: embedded, every task runs in-process");
   if (a->gam && (a->nam || a->embedded))
     return cli_usage_error(CMD, "--gam excludes --nam and --embedded: the GAM "
                                 "chooses the NAM");
@@ -249,13 +274,18 @@ static void progress_clear(progress *pr) {
   if (pr->shown) fprintf(stderr, "\r%*s\r", pr->width, "");
 }
 
+/* ember_sw_align marks a pair whose task failed with score -1: such a pair
+ * has no line (a real score is never negative). */
+static int failed(const ember_sw_result *res) { return res->score < 0; }
+
 static int write_tsv(FILE *f, const seqio_set *q, const seqio_set *r,
                      const ember_sw_result *res) {
   fputs("query\tref\tscore\tquery_start\tquery_end\tref_start\tref_end\n", f);
   for (size_t i = 0; i < q->n; i++)
-    fprintf(f, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", q->records[i].name,
-            r->records[i].name, (int)res[i].score, (int)res[i].query_start,
-            (int)res[i].query_end, (int)res[i].ref_start, (int)res[i].ref_end);
+    if (!failed(&res[i]))
+      fprintf(f, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", q->records[i].name,
+              r->records[i].name, (int)res[i].score, (int)res[i].query_start,
+              (int)res[i].query_end, (int)res[i].ref_start, (int)res[i].ref_end);
   return ferror(f) ? -1 : 0;
 }
 
@@ -264,7 +294,9 @@ static int write_tsv(FILE *f, const seqio_set *q, const seqio_set *r,
 static int write_json(FILE *f, const seqio_set *q, const seqio_set *r,
                       const ember_sw_result *res) {
   fputs("[\n", f);
+  int first = 1;
   for (size_t i = 0; i < q->n; i++) {
+    if (failed(&res[i])) continue;
     json_t *o = json_pack(
         "{s:o, s:o, s:i, s:i, s:i, s:i, s:i}", "query",
         cli_json_text(q->records[i].name), "ref",
@@ -272,13 +304,13 @@ static int write_json(FILE *f, const seqio_set *q, const seqio_set *r,
         "query_start", (int)res[i].query_start, "query_end",
         (int)res[i].query_end, "ref_start", (int)res[i].ref_start, "ref_end",
         (int)res[i].ref_end);
-    fputs("  ", f);
+    fputs(first ? "  " : ",\n  ", f);
+    first = 0;
     int rc = o ? json_dumpf(o, f, 0) : -1;
     json_decref(o);
     if (rc != 0) return -1;
-    fputs(i + 1 < q->n ? ",\n" : "\n", f);
   }
-  fputs("]\n", f);
+  fputs(first ? "]\n" : "\n]\n", f);
   return ferror(f) ? -1 : 0;
 }
 
@@ -375,8 +407,12 @@ static int acquire_node(const align_args *a, const ember_options *opts,
 
 static int align(const align_args *a, const seqio_set *q, const seqio_set *r,
                  FILE *out) {
-  ember_options opts = {.client_name = "ember align",
-                        .embedded_threads = (unsigned)a->threads};
+  ember_options opts = {.size = sizeof opts, .client_name = "ember align",
+                        .embedded_threads = (unsigned)a->threads,
+                        .no_fallback = a->no_fallback};
+  /* the library's 0 is "the default"; the option's 0 is "off" */
+  if (a->has_reconnect_window)
+    opts.reconnect_window_ms = a->reconnect_window ? a->reconnect_window : -1;
   const char *address = a->embedded ? "embedded" : a->nam;
   ember_client *client = NULL;
   ember_cluster *cluster = NULL;
@@ -392,9 +428,14 @@ static int align(const align_args *a, const seqio_set *q, const seqio_set *r,
   }
   if (cluster) client = ember_cluster_client(cluster, 0);
   const char *used = ember_client_address(client);
+  /* tasks that require a device kind cannot run in-process: they wait for
+   * the NAM (--reconnect-window) */
+  int waits = a->platform && strcmp(a->platform, "cpu") != 0;
   if (strcmp(used, "embedded") != 0 && !ember_is_connected(client))
-    cli_error(CMD, "the NAM at %s cannot be reached%s%s; aligning in-process",
-              used, ember_last_error()[0] ? ": " : "", ember_last_error());
+    cli_error(CMD, "the NAM at %s cannot be reached%s%s; %s", used,
+              ember_last_error()[0] ? ": " : "", ember_last_error(),
+              waits ? "the tasks wait for it within the reconnect window"
+                    : "aligning in-process");
 
   ember_sw_params params;
   ember_sw_params_default(&params);
@@ -432,8 +473,11 @@ static int align(const align_args *a, const seqio_set *q, const seqio_set *r,
   if (arc) {
     cli_error(CMD, "%s%s%s", ember_strerror(arc),
               ember_last_error()[0] ? ": " : "", ember_last_error());
-    rc = CLI_FAIL;
-    goto done;
+    /* what did complete is still worth writing */
+    if (rep.pairs_failed == 0 || rep.pairs_failed >= n) {
+      rc = CLI_FAIL;
+      goto done;
+    }
   }
   int wrc = a->json ? write_json(out, q, r, res) : write_tsv(out, q, r, res);
   if (fflush(out) != 0 || wrc != 0) {
@@ -442,9 +486,18 @@ static int align(const align_args *a, const seqio_set *q, const seqio_set *r,
     rc = CLI_FAIL;
     goto done;
   }
-  print_summary(&rep, n, used);
+  print_summary(&rep, n - rep.pairs_failed, used);
   if (a->timings) print_timings(&rep);
   rc = CLI_OK;
+  if (arc) {
+    char f[32], all[32];
+    cli_error(CMD, "%s of %s pairs (%zu of %zu tasks) did not complete; the "
+              "other pairs were written",
+              cli_group_digits(rep.pairs_failed, f, sizeof f),
+              cli_group_digits(n, all, sizeof all), rep.tasks_failed,
+              rep.tasks + rep.tasks_failed);
+    rc = CLI_PARTIAL;
+  }
 done:
   free(qs);
   free(rs);
@@ -482,7 +535,8 @@ static int align_main(int argc, char **argv) {
       cli_error(CMD, "cannot write '%s': %s", a.out, strerror(errno));
       rc = CLI_FAIL;
     }
-    if (rc != CLI_OK) remove(a.out); /* no partial results left behind */
+    /* no broken file left behind; partial results are whole lines */
+    if (rc != CLI_OK && rc != CLI_PARTIAL) remove(a.out);
   }
 done:
   seqio_free(&q);

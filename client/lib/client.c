@@ -1,6 +1,7 @@
 /* client.c - opening and closing clients, addresses, errors, counters. */
 #include "client_internal.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +100,30 @@ static void report_plugins(ember_client *c) {
   }
 }
 
+#define DEFAULT_RECONNECT_WINDOW_MS 10000
+
+/* ember_options.reconnect_window_ms: 0 takes $EMBER_RECONNECT_WINDOW_MS,
+ * else the default; negative turns it off. */
+static int resolve_window(ember_client *c) {
+  long ms = c->opts.reconnect_window_ms;
+  const char *env = getenv("EMBER_RECONNECT_WINDOW_MS");
+  if (ms == 0 && env && env[0]) {
+    char *end;
+    errno = 0;
+    ms = strtol(env, &end, 10);
+    if (*end || errno || ms < 0 || ms > 86400000L) {
+      ember__client_set_error("EMBER_RECONNECT_WINDOW_MS: '%s' is not a "
+                              "number of milliseconds (0 to 86400000)", env);
+      return EMBER_EINVAL;
+    }
+    if (ms == 0) ms = -1; /* 0 there means off */
+  } else if (ms == 0) {
+    ms = DEFAULT_RECONNECT_WINDOW_MS;
+  }
+  c->window_ns = ms > 0 ? (uint64_t)ms * 1000000u : 0;
+  return 0;
+}
+
 int ember_connect(const char *address, const ember_options *opts,
                   ember_client **out) {
   return ember__client_open(address, opts, NULL, 0, NULL, out);
@@ -115,6 +140,7 @@ int ember__client_open(const char *address, const ember_options *opts,
   if (!rc)
     rc = ember__struct_in(&c->opts, sizeof c->opts, opts, EMBER__OPTIONS_V0,
                           "ember_options");
+  if (!rc) rc = resolve_window(c);
   if (rc) {
     free(c);
     return rc;
@@ -134,6 +160,7 @@ int ember__client_open(const char *address, const ember_options *opts,
   pthread_mutex_init(&c->request_lock, NULL);
   pthread_cond_init(&c->slot_cv, NULL);
   pthread_cond_init(&c->reply_cv, NULL);
+  pthread_cond_init(&c->park_cv, NULL);
   if (lease && copy_lease(c, lease) != 0) {
     ember_close(c);
     return EMBER_ENOMEM;
@@ -155,8 +182,13 @@ int ember__client_open(const char *address, const ember_options *opts,
     pthread_mutex_lock(&c->connect_lock);
     rc = ember__remote_connect(c);
     pthread_mutex_unlock(&c->connect_lock);
-    /* unreachable is fine: tasks fall back until the NAM is back */
-    if (rc == EMBER_ECONNECT && !c->opts.no_fallback) rc = 0;
+    /* unreachable is fine: tasks fall back (or wait out the reconnect
+     * window) until the NAM is back */
+    if (rc == EMBER_ECONNECT && !c->opts.no_fallback) {
+      c->down_since_ns = ember__client_now_ns();
+      snprintf(c->down_why, sizeof c->down_why, "%s", last_error);
+      rc = 0;
+    }
   } else {
     ember__client_set_error("unknown address '%s': expected unix:PATH, tcp:HOST:PORT "
                      "or embedded", c->address);
@@ -175,7 +207,9 @@ void ember_close(ember_client *c) {
   if (!c) return;
   pthread_mutex_lock(&c->lock);
   c->closing = 1;
+  pthread_cond_broadcast(&c->slot_cv); /* a resubmit waiting for a slot */
   pthread_mutex_unlock(&c->lock);
+  ember__remote_stop_resubmitter(c); /* parked tasks end as ECANCELED */
   ember__remote_shutdown(c);     /* in-flight remote tasks end as ECANCELED */
   nam_engine_destroy(c->engine); /* local ones too */
   HASH_CLEAR(hh, c->inflight_tasks); /* empty by now: frees the table */
@@ -184,6 +218,7 @@ void ember_close(ember_client *c) {
   sodium_memzero(c->lease_sk, sizeof c->lease_sk);
   pthread_cond_destroy(&c->slot_cv);
   pthread_cond_destroy(&c->reply_cv);
+  pthread_cond_destroy(&c->park_cv);
   pthread_mutex_destroy(&c->request_lock);
   pthread_mutex_destroy(&c->connect_lock);
   pthread_mutex_destroy(&c->send_lock);
@@ -194,6 +229,7 @@ void ember_close(ember_client *c) {
 void ember__client_lease_ended(ember_client *c) {
   pthread_mutex_lock(&c->lock);
   c->lease_ended = 1;
+  pthread_cond_broadcast(&c->park_cv); /* parked tasks fall back now */
   /* the reader sees the end of the stream and hands the tasks in flight
    * to the fallback */
   if (c->fd >= 0) shutdown(c->fd, SHUT_RDWR);

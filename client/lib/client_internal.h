@@ -76,6 +76,15 @@ struct ember_client {
   ember_task *inflight_tasks; /* uthash on task id; NULL when empty */
   uint64_t next_task_id, next_block_id;
   uint64_t last_attempt_ns, backoff_ns;
+  /* the reconnect window (remote.c): tasks that cannot run in-process wait
+   * here, parked, while there is no connection */
+  uint64_t window_ns;        /* 0: off */
+  uint64_t down_since_ns;    /* the connection went away; 0 while up */
+  char down_why[256];        /* the last reason it is down */
+  ember_task *parked_tasks;  /* uthash on task id, in park order */
+  pthread_cond_t park_cv;    /* parked, connected, or closing */
+  pthread_t resubmitter;     /* reconnects and sends the parked tasks */
+  int resubmitter_running;
   int closing;
   pending_reply reply;
   pthread_mutex_t send_lock; /* one writer on the socket at a time */
@@ -151,7 +160,9 @@ struct ember_task {
   char platform_kind[32];
   ember_task_info info;
   nam_task *local;           /* running on the in-process engine */
-  UT_hash_handle hh;         /* in client->inflight_tasks while in flight */
+  int parked;                /* in client->parked_tasks (client->lock) */
+  UT_hash_handle hh;         /* in client->inflight_tasks while in flight,
+                                or in client->parked_tasks: never both */
 };
 
 /* client.c */
@@ -186,6 +197,16 @@ int ember__remote_send_locked(ember_client *c, const proto_wbuf *w, const int *f
 int ember__remote_send_msg(ember_client *c, uint8_t type, const ProtobufCMessage *m);
 int ember__remote_request(ember_client *c, uint8_t type, const ProtobufCMessage *m,
                    uint8_t reply_type, ProtobufCMessage **reply);
+/* ember__remote_lost_task - t cannot reach the NAM (why, message): it
+ * falls back to the CPU in-process if it can, else waits parked for a
+ * reconnect within the window, else fails. */
+void ember__remote_lost_task(ember_client *c, ember_task *t, int why,
+                             const char *message);
+/* ember__remote_unpark - take t out of the parked tasks; 1 if it was there
+ * (the caller then completes it), else 0. */
+int ember__remote_unpark(ember_client *c, ember_task *t);
+/* ember__remote_stop_resubmitter - closing: parked tasks are canceled */
+void ember__remote_stop_resubmitter(ember_client *c);
 /* task map (client->lock held) */
 int ember__inflight_add(ember_client *c, ember_task *t);
 ember_task *ember__inflight_take(ember_client *c, uint64_t id);
@@ -195,6 +216,12 @@ void ember__task_complete(ember_task *t, int status, const char *message,
                    uint8_t *output, size_t output_len, const char *platform,
                    const ember_task_info *info);
 void ember__task_fallback(ember_task *t, int why, const char *message);
+/* the CPU in-process can run t (fallback allowed, no NAM-only blocks, no
+ * platform kind it lacks, an accelerator it knows) */
+int ember__task_can_fall_back(const ember_task *t);
+/* send t on the current connection (blocks at the in-flight limit); a
+ * connection that is gone hands it to ember__remote_lost_task */
+void ember__task_send(ember_client *c, ember_task *t);
 void ember__task_unref(ember_task *t);
 
 /* blocks.c */

@@ -2,7 +2,9 @@
  * remote.c - the connection to a NAM: connect and greet, one reader thread
  * that completes tasks as results arrive, serialized writes, reconnection
  * with backoff, and handing in-flight tasks to the CPU fallback when the
- * connection dies.
+ * connection dies - or, for tasks that cannot run in-process, keeping them
+ * parked and sending them again once the NAM is back (the reconnect
+ * window).
  */
 #include "client_internal.h"
 
@@ -18,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hostport.h"
@@ -247,6 +250,8 @@ int ember__remote_connect(ember_client *c) {
   c->fd = fd;
   c->gen++;
   c->backoff_ns = 0;
+  c->down_since_ns = 0; /* the reconnect window ends here */
+  pthread_cond_broadcast(&c->park_cv); /* parked tasks can go */
   if (c->gen > 1) c->stats.reconnects++;
   pthread_mutex_unlock(&c->lock);
   if (pthread_create(&c->reader, NULL, reader_main, c) != 0) {
@@ -318,7 +323,7 @@ static void connection_lost(ember_client *c, const char *why) {
     if (closing)
       ember__task_complete(orphans[i], EMBER_ECANCELED, "client closed", NULL, 0, NULL, NULL);
     else
-      ember__task_fallback(orphans[i], EMBER_ECONNLOST, why);
+      ember__remote_lost_task(c, orphans[i], EMBER_ECONNLOST, why);
   }
   free(orphans);
 }
@@ -444,6 +449,8 @@ static void *reader_main(void *arg) {
   }
   pthread_mutex_lock(&c->lock);
   c->fd = -1;
+  if (!c->down_since_ns) c->down_since_ns = ember__client_now_ns();
+  snprintf(c->down_why, sizeof c->down_why, "%s", why);
   pthread_mutex_unlock(&c->lock);
   /* writers hold send_lock while they use the fd: wait them out */
   pthread_mutex_lock(&c->send_lock);
@@ -517,4 +524,168 @@ int ember__remote_request(ember_client *c, uint8_t type, const ProtobufCMessage 
   pthread_mutex_unlock(&c->lock);
   pthread_mutex_unlock(&c->request_lock);
   return rc;
+}
+
+/* ---- the reconnect window ---------------------------------------------- */
+
+static void *resubmitter_main(void *arg);
+
+/* client->lock held */
+static void park(ember_client *c, ember_task *t) {
+  if (!t->id) t->id = c->next_task_id++; /* never sent: no id yet */
+  t->parked = 1;
+  HASH_ADD(hh, c->parked_tasks, id, sizeof t->id, t);
+  if (!c->resubmitter_running &&
+      pthread_create(&c->resubmitter, NULL, resubmitter_main, c) == 0)
+    c->resubmitter_running = 1;
+  pthread_cond_broadcast(&c->park_cv);
+}
+
+void ember__remote_lost_task(ember_client *c, ember_task *t, int why,
+                             const char *message) {
+  pthread_mutex_lock(&c->lock);
+  int closing = c->closing;
+  int waits = !closing && c->window_ns && !c->lease_ended &&
+              !ember__task_can_fall_back(t) &&
+              !ember__task_has_remote_blocks(t);
+  if (waits && !c->down_since_ns) c->down_since_ns = ember__client_now_ns();
+  uint64_t down_ns = ember__client_now_ns() - c->down_since_ns;
+  int in_window = waits && down_ns < c->window_ns;
+  if (in_window) park(c, t);
+  /* park may fail to start the thread: then nothing would send it again */
+  int parked = in_window && c->resubmitter_running;
+  if (in_window && !parked) {
+    HASH_DEL(c->parked_tasks, t);
+    t->parked = 0;
+  }
+  unsigned long long window_ms = c->window_ns / 1000000u;
+  pthread_mutex_unlock(&c->lock);
+  if (parked) return;
+  if (closing) {
+    ember__task_complete(t, EMBER_ECANCELED, "client closed", NULL, 0, NULL, NULL);
+  } else if (in_window) {
+    ember__task_complete(t, EMBER_ENOMEM, "cannot start the thread that "
+                         "waits for the NAM", NULL, 0, NULL, NULL);
+  } else if (waits) {
+    char msg[600];
+    snprintf(msg, sizeof msg, "no NAM at %s for %llu ms, over the reconnect "
+             "window of %llu ms (%s)", c->address,
+             (unsigned long long)(down_ns / 1000000u), window_ms,
+             message && message[0] ? message : ember_strerror(why));
+    ember__task_complete(t, EMBER_ECONNLOST, msg, NULL, 0, NULL, NULL);
+  } else {
+    ember__task_fallback(t, why, message); /* as without a window */
+  }
+}
+
+int ember__remote_unpark(ember_client *c, ember_task *t) {
+  pthread_mutex_lock(&c->lock);
+  int was = t->parked;
+  if (was) {
+    HASH_DEL(c->parked_tasks, t);
+    t->parked = 0;
+  }
+  pthread_mutex_unlock(&c->lock);
+  return was;
+}
+
+/* Every parked task, in park order, out of the table (client->lock held);
+ * NULL and *n 0 when none or out of memory (they stay parked then). */
+static ember_task **take_parked(ember_client *c, size_t *n) {
+  *n = HASH_COUNT(c->parked_tasks);
+  ember_task **all = *n ? calloc(*n, sizeof *all) : NULL;
+  if (!all) {
+    *n = 0;
+    return NULL;
+  }
+  ember_task *t, *next;
+  size_t i = 0;
+  HASH_ITER(hh, c->parked_tasks, t, next) {
+    HASH_DEL(c->parked_tasks, t);
+    t->parked = 0;
+    all[i++] = t;
+  }
+  return all;
+}
+
+/* Wait on park_cv until the monotonic time until_ns at the latest. */
+static void wait_until(ember_client *c, uint64_t until_ns) {
+  uint64_t now = ember__client_now_ns();
+  if (until_ns <= now) return;
+  uint64_t left = until_ns - now;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t nsec = (uint64_t)ts.tv_nsec + left % 1000000000u;
+  ts.tv_sec += (time_t)(left / 1000000000u + nsec / 1000000000u);
+  ts.tv_nsec = (long)(nsec % 1000000000u);
+  pthread_cond_timedwait(&c->park_cv, &c->lock, &ts);
+}
+
+/* One thread per client, started at the first park: it reconnects with the
+ * backoff of ember__remote_ensure, sends the parked tasks again (their input
+ * blocks go with them: the new NAM has none), and fails them when the window
+ * is over. */
+static void *resubmitter_main(void *arg) {
+  ember_client *c = arg;
+  pthread_mutex_lock(&c->lock);
+  while (!c->closing) {
+    if (!c->parked_tasks) {
+      pthread_cond_wait(&c->park_cv, &c->lock);
+      continue;
+    }
+    size_t n = 0;
+    ember_task **all = NULL;
+    uint64_t now = ember__client_now_ns();
+    if (c->fd >= 0 || c->lease_ended ||
+        now - c->down_since_ns >= c->window_ns) {
+      int resend = c->fd >= 0;
+      int lease_ended = c->lease_ended;
+      char why[sizeof c->down_why];
+      snprintf(why, sizeof why, "%s", c->down_why);
+      all = take_parked(c, &n);
+      if (resend) c->stats.tasks_resubmitted += n;
+      pthread_mutex_unlock(&c->lock);
+      for (size_t i = 0; i < n; i++) {
+        if (resend)
+          ember__task_send(c, all[i]); /* lost again: parked again */
+        else if (lease_ended)
+          ember__task_fallback(all[i], EMBER_ECONNLOST, "the lease ended");
+        else
+          ember__remote_lost_task(c, all[i], EMBER_ECONNLOST, why);
+      }
+      free(all);
+      pthread_mutex_lock(&c->lock);
+      if (!all) wait_until(c, now + 1000000u); /* out of memory: retry */
+      continue;
+    }
+    uint64_t next = c->last_attempt_ns + c->backoff_ns;
+    if (now < next) {
+      uint64_t end = c->down_since_ns + c->window_ns;
+      wait_until(c, next < end ? next : end);
+      continue;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (ember__remote_ensure(c) != 0) {
+      pthread_mutex_lock(&c->lock);
+      snprintf(c->down_why, sizeof c->down_why, "%s", ember_last_error());
+      continue;
+    }
+    pthread_mutex_lock(&c->lock);
+  }
+  size_t n;
+  ember_task **all = take_parked(c, &n);
+  pthread_mutex_unlock(&c->lock);
+  for (size_t i = 0; i < n; i++)
+    ember__task_complete(all[i], EMBER_ECANCELED, "client closed", NULL, 0, NULL, NULL);
+  free(all);
+  return NULL;
+}
+
+void ember__remote_stop_resubmitter(ember_client *c) {
+  pthread_mutex_lock(&c->lock);
+  int running = c->resubmitter_running;
+  pthread_cond_broadcast(&c->park_cv);
+  pthread_mutex_unlock(&c->lock);
+  if (running) pthread_join(c->resubmitter, NULL);
+  c->resubmitter_running = 0;
 }

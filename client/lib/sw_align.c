@@ -154,11 +154,26 @@ static size_t *tasks_on(ember_sw_report *report, const char *kind) {
   }
 }
 
-/* Copy one finished chunk into results and the report. */
-static int collect(const chunk *ch, ember_sw_result *results,
+/* Pairs [first, first+count) gave no result: score -1 marks them (a real
+ * one is never negative), and the report counts them. */
+static void mark_failed(size_t first, size_t count, ember_sw_result *results,
+                        ember_sw_report *report) {
+  for (size_t i = first; i < first + count; i++)
+    results[i] = (ember_sw_result){-1, -1, -1, -1, -1};
+  if (report) {
+    report->tasks_failed++;
+    report->pairs_failed += count;
+  }
+}
+
+/* Copy one finished chunk into results and the report (its cells count
+ * only when it succeeded). */
+static int collect(const chunk *ch, const ember_seq *queries,
+                   const ember_seq *refs, ember_sw_result *results,
                    ember_sw_report *report) {
   ember_task *t = ch->task;
   if (ember_task_status(t) != 0) {
+    mark_failed(ch->first, ch->count, results, report);
     ember__client_set_error("task of pairs %zu-%zu (sequence numbers below count "
                      "from %zu): %s", ch->first, ch->first + ch->count - 1,
                      ch->first, ember_task_message(t));
@@ -176,6 +191,7 @@ static int collect(const chunk *ch, ember_sw_result *results,
       r->n_ref_end != ch->count) {
     ember__client_set_error("pairs %zu-%zu: malformed sw result", ch->first,
                      ch->first + ch->count - 1);
+    mark_failed(ch->first, ch->count, results, report);
     if (r) ember__sw__result__free_unpacked(r, NULL);
     return EMBER_EPROTO;
   }
@@ -191,6 +207,8 @@ static int collect(const chunk *ch, ember_sw_result *results,
   if (report) {
     const ember_task_info *info = ember_task_get_info(t);
     report->tasks++;
+    for (size_t i = ch->first; i < ch->first + ch->count; i++)
+      report->cells += (uint64_t)queries[i].length * refs[i].length;
     if (info->fell_back)
       report->tasks_fallback++;
     else
@@ -245,25 +263,26 @@ static int sw_align(ember_client *c, const ember_sw_params *params,
     ember_block_release(in[0]); /* the task keeps what it needs */
     ember_block_release(in[1]);
     if (progress) progress(atomic_load(&prog.pairs_done), n, progress_user);
-    if (report) {
-      for (size_t i = ch->first; i < ch->first + ch->count; i++)
-        report->cells += (uint64_t)queries[i].length * refs[i].length;
-    }
   }
   if (rc) submitted--; /* the failed one has no task */
   int first_err = rc;
   char first_msg[512] = "";
   if (rc) snprintf(first_msg, sizeof first_msg, "%s", ember_last_error());
+  /* every task that succeeded is collected, whatever failed before it */
   for (size_t i = 0; i < submitted; i++) {
     while (ember_task_wait(chunks[i].task, 200) == EMBER_ETIMEDOUT)
       if (progress) progress(atomic_load(&prog.pairs_done), n, progress_user);
     if (progress) progress(atomic_load(&prog.pairs_done), n, progress_user);
-    if (first_err == 0) {
-      first_err = collect(&chunks[i], results, report);
-      if (first_err) snprintf(first_msg, sizeof first_msg, "%s", ember_last_error());
+    int crc = collect(&chunks[i], queries, refs, results, report);
+    if (crc && first_err == 0) {
+      first_err = crc;
+      snprintf(first_msg, sizeof first_msg, "%s", ember_last_error());
     }
     ember_task_free(chunks[i].task);
   }
+  /* a failed submit left the rest of the batch without a task */
+  for (size_t first = submitted * per; first_err && first < n; first += per)
+    mark_failed(first, n - first < per ? n - first : per, results, report);
   if (progress && first_err == 0) progress(n, n, progress_user);
   if (report) report->wall_ns = ember__client_now_ns() - start;
   free(chunks);

@@ -246,17 +246,28 @@ static int send_task(ember_client *c, ember_task *t, uint64_t gen) {
   return rc;
 }
 
+int ember__task_can_fall_back(const ember_task *t) {
+  /* the in-process engine has cpu platforms only */
+  return !t->client->opts.no_fallback && t->acc &&
+         !ember__task_has_remote_blocks(t) &&
+         (!t->platform_req[0] || strcmp(t->platform_req, "cpu") == 0);
+}
+
 static void submit_remote(ember_client *c, ember_task *t) {
   if (ember__remote_ensure(c) != 0) {
-    ember__task_fallback(t, EMBER_ECONNECT, ember_last_error());
+    ember__remote_lost_task(c, t, EMBER_ECONNECT, ember_last_error());
     return;
   }
+  ember__task_send(c, t);
+}
+
+void ember__task_send(ember_client *c, ember_task *t) {
   pthread_mutex_lock(&c->lock);
   while (c->fd >= 0 && !c->closing && c->inflight >= c->max_inflight)
     pthread_cond_wait(&c->slot_cv, &c->lock); /* backpressure */
   if (c->fd < 0 || c->closing) {
     pthread_mutex_unlock(&c->lock);
-    ember__task_fallback(t, EMBER_ECONNLOST, "connection to the NAM lost");
+    ember__remote_lost_task(c, t, EMBER_ECONNLOST, "connection to the NAM lost");
     return;
   }
   t->id = c->next_task_id++;
@@ -280,7 +291,7 @@ static void submit_remote(ember_client *c, ember_task *t) {
                     NULL, 0, NULL, NULL);
   }
   /* a send that failed shut the socket down: the reader hands every
-   * in-flight task, this one included, to the fallback */
+   * in-flight task, this one included, to ember__remote_lost_task */
 }
 
 int ember_submit(ember_client *c, const char *accelerator, const void *params,
@@ -434,6 +445,10 @@ int ember_task_cancel(ember_task *t) {
   pthread_mutex_unlock(&t->mu);
   if (done) return EMBER_ENOTFOUND;
   if (local) return nam_task_cancel(local) == 0 ? 0 : EMBER_ENOTFOUND;
+  if (ember__remote_unpark(t->client, t)) { /* waiting for a reconnect */
+    ember__task_complete(t, EMBER_ECANCELED, "canceled", NULL, 0, NULL, NULL);
+    return 0;
+  }
   Ember__Cancel m = EMBER__CANCEL__INIT;
   m.task_id = t->id;
   return ember__remote_send_msg(t->client, EMBER__MSG_TYPE__MSG_CANCEL, &m.base);

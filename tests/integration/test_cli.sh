@@ -9,7 +9,7 @@ DATA=$2
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ember-cli-test.XXXXXX") || exit 1
 trap 'rm -rf "$WORK"' EXIT INT TERM
 
-unset EMBER_NAM
+unset EMBER_NAM EMBER_RECONNECT_WINDOW_MS
 # This test is about the tool, not the kernels (tests/conformance compares
 # every variant): the scalar reference keeps it independent of them.
 EMBER_SW_ISA=scalar
@@ -205,6 +205,44 @@ expect 0 "cannot be reached" align --nam "unix:$WORK/none.sock" --query "$Q" --r
 same_file "$WORK/out" "$DATA/expected.tsv" "fallback"
 checks=$((checks + 1))
 grep -q "3 fallbacks, via unix:$WORK/none.sock" "$WORK/err" || fail "fallback summary: $(cat "$WORK/err")"
+# ... unless told never to fall back: then nothing runs and nothing is written
+expect 1 "cannot open a client for unix:$WORK/none.sock: cannot connect" \
+  align --no-fallback --nam "unix:$WORK/none.sock" --query "$Q" --ref "$R"
+checks=$((checks + 1))
+[ ! -s "$WORK/out" ] || fail "--no-fallback wrote: $(cat "$WORK/out")"
+expect 2 "--no-fallback and --embedded exclude each other" \
+  align --embedded --no-fallback --query "$Q" --ref "$R"
+expect 2 "option '--no-fallback' takes no value" \
+  align --no-fallback=1 --nam "unix:$WORK/none.sock" --query "$Q" --ref "$R"
+expect 0 "" help align
+checks=$((checks + 1))
+grep -q -- "--no-fallback " "$WORK/out" && grep -q -- "--reconnect-window MS" "$WORK/out" &&
+  grep -q "3 some pairs did not complete" "$WORK/out" ||
+  fail "help align lacks --no-fallback, --reconnect-window or exit status 3"
+# --reconnect-window: milliseconds, 0 (off) and up
+expect 2 "--reconnect-window: -1 is out of range [0, 86400000]" \
+  align --reconnect-window -1 --nam "unix:$WORK/none.sock" --query "$Q" --ref "$R"
+expect 2 "--reconnect-window: 'soon' is not a whole number" \
+  align --reconnect-window soon --nam "unix:$WORK/none.sock" --query "$Q" --ref "$R"
+expect 0 "3 fallbacks" \
+  align --reconnect-window 0 --nam "unix:$WORK/none.sock" --query "$Q" --ref "$R"
+same_file "$WORK/out" "$DATA/expected.tsv" "--reconnect-window 0"
+# a platform kind the in-process engine lacks: the tasks wait for the NAM,
+# which never comes, and fail after the window with nothing written
+expect 1 "the tasks wait for it within the reconnect window" \
+  align --platform fpga-emu --reconnect-window 200 --nam "unix:$WORK/none.sock" \
+  --query "$Q" --ref "$R"
+checks=$((checks + 1))
+grep -q "over the reconnect window of 200 ms" "$WORK/err" && [ ! -s "$WORK/out" ] ||
+  fail "--platform fpga-emu without a NAM: $(cat "$WORK/err" "$WORK/out")"
+# ... the same window from the environment, which must be a number
+export EMBER_RECONNECT_WINDOW_MS=150
+expect 1 "over the reconnect window of 150 ms" \
+  align --platform fpga-emu --nam "unix:$WORK/none.sock" --query "$Q" --ref "$R"
+EMBER_RECONNECT_WINDOW_MS=soon
+expect 1 "EMBER_RECONNECT_WINDOW_MS: 'soon' is not a number" \
+  align --nam "unix:$WORK/none.sock" --query "$Q" --ref "$R"
+unset EMBER_RECONNECT_WINDOW_MS
 # ... while accelerators, which was told to ask that NAM, fails
 expect 1 "ember: accelerators: cannot reach the NAM at unix:$WORK/none.sock" \
   accelerators --nam "unix:$WORK/none.sock"

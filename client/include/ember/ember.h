@@ -66,6 +66,21 @@ typedef struct ember_options {
                                 engine (embedded mode, CPU fallback): see
                                 ember_connect. NULL: $EMBER_PLUGIN_DIR if
                                 set, else none; "": none */
+  /* How long to wait, in milliseconds, for a NAM that went away (killed,
+   * restarted) before failing the tasks that cannot run in-process. While
+   * the client is disconnected, such tasks - in flight or submitted then -
+   * are kept and sent again, with their input blocks, once it reconnects
+   * (with backoff); after the window they complete with EMBER_ECONNLOST.
+   * A task cannot run in-process when no_fallback is set, when it requires
+   * a platform kind other than "cpu", or when only the NAM knows its
+   * accelerator. Tasks that can run in-process fall back at once as
+   * before; tasks with out or state blocks complete with EMBER_ESTATE
+   * ("Out and state blocks"). The window starts when the connection is
+   * lost (or at ember_connect when the NAM could not be reached) and ends
+   * at the next successful connect. 0: $EMBER_RECONNECT_WINDOW_MS if set
+   * (0 there turns it off), else 10000; negative: off (such tasks fail at
+   * once). */
+  int reconnect_window_ms;
 } ember_options;
 
 /*
@@ -76,7 +91,8 @@ typedef struct ember_options {
  * exists, else embedded. opts may be NULL.
  *
  * A NAM that cannot be reached is not an error here: the client starts in
- * fallback and tries to reconnect at later submits. It is an error
+ * fallback and tries to reconnect at later submits (tasks that cannot run
+ * in-process wait for it up to opts->reconnect_window_ms). It is an error
  * (EMBER_ECONNECT) only when opts->no_fallback is set, and EMBER_EVERSION
  * when the NAM speaks another protocol version.
  *
@@ -362,9 +378,13 @@ typedef struct ember_sw_report {
   size_t tasks_opencl;         /* a platform of each kind */
   size_t tasks_fpga_emu;
   size_t tasks_retried;        /* moved to another platform in the NAM */
-  uint64_t cells;              /* DP cell updates */
+  uint64_t cells;              /* DP cell updates of the pairs aligned */
   uint64_t queue_ns, exec_ns, server_ns, round_trip_ns; /* summed */
   uint64_t wall_ns;
+  /* tasks that gave no result (not in tasks, their cells not in cells)
+   * and the pairs they held: see ember_sw_align */
+  size_t tasks_failed;
+  size_t pairs_failed;
 } ember_sw_report;
 
 /* ember_platform_kind - the NAM's platform kinds by index ("cpu",
@@ -381,6 +401,12 @@ typedef void (*ember_progress_cb)(size_t done, size_t total, void *user);
  * report and progress may be NULL. Returns 0, or the first error (bad
  * parameters or residues: EMBER_EPARAM with ember_last_error() saying
  * which). Synchronous; thread-safe.
+ *
+ * When some tasks fail (e.g. the NAM went away and did not come back
+ * within ember_options.reconnect_window_ms), the results of every other
+ * task are still filled in: a pair whose task failed, or was never
+ * submitted, gets score -1 and -1 coordinates (a real score is never
+ * negative), and report->tasks_failed and report->pairs_failed count them.
  */
 int ember_sw_align(ember_client *client, const ember_sw_params *params,
                    const ember_seq *queries, const ember_seq *refs, size_t n,
@@ -475,6 +501,9 @@ typedef struct ember_client_stats {
    * plugin directory, and refused (files, or the directory itself). */
   uint64_t plugins_loaded;
   uint64_t plugins_refused;
+  /* tasks kept while the NAM was away and sent to it once it was back
+   * (reconnect_window_ms) */
+  uint64_t tasks_resubmitted;
 } ember_client_stats;
 
 void ember_client_get_stats(ember_client *client, ember_client_stats *out);
