@@ -10,7 +10,8 @@
  * the result is 0, EMBER_ECONFIG or EMBER_ENOMEM, an error says why; after
  * a success every key prints (config_format_value), the printed value is
  * accepted again by --set (what the status API shows can be given back),
- * the config dumps and reloads onto the defaults; everything is freed.
+ * and prints the same again, the config dumps and reloads onto the
+ * defaults; everything is freed.
  *
  *   build-fuzz/tests/fuzz/fuzz_config -max_total_time=60 tests/fuzz/corpus/config
  */
@@ -53,27 +54,34 @@ static void check_loaded(const config_entry *table, const any_config *cfg) {
     config_dump(table, cfg, null);
     fclose(null);
   }
+  any_config again;
+  memset(&again, 0, sizeof again);
+  if (config_init(table, &again) != 0) abort();
   for (const config_entry *e = table; e->name; e++) {
     char value[8192];
     if (config_format_value(table, cfg, e->name, value, sizeof value) != 0)
       abort();
-    any_config again;
-    memset(&again, 0, sizeof again);
-    if (config_init(table, &again) != 0) abort();
     size_t n = strlen(e->name) + strlen(value) + 2;
     char *set = malloc(n);
     char err[512] = "";
-    if (set) {
-      snprintf(set, n, "%s=%s", e->name, value);
-      int rc = config_set(table, &again, set, err, sizeof err);
-      if (rc != 0 && rc != EMBER_ENOMEM) {
-        fprintf(stderr, "'%s' printed but refused: %s\n", set, err);
-        abort();
-      }
-      free(set);
+    if (!set) continue;
+    snprintf(set, n, "%s=%s", e->name, value);
+    int rc = config_set(table, &again, set, err, sizeof err);
+    if (rc != 0 && rc != EMBER_ENOMEM) {
+      fprintf(stderr, "'%s' printed but refused: %s\n", set, err);
+      abort();
     }
-    config_free(table, &again);
+    /* and it means the same: it prints the same again */
+    char back[8192];
+    if (rc == 0 &&
+        (config_format_value(table, &again, e->name, back, sizeof back) != 0 ||
+         strcmp(back, value) != 0)) {
+      fprintf(stderr, "'%s' printed back as '%s'\n", set, back);
+      abort();
+    }
+    free(set);
   }
+  config_free(table, &again);
   any_config live;
   memset(&live, 0, sizeof live);
   if (config_init(table, &live) == 0) config_reload(table, &live, cfg, note, NULL);
