@@ -79,16 +79,27 @@ static void check_reply(const ProtobufCMessage *m) {
   free(buf);
 }
 
+/* conn_close: an app's connection that closes is an app gone. */
+static void close_conn(gam_core *core, conn *c) {
+  if (c->role == ROLE_APP && c->app_id)
+    gam_core_app_disconnected(core, c->app_id);
+  memset(c, 0, sizeof *c); /* the next frame on it is a new connection's */
+}
+
 static void handle_frame(gam_core *core, conn *c, const proto_frame *f) {
   char err[256] = "";
-  if (!c->greeted && f->type != EMBER__MSG_TYPE__MSG_HELLO) return;
+  if (!c->greeted && f->type != EMBER__MSG_TYPE__MSG_HELLO) {
+    close_conn(core, c);
+    return;
+  }
   ProtobufCMessage *m = proto_unpack(f);
   if (!m) return;
   int rc = 0;
   switch (f->type) {
   case EMBER__MSG_TYPE__MSG_HELLO:
-    if (!c->greeted && ((Ember__Hello *)m)->protocol_version == PROTO_VERSION)
-      c->greeted = 1;
+    if (c->greeted) break;
+    if (((Ember__Hello *)m)->protocol_version == PROTO_VERSION) c->greeted = 1;
+    else close_conn(core, c);
     break;
   case EMBER__MSG_TYPE__MSG_REGISTER: {
     const Ember__Register *r = (Ember__Register *)m;
@@ -259,10 +270,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         admin_request(core, f.payload, f.len);
       } else if (f.type == T_TICK) {
         gam_core_tick(core);
-        conn *c = &conns[f.len ? f.payload[0] % N_CONNS : 0];
-        if (f.len && c->role == ROLE_APP && c->app_id)
-          gam_core_app_disconnected(core, c->app_id);
-        if (f.len) memset(c, 0, sizeof *c);
+        if (f.len) close_conn(core, &conns[f.payload[0] % N_CONNS]);
         check_outbox(core);
       } else {
         handle_frame(core, cur, &f);
@@ -270,9 +278,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
   }
   proto_reader_free(&r);
-  for (size_t i = 0; i < N_CONNS; i++)
-    if (conns[i].role == ROLE_APP && conns[i].app_id)
-      gam_core_app_disconnected(core, conns[i].app_id);
+  for (size_t i = 0; i < N_CONNS; i++) close_conn(core, &conns[i]);
   gam_core_tick(core);
   check_outbox(core);
   check_json(gam_core_status_json(core));
