@@ -20,6 +20,14 @@ static int fail(char *err, size_t len, int code, const char *fmt,
   return code;
 }
 
+/* Whether [s, end) holds only line ends: counted to end, not to a NUL,
+ * so that "KEY\n\0junk" is refused as well as "KEY\njunk". */
+static int only_line_ends(const char *s, const char *end) {
+  for (; s < end; s++)
+    if (*s != '\r' && *s != '\n') return 0;
+  return 1;
+}
+
 int lease_key_load(const char *path, lease_key *out, char *err,
                    size_t err_len) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -39,9 +47,12 @@ int lease_key_load(const char *path, lease_key *out, char *err,
   text[n] = '\0';
   size_t bin_len = 0;
   const char *end = NULL;
-  if (sodium_hex2bin(out->bytes, sizeof out->bytes, text, (size_t)n, NULL,
+  /* the buffer full: the file may go on past what was read (64 digits
+   * and 64 line ends fit) */
+  if ((size_t)n == sizeof text - 1 ||
+      sodium_hex2bin(out->bytes, sizeof out->bytes, text, (size_t)n, NULL,
                      &bin_len, &end) != 0 ||
-      bin_len != LEASE_KEY_BYTES || strspn(end, "\r\n") != strlen(end))
+      bin_len != LEASE_KEY_BYTES || !only_line_ends(end, text + n))
     return fail(err, err_len, EMBER_EFORMAT, "%s: %s", path,
                 "expected 64 hex digits");
   return 0;

@@ -168,6 +168,9 @@ static int sequence_line(parser *p, const char *s, size_t len) {
                   "sequence '%s' is longer than %zu residues", current_name(p),
                   SEQIO_MAX_LENGTH);
   }
+  /* an empty line adds nothing; before the first residue p->res is still
+   * NULL, and NULL + 0 is undefined */
+  if (len == 0) return 0;
   if (reserve(p, (void **)&p->res, &p->res_cap, p->res_len, len, 1)) return p->rc;
   char *dst = p->res + p->res_len;
   size_t o = 0;

@@ -1,0 +1,289 @@
+/*
+ * fuzz_gam.c - libFuzzer target for what ember-gam does with the frames
+ * NAMs and apps send it and with admin API requests: the frame decoder
+ * (proto/frame.c), the messages' protobuf-c unpacking and the core's own
+ * validation and state changes (gam/core*.c: Register, Heartbeat,
+ * Acquire, Release, liveness and placement, leases, the admin changes and
+ * views), over a fresh in-memory store (gam/store*.c, its writer thread).
+ *
+ * Input: the first byte picks the policy (delay, naive, static); the rest
+ * is a stream of ember frames (5-byte header, proto/frame.h), taken as
+ * gam/server.c's handle_frame takes them: Hello first, a connection's role
+ * (NAM after Register, app after Acquire), the same checks. Three frame
+ * types that ember does not use drive the rest:
+ *   0xF0 CONN  payload[0] % 4: later frames come on that connection
+ *   0xF1 ADMIN "METHOD PATH[?limit=N]": an admin API request, routed as
+ *              gam/admin_http.c's dispatch does it (bearer token assumed
+ *              good; fuzz_admin_path covers the token check). The API takes
+ *              no request body.
+ *   0xF2 TICK  gam_core_tick, and payload[0] % 4: that connection closes
+ * Replies the core makes (HeartbeatAck, outbox frames for apps) must
+ * unpack; admin views must serialise.
+ *
+ *   build-fuzz/tests/fuzz/fuzz_gam -max_total_time=60 tests/fuzz/corpus/gam
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "admin_routes.h"
+#include "core.h"
+#include "core_admin.h"
+#include "ember/ember_errors.h"
+#include "frame.h"
+#include "log.h"
+#include "store.h"
+#include "store_writer.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+#define MAX_FRAME 8192
+#define N_CONNS 4
+#define T_CONN 0xF0
+#define T_ADMIN 0xF1
+#define T_TICK 0xF2
+
+enum { ROLE_NONE, ROLE_NAM, ROLE_APP };
+
+typedef struct conn {
+  int greeted, role;
+  char node[129];
+  uint64_t app_id;
+} conn;
+
+static void check_outbox(gam_core *core) {
+  gam_outbox_item *items = gam_core_take_outbox(core);
+  for (gam_outbox_item *it = items; it; it = it->next) {
+    proto_frame f = {it->type, it->payload, it->len};
+    ProtobufCMessage *m = proto_unpack(&f);
+    if (!m) abort(); /* the GAM sent an app what it cannot read */
+    protobuf_c_message_free_unpacked(m, NULL);
+  }
+  gam_outbox_free(items);
+}
+
+/* A reply the GAM would send must be a valid message. */
+static void check_reply(const ProtobufCMessage *m) {
+  size_t n = protobuf_c_message_get_packed_size(m);
+  uint8_t *buf = malloc(n ? n : 1);
+  if (!buf) return;
+  protobuf_c_message_pack(m, buf);
+  ProtobufCMessage *again =
+      protobuf_c_message_unpack(m->descriptor, NULL, n, buf);
+  if (!again) abort();
+  protobuf_c_message_free_unpacked(again, NULL);
+  free(buf);
+}
+
+/* conn_close: an app's connection that closes is an app gone. */
+static void close_conn(gam_core *core, conn *c) {
+  if (c->role == ROLE_APP && c->app_id)
+    gam_core_app_disconnected(core, c->app_id);
+  memset(c, 0, sizeof *c); /* the next frame on it is a new connection's */
+}
+
+static void handle_frame(gam_core *core, conn *c, const proto_frame *f) {
+  char err[256] = "";
+  if (!c->greeted && f->type != EMBER__MSG_TYPE__MSG_HELLO) {
+    close_conn(core, c);
+    return;
+  }
+  ProtobufCMessage *m = proto_unpack(f);
+  if (!m) return;
+  int rc = 0;
+  switch (f->type) {
+  case EMBER__MSG_TYPE__MSG_HELLO:
+    if (c->greeted) break;
+    if (((Ember__Hello *)m)->protocol_version == PROTO_VERSION) c->greeted = 1;
+    else close_conn(core, c);
+    break;
+  case EMBER__MSG_TYPE__MSG_REGISTER: {
+    const Ember__Register *r = (Ember__Register *)m;
+    if (c->role == ROLE_APP) break;
+    rc = gam_core_register(core, r, err, sizeof err);
+    if (rc == 0) {
+      c->role = ROLE_NAM;
+      snprintf(c->node, sizeof c->node, "%s", r->node);
+    }
+    break;
+  }
+  case EMBER__MSG_TYPE__MSG_HEARTBEAT: {
+    const Ember__Heartbeat *h = (Ember__Heartbeat *)m;
+    if (c->role != ROLE_NAM || strcmp(c->node, h->node) != 0) break;
+    Ember__HeartbeatAck ack;
+    uint64_t need = 0;
+    rc = gam_core_heartbeat(core, h, &ack, &need, err, sizeof err);
+    if (rc == 0) {
+      if (ack.seq != h->seq) abort();
+      check_reply(&ack.base);
+      if (need > gam_core_last_change(core)) abort();
+    }
+    gam_core_ack_clear(&ack);
+    break;
+  }
+  case EMBER__MSG_TYPE__MSG_ACQUIRE: {
+    if (c->role == ROLE_NAM || (c->role == ROLE_APP && c->app_id)) break;
+    uint64_t id = 0;
+    rc = gam_core_acquire(core, (Ember__Acquire *)m, &id, err, sizeof err);
+    if (rc == 0) {
+      if (id == 0) abort();
+      c->role = ROLE_APP;
+      c->app_id = id;
+    }
+    break;
+  }
+  case EMBER__MSG_TYPE__MSG_RELEASE: {
+    const Ember__Release *r = (Ember__Release *)m;
+    if (c->role == ROLE_NAM) break;
+    rc = gam_core_release(core, r, err, sizeof err);
+    if (rc == 0 && r->n_lease_ids == 0 && r->app_id == c->app_id)
+      c->app_id = 0;
+    break;
+  }
+  default:
+    break;
+  }
+  if (rc != 0 && err[0] == '\0') abort(); /* an error says why */
+  protobuf_c_message_free_unpacked(m, NULL);
+  check_outbox(core);
+}
+
+static void check_json(json_t *j) {
+  if (!j) return; /* out of memory */
+  char *text = json_dumps(j, JSON_COMPACT);
+  if (!text) abort();
+  free(text);
+  json_decref(j);
+}
+
+/* "METHOD PATH[?limit=N]", as gam/admin_http.c's dispatch routes it. */
+static void admin_request(gam_core *core, const uint8_t *p, size_t len) {
+  char req[1024];
+  if (len >= sizeof req) len = sizeof req - 1;
+  memcpy(req, p, len);
+  req[len] = '\0';
+  char *path = strchr(req, ' ');
+  if (!path) return;
+  *path++ = '\0';
+  char *query = strchr(path, '?');
+  if (query) *query++ = '\0';
+  gam_admin_unescape(path);
+  const char *limit_text = NULL;
+  if (query && strncmp(query, "limit=", 6) == 0) {
+    gam_admin_unescape(query);
+    limit_text = query + 6;
+  }
+  gam_admin_route r;
+  char why[160];
+  if (gam_admin_route_parse(path, &r, why, sizeof why) != 0) return;
+  unsigned method = gam_admin_method(req);
+  if (!(method & r.methods)) return;
+  char err[256] = "";
+  json_t *node = NULL;
+  unsigned limit;
+  int rc = 0;
+  switch (r.id) {
+  case GAM_ROUTE_HEALTHZ: break;
+  case GAM_ROUTE_METRICS: {
+    char *text = NULL;
+    size_t n = 0;
+    if (gam_core_metrics_text(core, &text, &n) == 0 && strlen(text) != n)
+      abort();
+    free(text);
+    break;
+  }
+  case GAM_ROUTE_STATUS: check_json(gam_core_status_json(core)); break;
+  case GAM_ROUTE_NODES: check_json(gam_core_nodes_json(core)); break;
+  case GAM_ROUTE_APPS: check_json(gam_core_apps_json(core)); break;
+  case GAM_ROUTE_EVENTS:
+    if (gam_admin_events_limit(limit_text, &limit) == 0)
+      check_json(gam_core_events_json(core, limit));
+    break;
+  case GAM_ROUTE_NODE:
+    rc = gam_core_node_json(core, r.node, &node, err, sizeof err);
+    check_json(node);
+    break;
+  case GAM_ROUTE_NODE_LABEL:
+    if (!gam_label_valid(r.label)) break;
+    rc = method == GAM_METHOD_PUT
+             ? gam_core_label_add(core, r.node, r.label, err, sizeof err)
+             : gam_core_label_remove(core, r.node, r.label, err, sizeof err);
+    break;
+  case GAM_ROUTE_NODE_DRAIN:
+  case GAM_ROUTE_NODE_UNDRAIN:
+    rc = gam_core_set_drained(core, r.node, r.id == GAM_ROUTE_NODE_DRAIN, err,
+                              sizeof err);
+    break;
+  }
+  if (rc != 0 && err[0] == '\0') abort();
+  check_outbox(core);
+}
+
+static const gam_static_rule rules[] = {
+    {"gpu", "n1"}, {"sw", "n2"}, {"cnn", "n1"}};
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  log_threshold = LOG_LVL_ERR - 1; /* the core logs every change: quiet */
+  return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size == 0) return 0;
+  char err[512];
+  gam_store *store = NULL;
+  gam_writer *w = NULL;
+  gam_core *core = NULL;
+  if (gam_store_open(":memory:", &store, err, sizeof err) != 0) abort();
+  if (gam_writer_start(store, &w, err, sizeof err) != 0) abort();
+  gam_core_options o = {0};
+  o.policy.kind = (gam_policy_kind)(data[0] % 3);
+  o.policy.delay_max_skips = data[0] & 0x10 ? 0 : 3;
+  o.policy.rules = rules;
+  o.policy.n_rules = sizeof rules / sizeof rules[0];
+  o.heartbeat_interval_ms = 1000;
+  o.lost_after = 3;
+  o.slots_per_node = (data[0] >> 5) & 3; /* 0: no limit */
+  o.lease_ttl_ms = 60000;
+  o.acquire_timeout_ms = data[0] & 0x80 ? 0 : 5000;
+  o.version = "fuzz";
+  o.writer = w;
+  memset(o.key.bytes, 0x5a, sizeof o.key.bytes);
+  if (gam_core_create(&o, store, &core, err, sizeof err) != 0) abort();
+
+  conn conns[N_CONNS];
+  memset(conns, 0, sizeof conns);
+  conn *cur = &conns[0];
+  proto_reader r;
+  proto_reader_init(&r, MAX_FRAME);
+  proto_frame f;
+  if (proto_reader_feed(&r, data + 1, size - 1) == 0) {
+    while (proto_reader_next(&r, &f) == 1) {
+      if (f.type == T_CONN) {
+        cur = &conns[f.len ? f.payload[0] % N_CONNS : 0];
+      } else if (f.type == T_ADMIN) {
+        admin_request(core, f.payload, f.len);
+      } else if (f.type == T_TICK) {
+        gam_core_tick(core);
+        if (f.len) close_conn(core, &conns[f.payload[0] % N_CONNS]);
+        check_outbox(core);
+      } else {
+        handle_frame(core, cur, &f);
+      }
+    }
+  }
+  proto_reader_free(&r);
+  for (size_t i = 0; i < N_CONNS; i++) close_conn(core, &conns[i]);
+  gam_core_tick(core);
+  check_outbox(core);
+  check_json(gam_core_status_json(core));
+  gam_core_destroy(core);
+  gam_writer_stop(w);
+  gam_store_close(store);
+  return 0;
+}
