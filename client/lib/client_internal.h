@@ -24,12 +24,12 @@
  * the last field of 0.1. */
 #define EMBER__V0_SIZE(type, last) \
   (offsetof(type, last) + sizeof(((type *)0)->last))
-#define EMBER__OPTIONS_V0 EMBER__V0_SIZE(ember_options, plugin_dir)
+#define EMBER__OPTIONS_V0 EMBER__V0_SIZE(ember_options, reconnect_window_ms)
 #define EMBER__SUBMIT_OPTIONS_V0 EMBER__V0_SIZE(ember_submit_options, n_outputs)
 #define EMBER__CLUSTER_OPTIONS_V0 EMBER__V0_SIZE(ember_cluster_options, client)
 #define EMBER__SW_PARAMS_V0 EMBER__V0_SIZE(ember_sw_params, pairs_per_task)
-#define EMBER__SW_REPORT_V0 EMBER__V0_SIZE(ember_sw_report, wall_ns)
-#define EMBER__CLIENT_STATS_V0 EMBER__V0_SIZE(ember_client_stats, plugins_refused)
+#define EMBER__SW_REPORT_V0 EMBER__V0_SIZE(ember_sw_report, pairs_failed)
+#define EMBER__CLIENT_STATS_V0 EMBER__V0_SIZE(ember_client_stats, tasks_resubmitted)
 
 /* ember__struct_in - a caller's struct (src, whose first member is its
  * size) as this library's (dst, dst_size bytes): the bytes the caller's

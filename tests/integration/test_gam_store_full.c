@@ -22,7 +22,8 @@ int main(void) {
   CHECK_EQ(gam_start(&g, sets), 0);
 
   /* a node to change */
-  int fd = gam_connect(&g);
+  uint8_t challenge[32];
+  int fd = gam_connect_challenge(&g, challenge);
   CHECK(fd >= 0);
   char *labels[] = {"sw"};
   Ember__Register r = EMBER__REGISTER__INIT;
@@ -30,7 +31,7 @@ int main(void) {
   r.address = "tcp:127.0.0.1:1";
   r.labels = labels;
   r.n_labels = 1;
-  CHECK_EQ(gam_send(fd, EMBER__MSG_TYPE__MSG_REGISTER, &r.base), 0);
+  CHECK_EQ(gam_send_register(&g, fd, challenge, &r), 0);
   ProtobufCMessage *m =
       gam_recv_type(fd, 10000, EMBER__MSG_TYPE__MSG_HEARTBEAT_ACK);
   CHECK(m != NULL);

@@ -190,7 +190,8 @@ static void run_chained(ember_client *c) {
   ember_block *inb = make_block(c, in, NCHAIN, 0);
   ember_block *a, *b, *b2;
   char msg[512];
-  ember_client_stats s0, s1, s2, s3, s4;
+  ember_client_stats s0 = {.size = sizeof s0}, s1 = s0, s2 = s0, s3 = s0,
+                     s4 = s0;
   ember_client_get_stats(c, &s0);
   CHECK_OK(tally(c, 5, &inb, 1, NULL, &a, NULL, msg, sizeof msg));
   ember_client_get_stats(c, &s1);
