@@ -164,7 +164,9 @@ class Block:
     def buffer(self):
         """The writable memory of a block from alloc_block() until seal():
         a memoryview (wrap it with numpy.frombuffer to fill it as an array).
-        Release views made from it before calling seal()."""
+        seal() invalidates this memoryview; views made from it must not be
+        written after seal() (the memory may then be mapped read-only, or
+        already be in the NAM's hands)."""
         if self._buf is None:
             raise ValueError("block is sealed: its memory is read-only")
         return self._buf[1]
@@ -174,8 +176,8 @@ class Block:
         h = self._handle()
         if self._buf is None:
             raise ValueError("block is already sealed")
-        # writes after the seal would hit read-only memory: no view may
-        # outlive it (BufferError while numpy or others hold one)
+        # the memoryview handed out is invalidated; views made from it
+        # (numpy.frombuffer) cannot be, and must not be written to any more
         self._buf[1].release()
         self._buf = None
         check(lib.ember_block_seal(h))
@@ -480,8 +482,9 @@ class Client:
 
     def alloc_block(self, size, *, cache=False, broadcast=False, state=False):
         """An unsealed block of size bytes: fill block.buffer (e.g. through
-        numpy.frombuffer(block.buffer, dtype)), drop those views, then call
-        block.seal(). No copy at all."""
+        numpy.frombuffer(block.buffer, dtype)), then call block.seal() and
+        drop the views (never write through them after the seal). No copy
+        at all: over a unix socket the memory is the memfd the NAM maps."""
         size = _int(size, "size", 0)
         flags = self._flags(cache, broadcast, state)
         ptr, h = self._alloc(size, flags)
