@@ -6,10 +6,12 @@ Python Smith-Waterman, the real ember-nam started on a private socket."""
 import os
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import time
 
+import numpy as np
 import pytest
 
 SOURCE_DIR = os.environ.get(
@@ -100,6 +102,46 @@ def smith_waterman(q, r, score, gap_open, gap_extend):
                 best = (v, j - 1, i - 1)
         h_prev = h
     return best[0], best[2], best[1]
+
+
+SEQSET_MAGIC = 0x31515345
+
+
+def seqset(seqs):
+    """accelerators/sw/seqset.h: magic, count, count+1 offsets, residues."""
+    offs = [0]
+    for s in seqs:
+        offs.append(offs[-1] + len(s))
+    return struct.pack("<%dI" % (2 + len(offs)), SEQSET_MAGIC, len(seqs),
+                       *offs) + b"".join(seqs)
+
+
+def varint(buf, i):
+    v = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return v, i
+
+
+def decode_sw_result(buf):
+    """ember.sw.Result (sw.proto): five packed sint32 fields."""
+    fields = {n: [] for n in range(1, 6)}
+    i = 0
+    while i < len(buf):
+        key, i = varint(buf, i)
+        assert key & 7 == 2, "packed fields only"
+        n, i = varint(buf, i)
+        end = i + n
+        while i < end:
+            z, i = varint(buf, i)
+            fields[key >> 3].append((z >> 1) ^ -(z & 1))
+    import ember
+    rows = list(zip(*(fields[n] for n in range(1, 6))))
+    return np.array(rows, dtype=ember.RESULT_DTYPE)
 
 
 @pytest.fixture

@@ -2,53 +2,13 @@
 task whose packed Result is decoded here, task info, lifetimes, errors."""
 
 import gc
-import struct
 
 import numpy as np
 import pytest
 
 import ember
 
-from conftest import dna_pairs
-
-SEQSET_MAGIC = 0x31515345
-
-
-def seqset(seqs):
-    """accelerators/sw/seqset.h: magic, count, count+1 offsets, residues."""
-    offs = [0]
-    for s in seqs:
-        offs.append(offs[-1] + len(s))
-    return struct.pack("<%dI" % (2 + len(offs)), SEQSET_MAGIC, len(seqs),
-                       *offs) + b"".join(seqs)
-
-
-def varint(buf, i):
-    v = shift = 0
-    while True:
-        b = buf[i]
-        i += 1
-        v |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return v, i
-
-
-def decode_sw_result(buf):
-    """ember.sw.Result (sw.proto): five packed sint32 fields."""
-    fields = {n: [] for n in range(1, 6)}
-    i = 0
-    while i < len(buf):
-        key, i = varint(buf, i)
-        assert key & 7 == 2, "packed fields only"
-        n, i = varint(buf, i)
-        end = i + n
-        while i < end:
-            z, i = varint(buf, i)
-            fields[key >> 3].append((z >> 1) ^ -(z & 1))
-    rows = list(zip(*(fields[n] for n in range(1, 6))))
-    return np.array(rows, dtype=ember.RESULT_DTYPE)
-
+from conftest import decode_sw_result, dna_pairs, seqset
 
 def test_block_round_trips(client):
     raw = bytes(range(256)) * 3
