@@ -11,6 +11,7 @@ import ctypes
 import operator
 import os
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -276,9 +277,18 @@ class Task:
             while lib.ember_task_wait(h, _WAIT_SLICE_MS) != 0:
                 pass
             return True
-        if timeout < 0:
+        if not isinstance(timeout, (int, float)):
+            raise TypeError("timeout must be a number of seconds or None")
+        if not timeout >= 0:
             raise ValueError("timeout must be >= 0 or None")
-        return lib.ember_task_wait(h, int(timeout * 1000)) == 0
+        deadline = time.monotonic() + timeout
+        while True:
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            if lib.ember_task_wait(h, max(0, min(left_ms,
+                                                 _WAIT_SLICE_MS))) == 0:
+                return True
+            if left_ms <= _WAIT_SLICE_MS:
+                return False
 
     @property
     def done(self):
@@ -392,7 +402,9 @@ class Client:
         h = ctypes.c_void_p()
         check(lib.ember_connect(addr, ctypes.byref(opts), ctypes.byref(h)))
         self._h = h.value
-        # refused plugins do not fail ember_connect; their reasons are here
+        # what ember_connect said without failing: refused plugins (their
+        # reasons), or why the NAM could not be reached (fallback); "" if
+        # nothing
         self.connect_warnings = _lib.text(lib.ember_last_error())
 
     def _handle(self):

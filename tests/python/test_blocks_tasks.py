@@ -2,6 +2,7 @@
 task whose packed Result is decoded here, task info, lifetimes, errors."""
 
 import gc
+import threading
 
 import numpy as np
 import pytest
@@ -154,6 +155,9 @@ def test_wait_timeout_and_cancel(client):
     assert t2.wait(timeout=0) in (False, True)
     with pytest.raises(ValueError):
         t2.wait(timeout=-1)
+    with pytest.raises(TypeError):
+        t2.wait(timeout="1")
+    assert t2.wait(timeout=1e12)    # past what a C int of ms holds
     del t2                  # freed (canceled) by garbage collection
     gc.collect()
 
@@ -207,3 +211,19 @@ def test_listing(client):
     cpu = [p for p in plats if p["kind"] == "cpu"]
     assert cpu and cpu[0]["workers"] == 2
     assert any(pr["accelerator"] == "sw" for pr in cpu[0]["pairs"])
+
+
+def test_threads_share_a_client(client):
+    queries, refs = dna_pairs(100)
+    want = client.sw_align(queries, refs)
+    got = [None] * 4
+
+    def work(i):
+        got[i] = client.sw_align(queries, refs, pairs_per_task=10)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for g in got:
+        assert np.array_equal(g, want)
