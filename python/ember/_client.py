@@ -69,6 +69,9 @@ def _as_bytes_view(data):
     """A C-contiguous uint8 numpy view of a bytes-like object or a numpy
     array (copied only when not contiguous); TypeError for anything else."""
     if isinstance(data, np.ndarray):
+        if data.dtype.hasobject:
+            raise TypeError("block data: a numpy array of Python objects "
+                            "has no bytes to send")
         a = np.ascontiguousarray(data)
         return a.reshape(-1).view(np.uint8) if a.size else \
             np.empty(0, np.uint8)
@@ -159,6 +162,7 @@ class Block:
 
     @property
     def sealed(self):
+        """False for a block from alloc_block() until seal()."""
         return self._buf is None
 
     @property
@@ -445,6 +449,7 @@ class Client:
 
     @property
     def closed(self):
+        """True once close() ran."""
         return self._h is None
 
     @property

@@ -58,6 +58,8 @@ def test_block_argument_errors(client):
     with pytest.raises(TypeError):
         client.block(12)
     with pytest.raises(TypeError):
+        client.block(np.array([b"x", None], dtype=object))
+    with pytest.raises(TypeError):
         client.alloc_block(1.5)
     with pytest.raises(ValueError):
         client.alloc_block(-1)
