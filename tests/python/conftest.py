@@ -163,12 +163,16 @@ class Nam:
         self.dir = tempfile.mkdtemp(prefix="ember-py.", dir="/tmp")
         self.sock = os.path.join(self.dir, "nam.sock")
         self.address = "unix:" + self.sock
+        with socket.socket() as s:   # a port free now: the kernel's pick
+            s.bind(("127.0.0.1", 0))
+            self.tcp_address = "tcp:127.0.0.1:%d" % s.getsockname()[1]
         self.config = os.path.join(self.dir, "nam.conf")
         self.log = os.path.join(self.dir, "nam.log")
         with open(self.config, "w") as f:
-            f.write("listen = %s\nlog_level = debug\nmetrics_listen =\n"
+            f.write("listen = %s, %s\nlog_level = debug\nmetrics_listen =\n"
                     "cpu_workers = 2\n%s\n[opencl]\nenabled = false\n"
-                    "[fpga-emu]\nboards = 0\n" % (self.address, extra))
+                    "[fpga-emu]\nboards = 0\n"
+                    % (self.address, self.tcp_address, extra))
         notify_path = os.path.join(self.dir, "notify")
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.notify.bind(notify_path)

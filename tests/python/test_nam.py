@@ -39,6 +39,19 @@ def test_sw_align_over_unix_socket(nam):
         assert ei.value.code == ember.EMBER_EPARAM
 
 
+def test_sw_align_over_tcp(nam):
+    queries, refs = dna_pairs(50)
+    with ember.connect("embedded", threads=2) as c:
+        want = c.sw_align(queries, refs)
+    with ember.connect(nam.tcp_address, no_fallback=True) as c:
+        assert c.connected
+        assert np.array_equal(c.sw_align(queries, refs), want)
+        st = c.stats()
+        # over TCP the blocks travel inline in the frames
+        assert st["bytes_sent_by_fd"] == 0
+        assert st["bytes_sent"] >= sum(map(len, queries + refs))
+
+
 def test_raw_task_from_nam(nam):
     with ember.connect(nam.address, no_fallback=True) as c:
         q = c.block(seqset([b"ACGTACGTAA"]), cache=True)
