@@ -1,6 +1,7 @@
 """Through the real ember-nam on a unix socket: sw_align, raw tasks, the
 listing, stats, and out and state blocks with the test-only tally plugin."""
 
+import os
 import struct
 
 import numpy as np
@@ -105,3 +106,27 @@ def test_out_and_state_blocks(nam_tally):
         with pytest.raises(ember.Error) as ei:
             inp.restore()                 # not a state block
         assert ei.value.code == ember.EMBER_EINVAL
+
+
+def test_default_address_from_environment(nam, monkeypatch):
+    monkeypatch.setenv("EMBER_NAM", nam.address)
+    with ember.connect() as c:
+        assert c.address == nam.address and c.connected
+
+
+def test_embedded_plugins(tmp_path):
+    plugins = os.environ.get("EMBER_TALLY_PLUGIN_DIR")
+    if not plugins:
+        pytest.skip("no tally plugin (set EMBER_TALLY_PLUGIN_DIR)")
+    missing = str(tmp_path / "none")
+    with ember.connect("embedded", plugin_dir=missing, threads=1) as c:
+        assert missing in c.connect_warnings    # not an error, but said
+    with ember.connect("embedded", plugin_dir=plugins, threads=1) as c:
+        assert c.connect_warnings == ""
+        assert c.stats()["plugins_loaded"] == 1
+        tally = [a for a in c.accelerators() if a["name"] == "tally"]
+        assert tally and tally[0]["origin"].endswith("tally.so")
+        s = c.block(u64([2, 4]), state=True)
+        inp = c.block(u64([1, 1]))
+        c.run("tally", struct.pack("<Q", 1), [inp], states=[s]).free()
+        assert np.array_equal(np.frombuffer(s.read(), "<u8"), [8, 14])
