@@ -8,7 +8,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-PACKAGES="build-essential cmake pkg-config gzip python3 bsdextrautils
+PACKAGES="build-essential cmake pkg-config gzip python3 python3-numpy python3-pytest bsdextrautils
   libuv1-dev libjansson-dev protobuf-c-compiler libprotobuf-c-dev libinih-dev libsystemd-dev
   libhts-dev zlib1g-dev libmicrohttpd-dev libsqlite3-dev libsodium-dev libcurl4-gnutls-dev
   gnuplot-nox sqlite3

@@ -56,4 +56,19 @@ EOP
   -DCMAKE_C_COMPILER="$cc" >"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log"; exit 1; }
 "$cmake" --build "$tmp/proj/build" >"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log"; exit 1; }
 "$tmp/proj/build/hello_cmake"
-echo "installed libember: pkg-config (shared, static) and find_package all work"
+
+# the Python binding (component python), as Debian lays it out
+pydir=$prefix/lib/python3/dist-packages
+[ -f "$pydir/ember/__init__.py" ] || { echo "not installed: $pydir/ember"; exit 1; }
+for py in /usr/bin/python3 python3; do
+  if "$py" -c 'import numpy' 2>/dev/null; then
+    PYTHONPATH=$pydir EMBER_LIBRARY=$libdir/libember.so.0 PYTHONDONTWRITEBYTECODE=1 \
+      "$py" -c 'import ember
+with ember.connect("embedded", threads=1) as c:
+    r = c.sw_align(["ACGTACGT"], ["TTACGTACGTTT"])
+assert int(r["score"][0]) == 24, r
+print("installed python ember", ember.__version__, "on libember", ember.version())'
+    break
+  fi
+done
+echo "installed libember: pkg-config (shared, static), find_package and python all work"

@@ -1,0 +1,73 @@
+"""ember: Python binding of libember, the client library of the ember
+accelerator service (client/include/ember/ember.h is the manual).
+
+    import ember
+    with ember.connect("embedded") as c:
+        res = c.sw_align(["ACGTACGT"], ["TTACGTACGTTT"])
+        print(res["score"][0], res[0])
+
+Built on the installed libember.so.0 through ctypes; set EMBER_LIBRARY to
+a path to use another build of it. Errors raise ember.Error (.code is the
+negative EMBER_E* value, .name its symbol); wrong argument types raise
+TypeError or ValueError before anything reaches the library.
+"""
+
+from . import _lib
+from ._client import (Block, Client, Task, RESULT_DTYPE, EMBER_BLOCK_CACHE,
+                      EMBER_BLOCK_BROADCAST, EMBER_BLOCK_STATE)
+from .errors import *  # noqa: F401,F403  (Error, EMBER_E* constants)
+from .errors import Error, CODES
+
+__version__ = "0.1.0"  # the ember release this binding belongs to
+
+EMBER_PROTOCOL_VERSION = 2
+EMBER_DEFAULT_SOCKET = "/run/ember/nam.sock"
+
+
+def version():
+    """The linked libember's version (ember_version()), e.g. "0.1.0"."""
+    return _lib.text(_lib.lib.ember_version())
+
+
+def strerror(code):
+    """The text of an EMBER_E* code (ember_strerror)."""
+    return _lib.text(_lib.lib.ember_strerror(code))
+
+
+def platform_kinds():
+    """The NAM's platform kinds ("cpu", "opencl", "fpga-emu"): what the
+    platform and prefer arguments accept."""
+    out = []
+    while True:
+        k = _lib.lib.ember_platform_kind(len(out))
+        if not k:
+            return out
+        out.append(_lib.text(k))
+
+
+def connect(address=None, *, client_name=None, no_fallback=False, threads=0,
+            plugin_dir=None, connect_timeout_ms=0, max_frame=0):
+    """Open a client (ember_connect) and return an ember.Client, usable as
+    a context manager.
+
+    address: "unix:PATH", "tcp:HOST:PORT", "embedded", or None for the
+    default ($EMBER_NAM, else unix:/run/ember/nam.sock if it exists, else
+    embedded). A NAM that cannot be reached is not an error: the client
+    starts in fallback and runs tasks on the CPU in-process, unless
+    no_fallback=True (then ember.Error EMBER_ECONNECT). client_name: shown
+    in the NAM's logs; threads: workers of the embedded engine or the CPU
+    fallback (0: one per core); plugin_dir: accelerator plugins for the
+    in-process engine (refused ones are named in Client.connect_warnings);
+    connect_timeout_ms (0: 2000) and max_frame (0: 64 MiB) as in
+    ember_options.
+    """
+    return Client(address, client_name=client_name, no_fallback=no_fallback,
+                  threads=threads, plugin_dir=plugin_dir,
+                  connect_timeout_ms=connect_timeout_ms, max_frame=max_frame)
+
+
+__all__ = ["connect", "version", "strerror", "platform_kinds", "Client",
+           "Block", "Task", "Error", "RESULT_DTYPE", "EMBER_BLOCK_CACHE",
+           "EMBER_BLOCK_BROADCAST", "EMBER_BLOCK_STATE", "CODES",
+           "EMBER_PROTOCOL_VERSION", "EMBER_DEFAULT_SOCKET", "__version__"] + \
+    ["EMBER_" + name for name, _ in CODES] + ["EMBER_OK"]

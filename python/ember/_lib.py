@@ -1,0 +1,310 @@
+"""ctypes declarations of libember.so.0 (client/include/ember/ember.h).
+
+Every struct here mirrors its C counterpart field by field, in order, with
+the same C types, so ctypes lays it out with the same padding; the tests
+compare sizeof and each offset with the C compiler's. Structs grow only at
+the end (ember.h, "ABI"): a struct passed in carries ctypes.sizeof of its
+mirror in its size field, and one the library owns (ember_task_info, the
+listing's) is read only as far as the library's size field says.
+
+The library is EMBER_LIBRARY when set (a path), else libember.so.0 from
+the loader's search path, else whatever ctypes.util.find_library("ember")
+finds.
+"""
+
+import ctypes
+import ctypes.util
+import os
+
+c_size_t = ctypes.c_size_t
+c_uint64 = ctypes.c_uint64
+c_int32 = ctypes.c_int32
+c_int = ctypes.c_int
+c_uint = ctypes.c_uint
+c_char_p = ctypes.c_char_p
+c_void_p = ctypes.c_void_p
+c_double = ctypes.c_double
+POINTER = ctypes.POINTER
+
+
+class EmberOptions(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("client_name", c_char_p),
+        ("embedded_threads", c_uint),
+        ("connect_timeout_ms", c_int),
+        ("no_fallback", c_int),
+        ("max_frame", c_size_t),
+        ("plugin_dir", c_char_p),
+    ]
+
+
+class EmberTaskInfo(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("platform", c_char_p),
+        ("platform_kind", c_char_p),
+        ("fell_back", c_int),
+        ("queue_ns", c_uint64),
+        ("exec_ns", c_uint64),
+        ("server_ns", c_uint64),
+        ("round_trip_ns", c_uint64),
+        ("stage_in_ns", c_uint64),
+        ("stage_out_ns", c_uint64),
+        ("attempts", c_uint),
+    ]
+
+
+TASK_CB = ctypes.CFUNCTYPE(None, c_void_p, c_void_p)
+
+
+class EmberSubmitOptions(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("priority", c_int),
+        ("platform", c_char_p),
+        ("prefer", c_char_p),
+        ("callback", TASK_CB),
+        ("user", c_void_p),
+        ("states", POINTER(c_void_p)),
+        ("n_states", c_size_t),
+        ("outputs", POINTER(c_void_p)),
+        ("n_outputs", c_size_t),
+    ]
+
+
+EMBER_SW_DNA = 0
+EMBER_SW_PROTEIN = 1
+
+
+class EmberSwParams(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("alphabet", c_int),          # enum ember_sw_alphabet
+        ("match", c_int),
+        ("mismatch", c_int),
+        ("matrix", c_char_p),
+        ("gap_open", c_int),
+        ("gap_extend", c_int),
+        ("platform", c_char_p),
+        ("prefer", c_char_p),
+        ("pairs_per_task", c_size_t),
+    ]
+
+
+class EmberSeq(ctypes.Structure):
+    _fields_ = [("residues", c_void_p), ("length", c_size_t)]
+
+
+class EmberSwResult(ctypes.Structure):
+    _fields_ = [
+        ("score", c_int32),
+        ("query_start", c_int32),
+        ("query_end", c_int32),
+        ("ref_start", c_int32),
+        ("ref_end", c_int32),
+    ]
+
+
+class EmberSwReport(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("tasks", c_size_t),
+        ("tasks_fallback", c_size_t),
+        ("tasks_cpu", c_size_t),
+        ("tasks_opencl", c_size_t),
+        ("tasks_fpga_emu", c_size_t),
+        ("tasks_retried", c_size_t),
+        ("cells", c_uint64),
+        ("queue_ns", c_uint64),
+        ("exec_ns", c_uint64),
+        ("server_ns", c_uint64),
+        ("round_trip_ns", c_uint64),
+        ("wall_ns", c_uint64),
+    ]
+
+
+class EmberPairInfo(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("accelerator", c_char_p),
+        ("state", c_char_p),
+        ("completed", c_uint64),
+        ("errors", c_uint64),
+        ("timeouts", c_uint64),
+        ("disabled_count", c_uint64),
+        ("consecutive_failures", c_uint),
+        ("speed", c_char_p),
+        ("fixed_ns", c_double),
+        ("ns_per_unit", c_double),
+    ]
+
+
+class EmberPlatformInfo(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("name", c_char_p),
+        ("kind", c_char_p),
+        ("state", c_char_p),
+        ("device", c_char_p),
+        ("loaded", c_char_p),
+        ("workers", c_uint),
+        ("queued", c_uint),
+        ("running", c_uint),
+        ("completed", c_uint64),
+        ("failed", c_uint64),
+        ("retried", c_uint64),
+        ("timeouts", c_uint64),
+        ("reprograms", c_uint64),
+        ("cache_budget", c_uint64),
+        ("cache_resident", c_uint64),
+        ("cache_blocks", c_uint64),
+        ("cache_hits", c_uint64),
+        ("cache_misses", c_uint64),
+        ("cache_evictions", c_uint64),
+        ("bytes_to", c_uint64),
+        ("bytes_from", c_uint64),
+        ("n_pairs", c_size_t),
+        ("pairs", POINTER(POINTER(EmberPairInfo))),
+    ]
+
+
+class EmberAccelInfo(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("name", c_char_p),
+        ("version", c_uint),
+        ("platforms", c_char_p),
+        ("queued", c_uint),
+        ("origin", c_char_p),
+    ]
+
+
+class EmberClientStats(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("tasks_submitted", c_uint64),
+        ("tasks_completed", c_uint64),
+        ("tasks_fallback", c_uint64),
+        ("reconnects", c_uint64),
+        ("bytes_sent", c_uint64),
+        ("bytes_received", c_uint64),
+        ("bytes_sent_by_fd", c_uint64),
+        ("plugins_loaded", c_uint64),
+        ("plugins_refused", c_uint64),
+    ]
+
+
+# Every mirror, by its C name: what the ABI test compares.
+STRUCTS = {
+    "ember_options": EmberOptions,
+    "ember_task_info": EmberTaskInfo,
+    "ember_submit_options": EmberSubmitOptions,
+    "ember_sw_params": EmberSwParams,
+    "ember_seq": EmberSeq,
+    "ember_sw_result": EmberSwResult,
+    "ember_sw_report": EmberSwReport,
+    "ember_pair_info": EmberPairInfo,
+    "ember_platform_info": EmberPlatformInfo,
+    "ember_accel_info": EmberAccelInfo,
+    "ember_client_stats": EmberClientStats,
+}
+
+PROGRESS_CB = ctypes.CFUNCTYPE(None, c_size_t, c_size_t, c_void_p)
+
+# name: (restype, argtypes)
+_PROTOTYPES = {
+    "ember_version": (c_char_p, []),
+    "ember_strerror": (c_char_p, [c_int]),
+    "ember_errname": (c_char_p, [c_int]),
+    "ember_last_error": (c_char_p, []),
+    "ember_connect": (c_int, [c_char_p, POINTER(EmberOptions),
+                              POINTER(c_void_p)]),
+    "ember_close": (None, [c_void_p]),
+    "ember_is_connected": (c_int, [c_void_p]),
+    "ember_client_address": (c_char_p, [c_void_p]),
+    "ember_block_alloc": (c_int, [c_void_p, c_size_t, c_uint,
+                                  POINTER(c_void_p), POINTER(c_void_p)]),
+    "ember_block_seal": (c_int, [c_void_p]),
+    "ember_block_size": (c_size_t, [c_void_p]),
+    "ember_block_release": (None, [c_void_p]),
+    "ember_block_read": (c_int, [c_void_p, POINTER(c_void_p),
+                                 POINTER(c_size_t), POINTER(c_uint64)]),
+    "ember_block_sync": (c_int, [c_void_p, POINTER(c_uint64)]),
+    "ember_block_restore": (c_int, [c_void_p, POINTER(c_uint64)]),
+    "ember_submit": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t,
+                             POINTER(c_void_p), c_size_t,
+                             POINTER(EmberSubmitOptions), POINTER(c_void_p)]),
+    "ember_task_wait": (c_int, [c_void_p, c_int]),
+    "ember_task_done": (c_int, [c_void_p]),
+    "ember_task_status": (c_int, [c_void_p]),
+    "ember_task_message": (c_char_p, [c_void_p]),
+    "ember_task_output": (c_void_p, [c_void_p, POINTER(c_size_t)]),
+    "ember_task_get_info": (POINTER(EmberTaskInfo), [c_void_p]),
+    "ember_task_cancel": (c_int, [c_void_p]),
+    "ember_task_free": (None, [c_void_p]),
+    "ember_sw_params_default": (None, [POINTER(EmberSwParams)]),
+    "ember_platform_kind": (c_char_p, [c_size_t]),
+    "ember_sw_align": (c_int, [c_void_p, POINTER(EmberSwParams), c_void_p,
+                               c_void_p, c_size_t, c_void_p,
+                               POINTER(EmberSwReport), PROGRESS_CB,
+                               c_void_p]),
+    "ember_list_accelerators": (c_int, [c_void_p, POINTER(c_void_p)]),
+    "ember_listing_accelerators": (c_size_t, [c_void_p]),
+    "ember_listing_accelerator": (POINTER(EmberAccelInfo),
+                                  [c_void_p, c_size_t]),
+    "ember_listing_platforms": (c_size_t, [c_void_p]),
+    "ember_listing_platform": (POINTER(EmberPlatformInfo),
+                               [c_void_p, c_size_t]),
+    "ember_listing_free": (None, [c_void_p]),
+    "ember_client_get_stats": (None, [c_void_p, POINTER(EmberClientStats)]),
+}
+
+
+def _load():
+    path = os.environ.get("EMBER_LIBRARY")
+    if path:
+        return ctypes.CDLL(path)
+    try:
+        return ctypes.CDLL("libember.so.0")
+    except OSError:
+        found = ctypes.util.find_library("ember")
+        if not found:
+            raise ImportError("libember.so.0 not found: install libember0 "
+                              "or set EMBER_LIBRARY to its path") from None
+        return ctypes.CDLL(found)
+
+
+lib = _load()
+for _name, (_res, _args) in _PROTOTYPES.items():
+    _f = getattr(lib, _name)
+    _f.restype = _res
+    _f.argtypes = _args
+
+# free() for what ember_block_read malloc'd: the process's C library, the
+# one libember links.
+libc = ctypes.CDLL(None)
+libc.free.restype = None
+libc.free.argtypes = [c_void_p]
+
+
+def text(p):
+    """A C string from the library as str ("" for NULL)."""
+    return p.decode("utf-8", "replace") if p else ""
+
+
+def struct_dict(s, skip=()):
+    """The fields of a struct mirror as a dict, strings decoded; only the
+    fields the library's size field covers (the others are None)."""
+    have = getattr(s, "size", ctypes.sizeof(s)) or ctypes.sizeof(s)
+    out = {}
+    for name, ctype in s._fields_:
+        if name == "size" or name in skip:
+            continue
+        field = getattr(type(s), name)
+        if field.offset + field.size > have:
+            out[name] = None
+            continue
+        v = getattr(s, name)
+        out[name] = text(v) if ctype is c_char_p else v
+    return out
