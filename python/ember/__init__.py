@@ -20,7 +20,7 @@ from .errors import Error, CODES
 
 __version__ = "0.1.0"  # the ember release this binding belongs to
 
-EMBER_PROTOCOL_VERSION = 2
+EMBER_PROTOCOL_VERSION = 3
 EMBER_DEFAULT_SOCKET = "/run/ember/nam.sock"
 
 
@@ -46,7 +46,8 @@ def platform_kinds():
 
 
 def connect(address=None, *, client_name=None, no_fallback=False, threads=0,
-            plugin_dir=None, connect_timeout_ms=0, max_frame=0):
+            plugin_dir=None, connect_timeout_ms=0, max_frame=0,
+            reconnect_window_ms=0):
     """Open a client (ember_connect) and return an ember.Client, usable as
     a context manager.
 
@@ -58,12 +59,15 @@ def connect(address=None, *, client_name=None, no_fallback=False, threads=0,
     in the NAM's logs; threads: workers of the embedded engine or the CPU
     fallback (0: one per core); plugin_dir: accelerator plugins for the
     in-process engine (refused ones are named in Client.connect_warnings);
-    connect_timeout_ms (0: 2000) and max_frame (0: 64 MiB) as in
-    ember_options.
+    connect_timeout_ms (0: 2000), max_frame (0: 64 MiB) and
+    reconnect_window_ms (how long tasks that cannot run in-process wait for
+    a restarted NAM; 0: $EMBER_RECONNECT_WINDOW_MS or 10 s, negative: off)
+    as in ember_options.
     """
     return Client(address, client_name=client_name, no_fallback=no_fallback,
                   threads=threads, plugin_dir=plugin_dir,
-                  connect_timeout_ms=connect_timeout_ms, max_frame=max_frame)
+                  connect_timeout_ms=connect_timeout_ms, max_frame=max_frame,
+                  reconnect_window_ms=reconnect_window_ms)
 
 
 __all__ = ["connect", "version", "strerror", "platform_kinds", "Client",

@@ -388,7 +388,7 @@ class Client:
 
     def __init__(self, address=None, *, client_name=None, no_fallback=False,
                  threads=0, plugin_dir=None, connect_timeout_ms=0,
-                 max_frame=0):
+                 max_frame=0, reconnect_window_ms=0):
         addr = _cstr(address, "address")
         opts = _lib.EmberOptions()
         opts.size = ctypes.sizeof(opts)
@@ -399,6 +399,8 @@ class Client:
         opts.no_fallback = 1 if no_fallback else 0
         opts.max_frame = _int(max_frame, "max_frame", 0)
         opts.plugin_dir = _cstr(plugin_dir, "plugin_dir")
+        opts.reconnect_window_ms = _int(reconnect_window_ms,
+                                        "reconnect_window_ms", -1, _INT_MAX)
         self._h = None
         self._blocks = weakref.WeakSet()
         self._tasks = weakref.WeakSet()

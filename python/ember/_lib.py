@@ -36,6 +36,7 @@ class EmberOptions(ctypes.Structure):
         ("no_fallback", c_int),
         ("max_frame", c_size_t),
         ("plugin_dir", c_char_p),
+        ("reconnect_window_ms", c_int),
     ]
 
 
@@ -121,6 +122,8 @@ class EmberSwReport(ctypes.Structure):
         ("server_ns", c_uint64),
         ("round_trip_ns", c_uint64),
         ("wall_ns", c_uint64),
+        ("tasks_failed", c_size_t),
+        ("pairs_failed", c_size_t),
     ]
 
 
@@ -192,6 +195,7 @@ class EmberClientStats(ctypes.Structure):
         ("bytes_sent_by_fd", c_uint64),
         ("plugins_loaded", c_uint64),
         ("plugins_refused", c_uint64),
+        ("tasks_resubmitted", c_uint64),
     ]
 
 

@@ -17,6 +17,7 @@ int main(void) {
   F(ember_options, embedded_threads); F(ember_options, connect_timeout_ms);
   F(ember_options, no_fallback); F(ember_options, max_frame);
   F(ember_options, plugin_dir);
+  F(ember_options, reconnect_window_ms);
 
   S(ember_task_info);
   F(ember_task_info, size); F(ember_task_info, platform);
@@ -56,6 +57,8 @@ int main(void) {
   F(ember_sw_report, queue_ns); F(ember_sw_report, exec_ns);
   F(ember_sw_report, server_ns); F(ember_sw_report, round_trip_ns);
   F(ember_sw_report, wall_ns);
+  F(ember_sw_report, tasks_failed);
+  F(ember_sw_report, pairs_failed);
 
   S(ember_pair_info);
   F(ember_pair_info, size); F(ember_pair_info, accelerator);
@@ -94,6 +97,7 @@ int main(void) {
   F(ember_client_stats, bytes_sent_by_fd);
   F(ember_client_stats, plugins_loaded);
   F(ember_client_stats, plugins_refused);
+  F(ember_client_stats, tasks_resubmitted);
 
   printf("EMBER_BLOCK_CACHE %u\n", EMBER_BLOCK_CACHE);
   printf("EMBER_BLOCK_BROADCAST %u\n", EMBER_BLOCK_BROADCAST);
