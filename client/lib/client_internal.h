@@ -80,7 +80,7 @@ struct ember_client {
    * here, parked, while there is no connection */
   uint64_t window_ns;        /* 0: off */
   uint64_t down_since_ns;    /* the connection went away; 0 while up */
-  char down_why[256];        /* the last reason it is down */
+  char down_why[512];           /* the last reason it is down */
   ember_task *parked_tasks;  /* uthash on task id, in park order */
   pthread_cond_t park_cv;    /* parked, connected, or closing */
   pthread_t resubmitter;     /* reconnects and sends the parked tasks */
