@@ -47,8 +47,10 @@ int main(void) {
     json_decref(body);
     body = gam_http(&g, "PUT", path, GAM_TEST_TOKEN, &status);
   }
+  char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
   printf("change %d answered %ld: %s\n", i, status,
-         body ? json_dumps(body, JSON_COMPACT) : "(no JSON body)");
+         text ? text : "(no JSON body)");
+  free(text);
   CHECK_EQ(status, 503);
   CHECK(body != NULL);
   const char *code = json_string_value(json_object_get(
