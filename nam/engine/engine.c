@@ -197,6 +197,9 @@ void nam_engine_destroy(nam_engine *e) {
   for (size_t i = 0; i < e->n_platforms; i++)
     if (e->platforms[i].ops->run) e->platforms[i].ops->stop(&e->platforms[i]);
   nam_watchdog_stop(e);
+  /* the watchdog looked into the pipelines until it stopped */
+  for (size_t i = 0; i < e->n_platforms; i++)
+    if (!e->platforms[i].ops->run) nam_pipeline_free(&e->platforms[i]);
   nam_block_io_stop(e);
   /* device copies go before the devices that hold them */
   nam_block_cache_destroy(e->cache);

@@ -346,9 +346,12 @@ uint64_t nam_task_exec_ns(const nam_platform *p, const nam_task *t,
  * blocks, ops->run, unbind, complete (platform_cpu.c). */
 void nam_whole_task_run(nam_platform *p, nam_task *t);
 
-/* Pipeline for device platforms (pipeline.c). */
+/* Pipeline for device platforms (pipeline.c). Stop joins its threads; free
+ * comes after the watchdog stopped, since the watchdog reads the pipeline
+ * (nam_pipeline_check) until then. */
 int nam_pipeline_start(nam_platform *p);
 void nam_pipeline_stop(nam_platform *p);
+void nam_pipeline_free(nam_platform *p);
 /* Watchdog's check: a task executing past its deadline is marked timed out
  * and the platform asked to abort it. Returns the running task's deadline
  * (0: none to watch). */

@@ -259,6 +259,12 @@ void nam_pipeline_stop(nam_platform *p) {
     pthread_mutex_unlock(&pl->lock);
   }
   for (int i = 0; i < pl->started; i++) pthread_join(*ths[i], NULL);
+  pl->started = 0;
+}
+
+void nam_pipeline_free(nam_platform *p) {
+  nam_pipeline *pl = p->pipeline;
+  if (!pl) return;
   pthread_cond_destroy(&pl->changed);
   pthread_mutex_destroy(&pl->lock);
   free(pl);
