@@ -21,6 +21,27 @@ for f in "$prefix/include/ember/ember.h" "$prefix/include/ember/ember_version.h"
          "$libdir/cmake/ember/ember-config.cmake"; do
   [ -f "$f" ] || { echo "not installed: $f"; exit 1; }
 done
+# beside the libraries: configs, units with this prefix's paths, sysusers,
+# tmpfiles, completion and (where help2man exists) man pages
+for f in etc/ember/nam.conf etc/ember/gam.conf \
+         lib/systemd/system/ember-nam.service lib/systemd/system/ember-gam.service \
+         lib/sysusers.d/ember.conf lib/tmpfiles.d/ember.conf \
+         share/bash-completion/completions/ember \
+         share/bash-completion/completions/emberctl share/doc/ember/README.md; do
+  [ -f "$prefix/$f" ] || { echo "not installed: $f"; exit 1; }
+done
+if command -v help2man >/dev/null; then
+  for f in man1/ember.1 man1/emberctl.1 man1/ember-gam-sim.1 man8/ember-nam.8 \
+           man8/ember-gam.8; do
+    [ -f "$prefix/share/man/$f" ] || { echo "not installed: man $f"; exit 1; }
+  done
+fi
+grep -q "^ExecStart=.*/sbin/ember-nam --config .*/ember/nam.conf" \
+  "$prefix/lib/systemd/system/ember-nam.service" ||
+  { echo "ember-nam.service: ExecStart does not name the installed paths"; exit 1; }
+"$prefix/sbin/ember-nam" --config "$prefix/etc/ember/nam.conf" --check-config \
+  >/dev/null || { echo "the installed nam.conf does not check"; exit 1; }
+
 soname=$(objdump -p "$libdir/libember.so" | awk '$1 == "SONAME" {print $2}')
 [ "$soname" = libember.so.0 ] || { echo "SONAME is '$soname'"; exit 1; }
 echo "installed: $(cd "$libdir" && ls libember*) (SONAME $soname)"

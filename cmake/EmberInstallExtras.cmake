@@ -1,0 +1,67 @@
+# EmberInstallExtras.cmake - what `cmake --install` puts beside the binaries
+# and libraries: example configurations, systemd units with the installed
+# paths, sysusers.d and tmpfiles.d entries, man pages made by help2man from
+# each binary's real --help, bash completion and the docs.
+#
+# Paths follow GNUInstallDirs. Configurations go to SYSCONFDIR/ember
+# (PREFIX/etc/ember; debhelper passes /etc); units, sysusers.d and
+# tmpfiles.d under PREFIX/lib, where systemd looks for them with prefix /usr.
+
+set(EMBER_CONF_DIR ${CMAKE_INSTALL_FULL_SYSCONFDIR}/ember)
+install(FILES ${PROJECT_SOURCE_DIR}/deploy/nam.conf.example
+        DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/ember RENAME nam.conf)
+install(FILES ${PROJECT_SOURCE_DIR}/deploy/gam.conf.example
+        DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/ember RENAME gam.conf)
+
+foreach(unit ember-nam ember-gam)
+  configure_file(${PROJECT_SOURCE_DIR}/deploy/systemd/${unit}.service.in
+                 ${PROJECT_BINARY_DIR}/systemd/${unit}.service @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/systemd/${unit}.service
+          DESTINATION lib/systemd/system)
+endforeach()
+install(FILES ${PROJECT_SOURCE_DIR}/deploy/sysusers/ember.conf
+        DESTINATION lib/sysusers.d)
+install(FILES ${PROJECT_SOURCE_DIR}/deploy/tmpfiles/ember.conf
+        DESTINATION lib/tmpfiles.d)
+
+install(FILES ${PROJECT_SOURCE_DIR}/completion/ember.bash
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+        RENAME ember)
+install(FILES ${PROJECT_SOURCE_DIR}/completion/emberctl.bash
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+        RENAME emberctl)
+
+install(FILES ${PROJECT_SOURCE_DIR}/README.md
+              ${PROJECT_SOURCE_DIR}/deploy/nam.conf.example
+              ${PROJECT_SOURCE_DIR}/deploy/gam.conf.example
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+# Man pages from the binaries' own --help and --version, so they cannot
+# drift from them.
+find_program(EMBER_HELP2MAN help2man)
+if(EMBER_HELP2MAN)
+  set(man_pages)
+  foreach(spec "ember_cli;ember;1;run accelerators on files through ember"
+               "emberctl;emberctl;1;administer an ember cluster"
+               "ember_gam_sim;ember-gam-sim;1;simulate ember-gam's scheduling policies"
+               "ember-nam;ember-nam;8;ember node accelerator manager"
+               "ember-gam;ember-gam;8;ember global accelerator manager")
+    list(GET spec 0 target)
+    list(GET spec 1 name)
+    list(GET spec 2 section)
+    list(GET spec 3 what)
+    set(page ${PROJECT_BINARY_DIR}/man/${name}.${section})
+    add_custom_command(OUTPUT ${page}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
+      COMMAND ${EMBER_HELP2MAN} --no-info --section=${section}
+              --name=${what} --output=${page} $<TARGET_FILE:${target}>
+      DEPENDS ${target}
+      COMMENT "Man page ${name}(${section})" VERBATIM)
+    list(APPEND man_pages ${page})
+    install(FILES ${page}
+            DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section})
+  endforeach()
+  add_custom_target(ember_man_pages ALL DEPENDS ${man_pages})
+else()
+  message(STATUS "help2man not found: no man pages")
+endif()

@@ -1,0 +1,40 @@
+# bash completion for ember (installed as
+# share/bash-completion/completions/ember). Options are those of
+# `ember COMMAND --help`.
+_ember() {
+  local cur prev cmd i
+  cur=${COMP_WORDS[COMP_CWORD]}
+  prev=${COMP_WORDS[COMP_CWORD-1]}
+  cmd=
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    case ${COMP_WORDS[i]} in
+      -*) ;;
+      *) cmd=${COMP_WORDS[i]}; break ;;
+    esac
+  done
+  case $prev in
+    --query|--ref|--out|--matrix)
+      COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null
+      return ;;
+    --platform|--prefer)
+      COMPREPLY=($(compgen -W "cpu opencl fpga-emu" -- "$cur")); return ;;
+    --nam|--gam|--label|--match|--mismatch|--gap-open|--gap-extend|\
+    --threads|--reconnect-window)
+      return ;;
+  esac
+  case $cmd in
+    "")
+      COMPREPLY=($(compgen -W "align accelerators help --help --version" \
+                   -- "$cur")) ;;
+    align)
+      COMPREPLY=($(compgen -W "--query --ref --protein --match --mismatch
+        --matrix --gap-open --gap-extend --nam --embedded --gam --label
+        --threads --platform --prefer --no-fallback --reconnect-window --out
+        --json --timings --help" -- "$cur")) ;;
+    accelerators)
+      COMPREPLY=($(compgen -W "--nam --embedded --json --help" -- "$cur")) ;;
+    help)
+      COMPREPLY=($(compgen -W "align accelerators" -- "$cur")) ;;
+  esac
+}
+complete -F _ember ember

@@ -1,0 +1,27 @@
+#!/bin/bash
+# test_completion.sh DIR - the completions offer the real subcommands and
+# options: `ember al<TAB>`, `emberctl la<TAB>`, `ember align --pla<TAB>`,
+# `ember align --platform f<TAB>`.
+set -eu
+dir=$1
+. "$dir/ember.bash"
+. "$dir/emberctl.bash"
+complete_words() { # function, words...
+  local fn=$1; shift
+  COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=()
+  "$fn"
+  echo "${COMPREPLY[*]}"
+}
+fail=0
+expect() { # got, want
+  if [ "$1" != "$2" ]; then echo "got '$1', want '$2'"; fail=1; fi
+}
+expect "$(complete_words _ember ember al)" "align"
+expect "$(complete_words _ember ember align --pla)" "--platform"
+expect "$(complete_words _ember ember align --platform f)" "fpga-emu"
+expect "$(complete_words _ember ember acc)" "accelerators"
+expect "$(complete_words _emberctl emberctl la)" "label"
+expect "$(complete_words _emberctl emberctl label a)" "add"
+expect "$(complete_words _emberctl emberctl --json ev)" "events"
+[ $fail = 0 ] && echo "completions: ember and emberctl offer what their --help lists"
+exit $fail
