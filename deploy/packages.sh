@@ -101,7 +101,8 @@ for deb in "$out"/*.deb; do
   debs="$debs $deb"
 done
 # shellcheck disable=SC2086 # a list of paths without spaces
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $debs
+# --reinstall: a rebuild keeps the version, and apt would skip it otherwise
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --reinstall $debs
 
 echo "== packages: check the installed packages"
 tmp=$(mktemp -d)
