@@ -3,6 +3,7 @@
 #include "process_metrics.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -47,8 +48,16 @@ static int read_stat(process_metrics *m) {
 }
 
 static int count_fds(uint64_t *out) {
-  DIR *d = opendir("/proc/self/fd");
-  if (!d) return -1;
+  /* open() then fdopendir(), not opendir(): opendir opens through libc's
+   * internal call, which ThreadSanitizer does not see, so reusing the
+   * number of a socket another thread just closed looked like a race */
+  int fd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return -1;
+  }
   uint64_t n = 0;
   for (struct dirent *e; (e = readdir(d));)
     if (e->d_name[0] != '.') n++;
