@@ -4,20 +4,26 @@
 # each binary's real --help, bash completion and the docs.
 #
 # Paths follow GNUInstallDirs. Configurations go to SYSCONFDIR/ember
-# (PREFIX/etc/ember; debhelper passes /etc); units, sysusers.d and
+# (PREFIX/etc/ember, but /etc/ember for prefix /usr, as GNUInstallDirs
+# does; debhelper passes /etc); units, sysusers.d and
 # tmpfiles.d under PREFIX/lib, where systemd looks for them with prefix /usr.
 
-set(EMBER_CONF_DIR ${CMAKE_INSTALL_FULL_SYSCONFDIR}/ember)
-install(FILES ${PROJECT_SOURCE_DIR}/deploy/nam.conf.example
-        DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/ember RENAME nam.conf)
-install(FILES ${PROJECT_SOURCE_DIR}/deploy/gam.conf.example
-        DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/ember RENAME gam.conf)
+# Configurations and units are written at install time
+# (cmake/install_units.cmake): `cmake --install --prefix P` must get units
+# that name P's binaries and configurations, not the configure-time prefix.
+install(CODE "
+  set(EMBER_SOURCE_DIR \"${PROJECT_SOURCE_DIR}\")
+  set(EMBER_BINARY_DIR \"${PROJECT_BINARY_DIR}\")
+  set(EMBER_SBINDIR \"${CMAKE_INSTALL_SBINDIR}\")
+  set(EMBER_SYSCONFDIR \"${CMAKE_INSTALL_SYSCONFDIR}\")
+  set(EMBER_DOCDIR \"${CMAKE_INSTALL_DOCDIR}\")
+  include(\"${PROJECT_SOURCE_DIR}/cmake/install_units.cmake\")")
 
+# The same units for this build's prefix, for `systemd-analyze security`.
+set(EMBER_CONF_DIR ${CMAKE_INSTALL_FULL_SYSCONFDIR}/ember)
 foreach(unit ember-nam ember-gam)
   configure_file(${PROJECT_SOURCE_DIR}/deploy/systemd/${unit}.service.in
                  ${PROJECT_BINARY_DIR}/systemd/${unit}.service @ONLY)
-  install(FILES ${PROJECT_BINARY_DIR}/systemd/${unit}.service
-          DESTINATION lib/systemd/system)
 endforeach()
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/sysusers/ember.conf
         DESTINATION lib/sysusers.d)

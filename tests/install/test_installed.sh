@@ -36,7 +36,7 @@ if command -v help2man >/dev/null; then
     [ -f "$prefix/share/man/$f" ] || { echo "not installed: man $f"; exit 1; }
   done
 fi
-grep -q "^ExecStart=.*/sbin/ember-nam --config .*/ember/nam.conf" \
+grep -q "^ExecStart=$prefix/sbin/ember-nam --config $prefix/etc/ember/nam.conf" \
   "$prefix/lib/systemd/system/ember-nam.service" ||
   { echo "ember-nam.service: ExecStart does not name the installed paths"; exit 1; }
 "$prefix/sbin/ember-nam" --config "$prefix/etc/ember/nam.conf" --check-config \
