@@ -14,8 +14,8 @@
 # Environment:
 #   RUNS=10000000      executions per target (-runs)
 #   MAX_TIME=0         seconds per target at most (-max_total_time; 0: none):
-#                      a cap for slow targets (fuzz_gam runs a few hundred
-#                      inputs a second: each starts an in-memory store)
+#                      a cap for slow targets (fuzz_gam runs about 3,000
+#                      inputs a second, fuzz_nam about 5,000)
 #   SEED=              libFuzzer -seed (unset: a random one per target)
 #   RSS_LIMIT_MB=2048  -rss_limit_mb
 #   TIMEOUT=10         -timeout: seconds one input may take
