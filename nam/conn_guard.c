@@ -18,10 +18,12 @@ static void check(nam_conn *c, uint64_t now) {
              (unsigned long long)NAM_CONN_QUEUED(c),
              (unsigned long long)l->max_send_queue,
              (unsigned long long)(now - c->over_ms));
+    nam_stats_dropped(&c->srv->metrics, NAM_DROPPED_SEND_STALL);
     nam_conn_drop(c, EMBER_EBUSY, 1, why);
   } else if (!c->greeted && now - c->opened_ms >= l->handshake_ms) {
     snprintf(why, sizeof why, "no Hello within handshake_timeout (%llu ms): "
              "closing", (unsigned long long)l->handshake_ms);
+    nam_stats_dropped(&c->srv->metrics, NAM_DROPPED_HANDSHAKE_TIMEOUT);
     nam_conn_drop(c, EMBER_ETIMEDOUT, 0, why);
   } else if (c->partial_ms && (c->poll_events & UV_READABLE) &&
              now - c->partial_ms >= l->frame_ms) {
@@ -29,12 +31,14 @@ static void check(nam_conn *c, uint64_t now) {
     snprintf(why, sizeof why, "a frame not complete within frame_timeout "
              "(%llu ms, %zu bytes of it came): closing",
              (unsigned long long)l->frame_ms, c->reader.end - c->reader.start);
+    nam_stats_dropped(&c->srv->metrics, NAM_DROPPED_FRAME_TIMEOUT);
     nam_conn_drop(c, EMBER_ETIMEDOUT, 0, why);
   } else if (l->idle_ms && c->greeted && !c->inflight && !c->ops_pending &&
              !c->partial_ms && !c->send_paused /* then we do not read */ &&
              now - c->active_ms >= l->idle_ms) {
     snprintf(why, sizeof why, "idle for idle_timeout (%llu ms) with nothing "
              "in flight: closing", (unsigned long long)l->idle_ms);
+    nam_stats_dropped(&c->srv->metrics, NAM_DROPPED_IDLE_TIMEOUT);
     nam_conn_drop(c, EMBER_ETIMEDOUT, 0, why);
   }
 }

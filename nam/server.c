@@ -85,20 +85,24 @@ unsigned nam_server_inflight(const nam_server *s, const acc_descriptor *acc) {
 }
 
 /* Which limit, if any, keeps a new client of this kind out: the text its
- * Error carries; NULL: room. */
+ * Error carries, and the limit in *limit; NULL: room. */
 static const char *full(const nam_server *s, int is_unix, char *text,
-                        size_t len) {
+                        size_t len, enum nam_stats_refusal *limit) {
   const nam_server_limits *l = &s->limits;
-  if (is_unix && s->clients_unix >= l->max_clients_unix)
+  if (is_unix && s->clients_unix >= l->max_clients_unix) {
     snprintf(text, len, "too many clients on unix socket (%u)",
              l->max_clients_unix);
-  else if (!is_unix && s->clients_tcp >= l->max_clients_tcp)
+    *limit = NAM_REFUSED_MAX_CLIENTS_UNIX;
+  } else if (!is_unix && s->clients_tcp >= l->max_clients_tcp) {
     snprintf(text, len, "too many clients on tcp listener (%u)",
              l->max_clients_tcp);
-  else if (s->stats.clients >= l->max_clients)
+    *limit = NAM_REFUSED_MAX_CLIENTS_TCP;
+  } else if (s->stats.clients >= l->max_clients) {
     snprintf(text, len, "too many clients (max_clients %u)", l->max_clients);
-  else
+    *limit = NAM_REFUSED_MAX_CLIENTS;
+  } else {
     return NULL;
+  }
   return text;
 }
 
@@ -159,7 +163,9 @@ static void on_accept(uv_poll_t *poll, int status, int events) {
       snprintf(peer, sizeof peer, "%s:%s", host, port);
     }
     char why[96];
-    if (full(s, l->is_unix, why, sizeof why)) {
+    enum nam_stats_refusal limit;
+    if (full(s, l->is_unix, why, sizeof why, &limit)) {
+      nam_stats_refused(&s->metrics, limit);
       refuse(s, fd, peer, why);
       continue;
     }

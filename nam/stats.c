@@ -44,6 +44,14 @@ void nam_stats_protocol_error(nam_stats *st) { st->protocol_errors++; }
 
 void nam_stats_lease_refused(nam_stats *st) { st->leases_refused++; }
 
+void nam_stats_refused(nam_stats *st, enum nam_stats_refusal why) {
+  st->refused[why]++;
+}
+
+void nam_stats_dropped(nam_stats *st, enum nam_stats_drop why) {
+  st->dropped[why]++;
+}
+
 void nam_stats_block_received(nam_stats *st, enum nam_stats_transport tr,
                               uint64_t bytes) {
   st->blocks[tr]++;
@@ -260,6 +268,23 @@ static void render_counters(FILE *f, const nam_stats *st) {
          "another node or a label not served).");
   fprintf(f, "ember_nam_leases_refused_total %llu\n",
           (unsigned long long)st->leases_refused);
+
+  static const char *const refusal[NAM_REFUSED_N] = {
+      "max_clients_unix", "max_clients_tcp", "max_clients"};
+  nam_stats_family(f, "connections_refused_total", "counter",
+         "Connections refused at accept, by the limit that was full.");
+  for (int i = 0; i < NAM_REFUSED_N; i++)
+    fprintf(f, "ember_nam_connections_refused_total{limit=\"%s\"} %llu\n",
+            refusal[i], (unsigned long long)st->refused[i]);
+  static const char *const drop[NAM_DROPPED_N] = {
+      "send_stall_timeout", "handshake_timeout", "frame_timeout",
+      "idle_timeout"};
+  nam_stats_family(f, "connections_dropped_total", "counter",
+         "Connections the NAM closed for a limit: replies left unread past "
+         "send_stall_timeout, no Hello, a frame not finished, idle.");
+  for (int i = 0; i < NAM_DROPPED_N; i++)
+    fprintf(f, "ember_nam_connections_dropped_total{limit=\"%s\"} %llu\n",
+            drop[i], (unsigned long long)st->dropped[i]);
   if (!st->gam_configured) return;
   nam_stats_family(f, "gam_connected", "gauge",
          "1 while the NAM is registered with the GAM, else 0.");

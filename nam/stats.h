@@ -66,6 +66,21 @@ typedef struct nam_stats_reject_series {
   uint64_t count;
 } nam_stats_reject_series;
 
+/* Why a client was refused at accept, or dropped by conn_guard.c. */
+enum nam_stats_refusal {
+  NAM_REFUSED_MAX_CLIENTS_UNIX,
+  NAM_REFUSED_MAX_CLIENTS_TCP,
+  NAM_REFUSED_MAX_CLIENTS,
+  NAM_REFUSED_N
+};
+enum nam_stats_drop {
+  NAM_DROPPED_SEND_STALL,
+  NAM_DROPPED_HANDSHAKE_TIMEOUT,
+  NAM_DROPPED_FRAME_TIMEOUT,
+  NAM_DROPPED_IDLE_TIMEOUT,
+  NAM_DROPPED_N
+};
+
 typedef struct nam_stats {
   nam_stats_task_series tasks[NAM_STATS_MAX_SERIES];
   size_t n_tasks;
@@ -80,6 +95,8 @@ typedef struct nam_stats {
   uint64_t protocol_errors;
   uint64_t frames[256];                /* received, by frame type */
   uint64_t leases_refused;             /* TCP clients refused a lease */
+  uint64_t refused[NAM_REFUSED_N];     /* connections refused at accept */
+  uint64_t dropped[NAM_DROPPED_N];     /* connections closed by a limit */
   /* the GAM link (gam_link.c); rendered when gam_configured */
   int gam_configured, gam_connected;
   uint64_t gam_heartbeats_sent, gam_reconnects;
@@ -90,6 +107,8 @@ void nam_stats_connection(nam_stats *st, int is_unix);
 void nam_stats_frame(nam_stats *st, uint8_t type);
 void nam_stats_protocol_error(nam_stats *st);
 void nam_stats_lease_refused(nam_stats *st);
+void nam_stats_refused(nam_stats *st, enum nam_stats_refusal why);
+void nam_stats_dropped(nam_stats *st, enum nam_stats_drop why);
 void nam_stats_block_received(nam_stats *st, enum nam_stats_transport tr,
                               uint64_t bytes);
 /* A Submit refused with error (acc NULL: the accelerator is unknown). */

@@ -4,7 +4,8 @@
  * Error saying why and closed; a peer's reset is logged as such. With a
  * small max_clients_tcp: silent TCP connections fill the TCP side, a
  * further one is refused with an Error that says so, and a unix-socket
- * client is still served.
+ * client is still served. ember_nam_connections_dropped_total and
+ * ember_nam_connections_refused_total count each by its limit.
  *
  * As a bench (nothing checked): test_nam_slowloris bench N holds N silent
  * TCP connections, reconnecting as the NAM closes them, and prints a unix
@@ -25,6 +26,27 @@
 enum { RECV_MS = 10000 };
 
 static nam_proc nam;
+static int metrics_port;
+
+/* The value of the sample named exactly name in the NAM's /metrics. */
+static long long metric(const char *name) {
+  char *text = NULL;
+  long long v = -1;
+  CHECK_EQ(nam_http_get(metrics_port, "/metrics", &text), 200);
+  size_t n = strlen(name);
+  for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+    if (strncmp(p, name, n) == 0 && p[n] == ' ') v = atoll(p + n + 1);
+  free(text);
+  return v;
+}
+
+/* metrics_listen=127.0.0.1:PORT on a free port, into buf. */
+static const char *metrics_set(char *buf, size_t len) {
+  metrics_port = free_tcp_port();
+  CHECK(metrics_port > 0);
+  snprintf(buf, len, "metrics_listen=127.0.0.1:%d", metrics_port);
+  return buf;
+}
 
 static uint64_t now_ms(void) {
   struct timespec ts;
@@ -57,6 +79,8 @@ static void test_no_hello(void) {
   uint64_t took = now_ms() - t0;
   printf("  tcp and unix closed after %llu ms\n", (unsigned long long)took);
   CHECK(took >= 900); /* not before its time */
+  CHECK_EQ(metric("ember_nam_connections_dropped_total"
+                  "{limit=\"handshake_timeout\"}"), 2);
   raw_close(&t);
   raw_close(&u);
 }
@@ -77,6 +101,8 @@ static void test_trickle(void) {
                    RECV_MS);
   raw_expect_closed(&r, RECV_MS);
   printf("  closed after %zu of its %zu bytes\n", sent, sizeof frame);
+  CHECK_EQ(metric("ember_nam_connections_dropped_total"
+                  "{limit=\"frame_timeout\"}"), 1);
   raw_close(&r);
 }
 
@@ -88,6 +114,8 @@ static void test_idle(void) {
   raw_expect_error(&r, EMBER_ETIMEDOUT, "idle for idle_timeout", RECV_MS);
   raw_expect_closed(&r, RECV_MS);
   raw_close(&r);
+  CHECK_EQ(metric("ember_nam_connections_dropped_total"
+                  "{limit=\"idle_timeout\"}"), 1);
 }
 
 static void test_reset(void) {
@@ -138,6 +166,8 @@ static void test_tcp_full(void) {
                    RECV_MS);
   raw_expect_closed(&extra, RECV_MS);
   raw_close(&extra);
+  CHECK_EQ(metric("ember_nam_connections_refused_total"
+                  "{limit=\"max_clients_tcp\"}"), 1);
   unix_client_served();
   printf("  a unix-socket client is served meanwhile\n");
   /* a slot that comes free is taken again */
@@ -230,8 +260,10 @@ static int part(int argc, char **argv, const char *name) {
 
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "bench") == 0) return bench(atoi(argv[2]));
+  char metrics[64];
   const char *timeouts[] = {"handshake_timeout=1s", "frame_timeout=1s",
-                            "idle_timeout=2s", NULL};
+                            "idle_timeout=2s",
+                            metrics_set(metrics, sizeof metrics), NULL};
   CHECK_EQ(nam_start(&nam, timeouts), 0);
   if (part(argc, argv, "no_hello")) test_no_hello();
   if (part(argc, argv, "trickle")) test_trickle();
@@ -241,7 +273,8 @@ int main(int argc, char **argv) {
   nam_cleanup(&nam);
 
   if (part(argc, argv, "tcp_full")) {
-    const char *small[] = {"max_clients_tcp=8", NULL};
+    const char *small[] = {"max_clients_tcp=8",
+                           metrics_set(metrics, sizeof metrics), NULL};
     CHECK_EQ(nam_start(&nam, small), 0);
     test_tcp_full();
     CHECK_EQ(nam_stop(&nam), 0);
