@@ -21,7 +21,7 @@ static int bad(char *err, size_t err_len, const char *what, uint64_t v,
   return EMBER_EPARAM;
 }
 
-int plf_layout_compute(const plf_dims *d, plf_layout *l, char *err,
+int plf_layout_compute(const plf_shape *d, plf_layout *l, char *err,
                        size_t err_len) {
   if (d->states < 2 || d->states > PLF_MAX_STATES)
     return bad(err, err_len, "states", d->states, 2, PLF_MAX_STATES);

@@ -36,12 +36,12 @@
 #define PLF_MAX_SETS 4096            /* eigens, rate sets, partitions */
 #define PLF_MAX_STATE_BYTES ((uint64_t)1 << 40)
 
-typedef struct plf_dims {
+typedef struct plf_shape {
   uint32_t states, patterns, categories;
   uint32_t tips, partials, compact;
   uint32_t eigens, matrices, scale_buffers, rate_sets, partitions;
   int single; /* 1: float buffers, 0: double */
-} plf_dims;
+} plf_shape;
 
 typedef struct plf_layout {
   size_t real;                   /* 8 or 4 */
@@ -58,7 +58,7 @@ typedef struct plf_layout {
 /* plf_layout_compute - check d against the bounds above (tips <= partials,
  * compact <= tips, at least one of each set) and lay it out. Returns 0, or
  * EMBER_EPARAM with the reason in err. */
-int plf_layout_compute(const plf_dims *d, plf_layout *l, char *err,
+int plf_layout_compute(const plf_shape *d, plf_layout *l, char *err,
                        size_t err_len);
 
 #endif
