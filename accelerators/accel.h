@@ -224,8 +224,9 @@ typedef struct acc_opencl_ops {
 
 /*
  * How long the accelerator's kernel takes on an FPGA, for the fpga-emu
- * platform. A roofline: fixed_ns + max(bytes / the board's memory
- * bandwidth, ops / (units_per_cycle * clock_mhz * 1e6)) seconds, bytes and
+ * platform. A roofline: fixed_ns + max(bytes / (the board's memory
+ * bandwidth * memory_efficiency), ops / (units_per_cycle * clock_mhz *
+ * 1e6)) seconds, bytes and
  * ops being the task's declared cost (acc_cost), so a memory-bound kernel
  * (the PLF at 2.03 flop/byte) and compute-bound ones (sw, CNN) share one
  * model. Boards may override the two rates in their config and set their
@@ -236,6 +237,8 @@ typedef struct acc_fpga_model {
   double clock_mhz;
   uint64_t fixed_ns;        /* per-task launch and drain */
   const char *source;
+  double memory_efficiency; /* fraction of the board's bandwidth the kernel
+                               streams at (0: all of it) */
 } acc_fpga_model;
 
 /* acc_plan_task (ember's own code, not part of the SDK) - run acc->plan

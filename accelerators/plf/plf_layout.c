@@ -60,6 +60,7 @@ int plf_layout_compute(const plf_shape *d, plf_layout *l, char *err,
   l->eigen_stride = (size_t)((2 * s * s + s) * sizeof(double));
 
   uint64_t at = 0;
+  l->flags = region(&at, 16, sizeof(uint32_t));
   l->partials = region(&at, d->partials, l->partials_stride);
   l->tip_states = region(&at, (uint64_t)d->compact * p, sizeof(int32_t));
   l->tip_kinds = region(&at, d->tips, sizeof(int32_t));

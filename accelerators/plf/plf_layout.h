@@ -6,6 +6,9 @@
  *
  * Regions, in order, each starting on a 64-byte boundary (whole cache
  * lines, and aligned loads for every SIMD width):
+ *   flags         what was set (PLF_SET_*): a new block is all zeros, and
+ *                 pattern weights default to 1 and every pattern to
+ *                 partition 0 until set                      (uint32)
  *   partials      partials x categories x patterns x states   (real)
  *   tip states    compact x patterns                         (int32)
  *   tip kinds     tips: 1 where the tip buffer holds states  (int32)
@@ -43,13 +46,17 @@ typedef struct plf_shape {
   int single; /* 1: float buffers, 0: double */
 } plf_shape;
 
+/* flags[0] bits */
+#define PLF_SET_PATTERN_WEIGHTS 1u
+#define PLF_SET_PARTITIONS 2u
+
 typedef struct plf_layout {
   size_t real;                   /* 8 or 4 */
   size_t partials_stride;        /* bytes of one partials buffer */
   size_t matrix_stride;          /* bytes of one matrix buffer (all cats) */
   size_t scale_stride;           /* bytes of one scale buffer */
   size_t eigen_stride;           /* bytes of one eigen system */
-  uint64_t partials, tip_states, tip_kinds, matrices, scales, eigens;
+  uint64_t flags, partials, tip_states, tip_kinds, matrices, scales, eigens;
   uint64_t frequencies, cat_weights, cat_rates, pattern_weights;
   uint64_t partition_ranges, site_lnl;
   uint64_t total;                /* the state block's size */

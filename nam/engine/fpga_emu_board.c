@@ -246,6 +246,8 @@ uint64_t nam_fpga_board_roofline_ns(const nam_fpga_board *b,
   uint64_t compute = nam_fpga_board_model_ns(b, acc, cost->ops);
   double gbps = b->cfg.memory_gbps > 0 ? b->cfg.memory_gbps
                                        : FPGA_DEFAULT_MEMORY_GBPS;
+  double eff = acc->fpga->memory_efficiency;
+  if (eff > 0 && eff < 1) gbps *= eff;
   uint64_t bytes = cost->bytes_read + cost->bytes_written;
   uint64_t memory = sat_add(acc->fpga->fixed_ns, ceil_ns((double)bytes / gbps));
   return compute > memory ? compute : memory;
