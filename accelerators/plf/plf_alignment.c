@@ -16,7 +16,8 @@
 
 #include "plf_aln_internal.h"
 
-/* The format from the first non-blank character (a UTF-8 BOM skipped). */
+/* The format from the first non-blank character (a UTF-8 BOM skipped):
+ * '>' or ';' (a comment) FASTA, "#NEXUS" NEXUS, a digit PHYLIP. */
 static int detect_format(plf_aln_builder *b, const char *s, size_t len,
                          plf_format *format) {
   size_t i = 0;
@@ -30,7 +31,7 @@ static int detect_format(plf_aln_builder *b, const char *s, size_t len,
   }
   if (i == len)
     return plf_aln_fail(b, EMBER_EFORMAT, 0, "empty input: no sequences");
-  if (s[i] == '>') *format = PLF_FORMAT_FASTA;
+  if (s[i] == '>' || s[i] == ';') *format = PLF_FORMAT_FASTA;
   else if (len - i >= 6 && strncasecmp(s + i, "#NEXUS", 6) == 0)
     *format = PLF_FORMAT_NEXUS;
   else if (s[i] >= '0' && s[i] <= '9') *format = PLF_FORMAT_PHYLIP;

@@ -162,13 +162,14 @@ int plf_aln_read_phylip(plf_aln_builder *b, const char *data, size_t len,
   if (sequential(b, c, ntax, nchar, strict) == 0 &&
       plf_aln_finish(b, out) == 0)
     return 0;
+  if (b->rc != EMBER_EFORMAT) return b->rc; /* no memory, over a limit */
 
   char err2[1024];
   plf_aln_builder b2;
   plf_aln_builder_init(&b2, b->source, err2, sizeof err2, b->format, b->type);
   b2.expect_sites = nchar;
   if (interleaved(&b2, c, ntax, strict) == 0) plf_aln_finish(&b2, out);
-  int take2 = b2.rc == 0 ||
+  int take2 = b2.rc != EMBER_EFORMAT || /* success, no memory, a limit */
               (b2.after_structure && !b->after_structure) ||
               (b2.after_structure == b->after_structure &&
                b2.err_line > b->err_line);
