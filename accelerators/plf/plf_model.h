@@ -25,6 +25,8 @@
  *                category at its MEAN rate (Yang 1994), as IQ-TREE, PhyML
  *                and BEAGLE do by default
  *     +I{p}      a proportion p of invariable sites
+ * Rates must lie in [1e-6, 1e6], frequencies at least 1e-6 (bounds that
+ * keep the eigen system well conditioned).
  * Parameters not given take IQ-TREE's starting values: rates 1, gamma
  * shape 1.0, +I half the alignment's constant fraction; nothing is
  * estimated here (plf_model_unset() says which were defaulted).
@@ -88,6 +90,8 @@ int plf_model_parse(const char *spec, const plf_alignment *aln,
  * plf_model_load_paml - a protein model from a PAML rate file (190
  * exchangeabilities, lower triangle by rows, then 20 frequencies, in the
  * order A R N D C Q E G H I L K M F P S T W Y V; what follows is ignored).
+ * Exchangeabilities in [0, 1e6], frequencies at least 1e-6, summing to 1
+ * within 0.01 (they are normalised).
  *   path       the file (at most PLF_MODEL_MAX_PAML_BYTES)
  *   modifiers  "+G4{0.5}+I{0.1}+F..." as in a model string, or NULL/""
  * Other arguments and returns as plf_model_parse(); errors in the file

@@ -79,10 +79,10 @@ int plf_model_paml_numbers(const char *text, size_t len, const char *source,
       return file_fail(err, err_len, EMBER_EFORMAT, source, line,
                        "expected a number (%s), found '%.*s'",
                        what(k, w, sizeof w), (int)(n > 20 ? 20 : n), s);
-    if (k < 190 ? v < 0 : v <= 0)
+    if (k < 190 ? !(v >= 0 && v <= 1e6) : !(v >= 1e-6))
       return file_fail(err, err_len, EMBER_EFORMAT, source, line,
                        "%s is %s (%s)", what(k, w, sizeof w), tok,
-                       k < 190 ? "negative" : "not positive");
+                       k < 190 ? "outside [0, 1e6]" : "below 1e-6");
     if (k < 190) lower[k] = v;
     else freqs[k - 190] = v;
     k++;

@@ -14,7 +14,10 @@
 #include "plf_model_internal.h"
 
 #define MAX_PARAMS PLF_MAX_STATES
+/* bounds that keep the eigen system well conditioned */
+#define MIN_RATE 1e-6
 #define MAX_RATE 1e6
+#define MIN_FREQ 1e-6
 
 int plf_model_fail(plf_model_err *e, int rc, const char *fmt, ...) {
   if (e->buf && e->len) {
@@ -60,13 +63,13 @@ static int param_list(const char **pp, double *vals, int *n, const char *of,
   return 0;
 }
 
-static int positive(const double *v, int n, double max, const char *of,
-                    plf_model_err *e) {
+static int in_range(const double *v, int n, double min, double max,
+                    const char *of, plf_model_err *e) {
   for (int i = 0; i < n; i++)
-    if (!(v[i] > 0 && v[i] <= max))
+    if (!(v[i] >= min && v[i] <= max))
       return plf_model_fail(e, EMBER_EPARAM,
-                            "%s: value %d is %g, outside (0, %g]", of, i + 1,
-                            v[i], max);
+                            "%s: value %d is %g, outside [%g, %g]", of, i + 1,
+                            v[i], min, max);
   return 0;
 }
 
@@ -120,7 +123,7 @@ static int parse_base(const char **pp, plf_model_spec *spec,
     if (n > 1)
       return plf_model_fail(e, EMBER_EPARAM,
                             "%s takes one value (kappa), found %d", nm, n);
-    if (n && positive(v, 1, MAX_RATE, nm, e)) return EMBER_EPARAM;
+    if (n && in_range(v, 1, MIN_RATE, MAX_RATE, nm, e)) return EMBER_EPARAM;
     if (!n) spec->unset |= PLF_MODEL_UNSET_RATES;
     six[1] = six[4] = n ? v[0] : 1.0; /* AG and CT: transitions */
     spec->base_freq = hky ? PLF_FREQ_EMPIRICAL : PLF_FREQ_EQUAL;
@@ -131,7 +134,7 @@ static int parse_base(const char **pp, plf_model_spec *spec,
       return plf_model_fail(e, EMBER_EPARAM,
                             "GTR takes 5 rates (AC,AG,AT,CG,CT; GT=1) or 6, "
                             "found %d", n);
-    if (n && positive(v, n, MAX_RATE, "GTR", e)) return EMBER_EPARAM;
+    if (n && in_range(v, n, MIN_RATE, MAX_RATE, "GTR", e)) return EMBER_EPARAM;
     if (!n) spec->unset |= PLF_MODEL_UNSET_RATES;
     for (int i = 0; i < n; i++) six[i] = v[i];
     spec->base_freq = PLF_FREQ_EMPIRICAL;
@@ -192,7 +195,7 @@ static int parse_freqs(const char **pp, plf_model_spec *spec,
       return plf_model_fail(e, EMBER_EPARAM,
                             "+F needs %d frequencies, found %d",
                             spec->states, n);
-    if (positive(v, n, 1.0, "+F", e)) return EMBER_EPARAM;
+    if (in_range(v, n, MIN_FREQ, 1.0, "+F", e)) return EMBER_EPARAM;
     double sum = 0;
     for (int i = 0; i < n; i++) sum += v[i];
     if (fabs(sum - 1) > 0.01)

@@ -194,8 +194,9 @@ static void test_bad_strings(void **state) {
       {"JC{1}", "JC takes no values"},
       {"LG{1}", "LG takes no values"},
       {"HKY{1,2}+FQ", "HKY takes one value (kappa), found 2"},
-      {"HKY{-1}+FQ", "HKY: value 1 is -1, outside (0, 1e+06]"},
-      {"GTR{1,2,3,4,0}+FQ", "GTR: value 5 is 0, outside (0, 1e+06]"},
+      {"HKY{-1}+FQ", "HKY: value 1 is -1, outside [1e-06, 1e+06]"},
+      {"HKY{2e6}+FQ", "HKY: value 1 is 2e+06, outside [1e-06, 1e+06]"},
+      {"GTR{1,2,3,4,0}+FQ", "GTR: value 5 is 0, outside [1e-06, 1e+06]"},
       {"HKY{abc}+FQ", "HKY: expected a number at 'abc}+FQ'"},
       {"HKY{nan}+FQ", "HKY: expected a number at 'nan}+FQ'"},
       {"HKY{1e999}+FQ", "HKY: expected a number at '1e999}+FQ'"},
@@ -203,7 +204,7 @@ static void test_bad_strings(void **state) {
       {"HKY{2;3}", "HKY: expected ',' or '}' at ';3}'"},
       {"JC+F{0.5,0.5}", "+F needs 4 frequencies, found 2"},
       {"JC+F{0.5,0.5,0.5,0.5}", "+F: the frequencies sum to 2, not 1"},
-      {"JC+F{0,0.5,0.25,0.25}", "+F: value 1 is 0, outside (0, 1]"},
+      {"JC+F{0,0.5,0.25,0.25}", "+F: value 1 is 0, outside [1e-06, 1]"},
       {"JC+G0", "+G: 0 categories (1 to 64)"},
       {"JC+G65", "+G: too many categories (1 to 64)"},
       {"JC+G99999999999", "+G: too many categories"},
@@ -311,7 +312,7 @@ static void test_paml_errors(void **state) {
              "t.dat:2: expected a number (exchangeability 2 of 190), found "
              "'abc'");
   paml_fails("-1", EMBER_EFORMAT,
-             "t.dat:1: exchangeability 1 of 190 is -1 (negative)");
+             "t.dat:1: exchangeability 1 of 190 is -1 (outside [0, 1e6])");
   char text[8192] = "";
   for (int i = 0; i < 190; i++) strcat(text, "1 ");
   strcat(text, "\n");
@@ -321,7 +322,7 @@ static void test_paml_errors(void **state) {
   paml_fails(full, EMBER_EFORMAT, "t.dat:2: the 20 frequencies sum to 2, not 1");
   snprintf(full, sizeof full, "%s0.05 0.05 0 ", text);
   paml_fails(full, EMBER_EFORMAT,
-             "t.dat:2: frequency 3 of 20 is 0 (not positive)");
+             "t.dat:2: frequency 3 of 20 is 0 (below 1e-6)");
   snprintf(full, sizeof full, "%s", text);
   for (int i = 0; i < 20; i++) strcat(full, "0.05 ");
   strcat(full, "notes that PAML ignores");
