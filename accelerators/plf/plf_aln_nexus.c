@@ -491,7 +491,7 @@ int plf_aln_read_nexus(plf_aln_builder *b, const char *data, size_t len,
       return plf_aln_fail(b, EMBER_EFORMAT, start,
                           "BEGIN without a block name");
     char name[64];
-    snprintf(name, sizeof name, "%s", x.tok);
+    snprintf(name, sizeof name, "%.*s", (int)sizeof name - 1, x.tok);
     if (expect(&x, ";")) return b->rc;
     if (strcasecmp(name, "DATA") == 0 || strcasecmp(name, "CHARACTERS") == 0)
       r = data_block(&x, name, start);

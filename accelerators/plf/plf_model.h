@@ -42,7 +42,8 @@
  * A = U diag(lambda) U^T. Then E = diag(1/sqrt(pi)) U and
  * Einv = U^T diag(sqrt(pi)), and P(t) = E diag(exp(lambda t)) Einv, t in
  * expected substitutions per site: what beagleSetEigenDecomposition takes
- * (row-major S x S arrays). Eigenvalues are ascending; the last is 0.
+ * (row-major S x S arrays). Eigenvalues are ascending; the last is 0 (up
+ * to rounding).
  *
  * A model is immutable once built: its functions may be called from any
  * number of threads at once.

@@ -354,5 +354,7 @@ int main(int argc, char **argv) {
   }
   protein_set = strcmp(argv[1], "protein") == 0;
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_reference)};
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  beagleFinalize();
+  return failed;
 }
