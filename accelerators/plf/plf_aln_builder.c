@@ -304,8 +304,6 @@ static int finish_fail(plf_aln_builder *b, int rc, unsigned long line,
 }
 
 static int check_shape(plf_aln_builder *b) {
-  if (b->ntaxa == 0)
-    return finish_fail(b, EMBER_EFORMAT, 0, "empty input: no sequences");
   size_t want = b->expect_sites ? b->expect_sites : b->taxa[0].len;
   for (size_t t = 0; t < b->ntaxa; t++) {
     if (b->taxa[t].len == want) continue;
@@ -360,7 +358,8 @@ static int encode(plf_aln_builder *b, plf_datatype type) {
 int plf_aln_finish(plf_aln_builder *b, plf_alignment **out) {
   *out = NULL;
   if (b->rc) return b->rc;
-  if (check_shape(b)) return b->rc;
+  if (b->ntaxa == 0)
+    return finish_fail(b, EMBER_EFORMAT, 0, "empty input: no sequences");
   plf_alignment *aln = calloc(1, sizeof *aln);
   if (!aln) return plf_aln_fail(b, EMBER_ENOMEM, 0, "out of memory");
   aln->ntaxa = b->ntaxa;
@@ -372,7 +371,8 @@ int plf_aln_finish(plf_aln_builder *b, plf_alignment **out) {
     plf_aln_fail(b, EMBER_ENOMEM, 0, "out of memory");
     goto fail;
   }
-  if (check_duplicates(b, aln->sorted)) goto fail;
+  /* names first: a repeated name explains a short taxon better */
+  if (check_duplicates(b, aln->sorted) || check_shape(b)) goto fail;
   aln->type = b->type != PLF_DATA_AUTO ? b->type : detect_type(b);
   if (encode(b, aln->type)) goto fail;
   aln->format = b->format;

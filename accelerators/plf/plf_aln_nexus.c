@@ -442,11 +442,6 @@ static int taxa_block(nexus *x, unsigned long start) {
           return plf_aln_fail(b, EMBER_ETOOBIG, x->tok_line,
                               "a taxon name of %zu bytes (the limit is %d)",
                               x->tok_len, PLF_ALN_MAX_NAME);
-        for (size_t i = 0; i < b->ntaxa; i++)
-          if (strcmp(plf_aln_taxon_name(b, i), x->tok) == 0)
-            return plf_aln_fail(b, EMBER_EFORMAT, x->tok_line,
-                                "duplicate taxon name '%s' (also at line "
-                                "%lu)", x->tok, b->taxa[i].line);
         if (plf_aln_add_taxon(b, x->tok, x->tok_len, x->tok_line, &t))
           return b->rc;
       }

@@ -163,6 +163,7 @@ int plf_aln_read_phylip(plf_aln_builder *b, const char *data, size_t len,
       plf_aln_finish(b, out) == 0)
     return 0;
   if (b->rc != EMBER_EFORMAT) return b->rc; /* no memory, over a limit */
+  plf_aln_builder_free(b); /* its data; its error stays */
 
   char err2[1024];
   plf_aln_builder b2;

@@ -360,6 +360,10 @@ static void test_nexus_errors(void **state) {
               "begin characters; dimensions nchar=2; matrix b AC; end;\n",
               "t.nex", PLF_FORMAT_AUTO, PLF_DATA_AUTO, EMBER_EFORMAT,
               "t.nex:3: taxon 'b' is not in the TAXA block");
+  parse_fails("#NEXUS\nbegin taxa; dimensions ntax=2; taxlabels a\na; end;\n"
+              "begin characters; dimensions nchar=2; matrix a AC; end;\n",
+              "t.nex", PLF_FORMAT_AUTO, PLF_DATA_AUTO, EMBER_EFORMAT,
+              "t.nex:3: duplicate taxon name 'a' (also at line 2)");
   parse_fails("#NEXUS\nbegin trees; end;\n", "t.nex", PLF_FORMAT_AUTO,
               PLF_DATA_AUTO, EMBER_EFORMAT,
               "t.nex: no DATA or CHARACTERS block with a MATRIX");
