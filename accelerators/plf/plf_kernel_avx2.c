@@ -76,6 +76,85 @@ static inline __m256 one_if_zero_ps(__m256 v) {
                           _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_EQ_OQ));
 }
 
+/* ---- log ------------------------------------------------------------------
+ * fdlibm's e_log.c on 4 lanes: x = 2^k m, m in [sqrt(2)/2, sqrt(2)),
+ * f = m - 1, s = f / (2 + f), log(1 + f) = f - (f^2/2 - s (f^2/2 + R(s^2)));
+ * error below 1 ulp for positive normal x. Other lanes (0, negative,
+ * subnormal, inf, NaN) are left to libm. Floats are taken through double. */
+static inline __m256d log4_pd(__m256d x) {
+  const __m256d one = _mm256_set1_pd(1);
+  __m256i bits = _mm256_castpd_si256(x);
+  __m256d m = _mm256_castsi256_pd(_mm256_or_si256(
+      _mm256_and_si256(bits, _mm256_set1_epi64x(0x000fffffffffffffLL)),
+      _mm256_set1_epi64x(0x3ff0000000000000LL)));
+  /* the biased exponent as a double: 2^52 + e, less 2^52 */
+  __m256d k = _mm256_sub_pd(
+      _mm256_castsi256_pd(_mm256_or_si256(
+          _mm256_srli_epi64(bits, 52),
+          _mm256_set1_epi64x(0x4330000000000000LL))),
+      _mm256_set1_pd(4503599627370496.0 + 1023));
+  __m256d big = _mm256_cmp_pd(m, _mm256_set1_pd(1.4142135623730951),
+                              _CMP_GT_OQ);
+  m = _mm256_blendv_pd(m, _mm256_mul_pd(m, _mm256_set1_pd(0.5)), big);
+  k = _mm256_add_pd(k, _mm256_and_pd(big, one));
+  __m256d f = _mm256_sub_pd(m, one);
+  __m256d s = _mm256_div_pd(f, _mm256_add_pd(_mm256_set1_pd(2), f));
+  __m256d z = _mm256_mul_pd(s, s), w = _mm256_mul_pd(z, z);
+  __m256d t1 = _mm256_fmadd_pd(w, _mm256_set1_pd(1.531383769920937332e-01),
+                               _mm256_set1_pd(2.222219843214978396e-01));
+  t1 = _mm256_fmadd_pd(w, t1, _mm256_set1_pd(3.999999999940941908e-01));
+  t1 = _mm256_mul_pd(w, t1);
+  __m256d t2 = _mm256_fmadd_pd(w, _mm256_set1_pd(1.479819860511658591e-01),
+                               _mm256_set1_pd(1.818357216161805012e-01));
+  t2 = _mm256_fmadd_pd(w, t2, _mm256_set1_pd(2.857142874366239149e-01));
+  t2 = _mm256_fmadd_pd(w, t2, _mm256_set1_pd(6.666666666666735130e-01));
+  t2 = _mm256_mul_pd(z, t2);
+  __m256d R = _mm256_add_pd(t2, t1);
+  __m256d hfsq = _mm256_mul_pd(_mm256_mul_pd(_mm256_set1_pd(0.5), f), f);
+  __m256d lo = _mm256_fmadd_pd(s, _mm256_add_pd(hfsq, R),
+                               _mm256_mul_pd(k, _mm256_set1_pd(
+                                                    1.90821492927058770002e-10)));
+  return _mm256_sub_pd(
+      _mm256_mul_pd(k, _mm256_set1_pd(6.93147180369123816490e-01)),
+      _mm256_sub_pd(_mm256_sub_pd(hfsq, lo), f));
+}
+
+/* lanes log4_pd handles: DBL_MIN <= x <= DBL_MAX */
+static inline int log4_ok(__m256d x) {
+  __m256d ok = _mm256_and_pd(
+      _mm256_cmp_pd(x, _mm256_set1_pd(2.2250738585072014e-308), _CMP_GE_OQ),
+      _mm256_cmp_pd(x, _mm256_set1_pd(1.7976931348623157e308), _CMP_LE_OQ));
+  return _mm256_movemask_pd(ok);
+}
+
+/* every value through the same lanes' code, the last few staged, so that
+ * a value's log does not depend on its place in the batch */
+static void log_batch_d(double *v, int n) {
+  for (int i = 0; i < n; i += 4) {
+    double in[4] = {1, 1, 1, 1}, out[4];
+    int lanes = n - i < 4 ? n - i : 4;
+    for (int l = 0; l < lanes; l++) in[l] = v[i + l];
+    __m256d x = _mm256_loadu_pd(in);
+    int ok = log4_ok(x);
+    _mm256_storeu_pd(out, log4_pd(x));
+    for (int l = 0; l < lanes; l++)
+      v[i + l] = ok >> l & 1 ? out[l] : log(in[l]);
+  }
+}
+
+static void log_batch_f(float *v, int n) {
+  for (int i = 0; i < n; i += 4) {
+    float in[4] = {1, 1, 1, 1}, out[4];
+    int lanes = n - i < 4 ? n - i : 4;
+    for (int l = 0; l < lanes; l++) in[l] = v[i + l];
+    __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(in));
+    int ok = log4_ok(x);
+    _mm_storeu_ps(out, _mm256_cvtpd_ps(log4_pd(x)));
+    for (int l = 0; l < lanes; l++)
+      v[i + l] = ok >> l & 1 ? out[l] : logf(in[l]);
+  }
+}
+
 /* ---- double: 4 lanes, one pattern of 4 states ---------------------------- */
 #define PLF_REAL double
 #define PLF_SFX d

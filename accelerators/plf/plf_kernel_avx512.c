@@ -54,6 +54,84 @@ static inline __m512 gather4_ps(const float *const *rows) {
   return _mm512_insertf32x4(v, _mm_loadu_ps(rows[3]), 3);
 }
 
+/* ---- log ------------------------------------------------------------------
+ * fdlibm's e_log.c on 8 lanes, as plf_kernel_avx2.c's log4_pd: below 1 ulp
+ * for positive normal x; other lanes are left to libm; floats through
+ * double. */
+static inline __m512d log8_pd(__m512d x) {
+  const __m512d one = _mm512_set1_pd(1);
+  __m512i bits = _mm512_castpd_si512(x);
+  __m512d m = _mm512_castsi512_pd(_mm512_or_si512(
+      _mm512_and_si512(bits, _mm512_set1_epi64(0x000fffffffffffffLL)),
+      _mm512_set1_epi64(0x3ff0000000000000LL)));
+  /* the biased exponent as a double: 2^52 + e, less 2^52 */
+  __m512d k = _mm512_sub_pd(
+      _mm512_castsi512_pd(_mm512_or_si512(
+          _mm512_srli_epi64(bits, 52),
+          _mm512_set1_epi64(0x4330000000000000LL))),
+      _mm512_set1_pd(4503599627370496.0 + 1023));
+  __mmask8 big = _mm512_cmp_pd_mask(m, _mm512_set1_pd(1.4142135623730951),
+                                    _CMP_GT_OQ);
+  m = _mm512_mask_mul_pd(m, big, m, _mm512_set1_pd(0.5));
+  k = _mm512_mask_add_pd(k, big, k, one);
+  __m512d f = _mm512_sub_pd(m, one);
+  __m512d s = _mm512_div_pd(f, _mm512_add_pd(_mm512_set1_pd(2), f));
+  __m512d z = _mm512_mul_pd(s, s), w = _mm512_mul_pd(z, z);
+  __m512d t1 = _mm512_fmadd_pd(w, _mm512_set1_pd(1.531383769920937332e-01),
+                               _mm512_set1_pd(2.222219843214978396e-01));
+  t1 = _mm512_fmadd_pd(w, t1, _mm512_set1_pd(3.999999999940941908e-01));
+  t1 = _mm512_mul_pd(w, t1);
+  __m512d t2 = _mm512_fmadd_pd(w, _mm512_set1_pd(1.479819860511658591e-01),
+                               _mm512_set1_pd(1.818357216161805012e-01));
+  t2 = _mm512_fmadd_pd(w, t2, _mm512_set1_pd(2.857142874366239149e-01));
+  t2 = _mm512_fmadd_pd(w, t2, _mm512_set1_pd(6.666666666666735130e-01));
+  t2 = _mm512_mul_pd(z, t2);
+  __m512d R = _mm512_add_pd(t2, t1);
+  __m512d hfsq = _mm512_mul_pd(_mm512_mul_pd(_mm512_set1_pd(0.5), f), f);
+  __m512d lo = _mm512_fmadd_pd(s, _mm512_add_pd(hfsq, R),
+                               _mm512_mul_pd(k, _mm512_set1_pd(
+                                                    1.90821492927058770002e-10)));
+  return _mm512_sub_pd(
+      _mm512_mul_pd(k, _mm512_set1_pd(6.93147180369123816490e-01)),
+      _mm512_sub_pd(_mm512_sub_pd(hfsq, lo), f));
+}
+
+/* lanes log8_pd handles: DBL_MIN <= x <= DBL_MAX */
+static inline unsigned log8_ok(__m512d x) {
+  return _mm512_cmp_pd_mask(x, _mm512_set1_pd(2.2250738585072014e-308),
+                            _CMP_GE_OQ) &
+         _mm512_cmp_pd_mask(x, _mm512_set1_pd(1.7976931348623157e308),
+                            _CMP_LE_OQ);
+}
+
+/* every value through the same lanes' code, the last few staged, so that
+ * a value's log does not depend on its place in the batch */
+static void log_batch_d(double *v, int n) {
+  for (int i = 0; i < n; i += 8) {
+    double in[8] = {1, 1, 1, 1, 1, 1, 1, 1}, out[8];
+    int lanes = n - i < 8 ? n - i : 8;
+    for (int l = 0; l < lanes; l++) in[l] = v[i + l];
+    __m512d x = _mm512_loadu_pd(in);
+    unsigned ok = log8_ok(x);
+    _mm512_storeu_pd(out, log8_pd(x));
+    for (int l = 0; l < lanes; l++)
+      v[i + l] = ok >> l & 1 ? out[l] : log(in[l]);
+  }
+}
+
+static void log_batch_f(float *v, int n) {
+  for (int i = 0; i < n; i += 8) {
+    float in[8] = {1, 1, 1, 1, 1, 1, 1, 1}, out[8];
+    int lanes = n - i < 8 ? n - i : 8;
+    for (int l = 0; l < lanes; l++) in[l] = v[i + l];
+    __m512d x = _mm512_cvtps_pd(_mm256_loadu_ps(in));
+    unsigned ok = log8_ok(x);
+    _mm256_storeu_ps(out, _mm512_cvtpd_ps(log8_pd(x)));
+    for (int l = 0; l < lanes; l++)
+      v[i + l] = ok >> l & 1 ? out[l] : logf(in[l]);
+  }
+}
+
 /* ---- double: 8 lanes, two patterns of 4 states ---------------------------- */
 #define PLF_REAL double
 #define PLF_SFX d

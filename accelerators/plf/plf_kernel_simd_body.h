@@ -16,6 +16,8 @@
  *   V_DUP4(p)           the 4 values at p in every group
  *   V_GATHER4(rows)     group g from rows[g] (PLF_G pointers to 4 values)
  *   V_GROUP_MAX(v) V_GROUP_SUM(v)   each lane: over its group
+ * and PLF_T(log_batch)(v, n): v[i] = log(v[i]) for n values, vectorised
+ * (logs of scale factors and likelihoods are taken in batches).
  *
  * Two paths: S = 4 with C <= PLF_C4_MAX keeps every category's matrix in a
  * few vectors and runs a group of patterns through all categories at once,
@@ -30,23 +32,33 @@
 #define PLF_V(name) PLF_CAT2(PLF_CAT2(name, PLF_ISA_TAG), PLF_SFX)
 #define PLF_INLINE static inline __attribute__((always_inline))
 
-/* site log-likelihood of pattern p with likelihood L; returns its weighted
- * value */
-PLF_INLINE double PLF_V(site)(const PLF_T(plf_integrate) *in, int p,
-                              PLF_REAL L) {
-  PLF_REAL site = PLF_LOG(L);
-  if (in->cumulative) site += in->cumulative[p];
-  if (in->site_lnl) in->site_lnl[p] = site;
-  return in->pattern_weights ? (double)in->pattern_weights[p] * site
-                             : (double)site;
+#define PLF_LOGB 16   /* patterns whose logs are taken together */
+
+/* patterns p..p+n: likelihoods L[0..n) (overwritten by their logs) into
+ * site log-likelihoods; returns their weighted sum */
+static double PLF_V(sites)(const PLF_T(plf_integrate) *in, int p,
+                           PLF_REAL *L, int n) {
+  PLF_T(log_batch)(L, n);
+  double total = 0;
+  for (int i = 0; i < n; i++) {
+    PLF_REAL site = L[i];
+    if (in->cumulative) site += in->cumulative[p + i];
+    if (in->site_lnl) in->site_lnl[p + i] = site;
+    total += in->pattern_weights
+                 ? (double)in->pattern_weights[p + i] * site
+                 : (double)site;
+  }
+  return total;
 }
 
-/* the log scale factor of pattern p */
-PLF_INLINE void PLF_V(put_scale)(const PLF_T(plf_update) *op, int p,
-                                 PLF_REAL max) {
-  PLF_REAL lg = PLF_LOG(max);
-  op->scale[p] = lg;
-  if (op->cumulative) op->cumulative[p] += lg;
+/* patterns p..p+n: their largest values max[0..n) (overwritten by their
+ * logs) into log scale factors */
+static void PLF_V(put_scales)(const PLF_T(plf_update) *op, int p,
+                              PLF_REAL *max, int n) {
+  PLF_T(log_batch)(max, n);
+  for (int i = 0; i < n; i++) op->scale[p + i] = max[i];
+  if (op->cumulative)
+    for (int i = 0; i < n; i++) op->cumulative[p + i] += max[i];
 }
 
 /* ==== S = 4 ============================================================= */
@@ -134,19 +146,24 @@ PLF_INLINE void PLF_V(update4_loop)(const plf_dims *d,
                                     int p0, int p1) {
   const size_t P = (size_t)d->patterns, cs = P * 4;
   const PLF_T(plf_child) *a = &op->child1, *b = &op->child2;
-  PLF_REAL max[PLF_G];
-  int p = p0;
+  PLF_REAL max[PLF_LOGB];   /* of patterns pb.. */
+  int p = p0, pb = p0;
   for (; p + PLF_G <= p1; p += PLF_G) {
     PLF_V(at4) at = {
       {states1 ? NULL : a->partials + (size_t)p * 4,
        states2 ? NULL : b->partials + (size_t)p * 4},
       {states1 ? a->states + p : NULL, states2 ? b->states + p : NULL},
       cs, op->dest + (size_t)p * 4, cs};
-    PLF_V(group4)(m1, m2, C, states1, states2, scaling, &at, max);
-    if (scaling)
-      for (int g = 0; g < PLF_G; g++) PLF_V(put_scale)(op, p + g, max[g]);
+    PLF_V(group4)(m1, m2, C, states1, states2, scaling, &at, max + (p - pb));
+    if (scaling && p + PLF_G - pb == PLF_LOGB) {
+      PLF_V(put_scales)(op, pb, max, PLF_LOGB);
+      pb = p + PLF_G;
+    }
   }
-  if (p == p1) return;
+  if (p == p1) {
+    if (scaling && p > pb) PLF_V(put_scales)(op, pb, max, p - pb);
+    return;
+  }
   /* a tail of n < PLF_G patterns, staged through one full group */
   int n = p1 - p;
   PLF_REAL x1[PLF_C4_MAX * PLF_VL], x2[PLF_C4_MAX * PLF_VL];
@@ -163,12 +180,15 @@ PLF_INLINE void PLF_V(update4_loop)(const plf_dims *d,
       x2[c * PLF_VL + i] = !states2 && i < 4 * n ? b->partials[src] : 0;
     }
   PLF_V(at4) at = {{x1, x2}, {st1, st2}, PLF_VL, out, PLF_VL};
-  PLF_V(group4)(m1, m2, C, states1, states2, scaling, &at, max);
+  PLF_REAL tail_max[PLF_G];
+  PLF_V(group4)(m1, m2, C, states1, states2, scaling, &at, tail_max);
   for (int c = 0; c < C; c++)
     for (int i = 0; i < 4 * n; i++)
       op->dest[c * cs + (size_t)p * 4 + i] = out[c * PLF_VL + i];
-  if (scaling)
-    for (int g = 0; g < n; g++) PLF_V(put_scale)(op, p + g, max[g]);
+  if (scaling) {
+    for (int g = 0; g < n; g++) max[p - pb + g] = tail_max[g];
+    PLF_V(put_scales)(op, pb, max, p + n - pb);
+  }
 }
 
 /* the loop specialised: tip states or not per child, C = 1 or not,
@@ -245,16 +265,20 @@ static double PLF_V(lnl4)(const plf_dims *d, const PLF_REAL *x,
   const PLF_REAL *cp = child ? child->partials : NULL;
   const int *cst = child ? child->states : NULL;
   PLF_V_T freqs = V_DUP4(in->frequencies);
-  PLF_REAL L[PLF_G];
+  PLF_REAL L[PLF_LOGB];   /* of patterns pb.. */
   double total = 0;
-  int p = p0;
+  int p = p0, pb = p0;
   for (; p + PLF_G <= p1; p += PLF_G) {
     PLF_V(integrate4)(m, C, in->category_weights, freqs,
                       x + (size_t)p * 4, cs, cp ? cp + (size_t)p * 4 : NULL,
-                      cst ? cst + p : NULL, L);
-    for (int g = 0; g < PLF_G; g++) total += PLF_V(site)(in, p + g, L[g]);
+                      cst ? cst + p : NULL, L + (p - pb));
+    if (p + PLF_G - pb == PLF_LOGB) {
+      total += PLF_V(sites)(in, pb, L, PLF_LOGB);
+      pb = p + PLF_G;
+    }
   }
-  if (p == p1) return total;
+  if (p == p1)
+    return p > pb ? total + PLF_V(sites)(in, pb, L, p - pb) : total;
   int n = p1 - p;   /* the tail, staged through one full group */
   PLF_REAL sx[PLF_C4_MAX * PLF_VL], sc[PLF_C4_MAX * PLF_VL];
   int sst[PLF_G];
@@ -265,10 +289,11 @@ static double PLF_V(lnl4)(const plf_dims *d, const PLF_REAL *x,
       sx[c * PLF_VL + i] = i < 4 * n ? x[src] : 0;
       sc[c * PLF_VL + i] = cp && i < 4 * n ? cp[src] : 0;
     }
+  PLF_REAL tail_L[PLF_G];
   PLF_V(integrate4)(m, C, in->category_weights, freqs, sx, PLF_VL,
-                    cp ? sc : NULL, cst ? sst : NULL, L);
-  for (int g = 0; g < n; g++) total += PLF_V(site)(in, p + g, L[g]);
-  return total;
+                    cp ? sc : NULL, cst ? sst : NULL, tail_L);
+  for (int g = 0; g < n; g++) L[p - pb + g] = tail_L[g];
+  return total + PLF_V(sites)(in, pb, L, p + n - pb);
 }
 
 /* ==== other S: vectorised over states ==================================== */
@@ -373,6 +398,7 @@ static void PLF_V(update_n)(const plf_dims *d, const PLF_T(plf_update) *op,
     if (!op->scale) continue;
     for (int p = q0; p < q1; p++) {
       PLF_REAL m = max[p - q0] == 0 ? 1 : max[p - q0];
+      max[p - q0] = m;
       PLF_V_T inv = V_SET1((PLF_REAL)1 / m);
       for (int c = 0; c < C; c++) {
         PLF_REAL *v = op->dest + (c * P + p) * S;
@@ -385,8 +411,8 @@ static void PLF_V(update_n)(const plf_dims *d, const PLF_T(plf_update) *op,
                      lanes);
         }
       }
-      PLF_V(put_scale)(op, p, m);
     }
+    PLF_V(put_scales)(op, q0, max, q1 - q0);
   }
 }
 
@@ -409,12 +435,17 @@ static double PLF_V(root_n)(const plf_dims *d, const PLF_REAL *root,
   const int S = d->states, C = d->categories;
   const size_t P = (size_t)d->patterns;
   double total = 0;
-  for (int p = p0; p < p1; p++) {
-    PLF_REAL L = 0;
-    for (int c = 0; c < C; c++)
-      L += in->category_weights[c] *
-           PLF_V(dot_n)(in->frequencies, root + (c * P + p) * S, S);
-    total += PLF_V(site)(in, p, L);
+  PLF_REAL L[PLF_LOGB];
+  for (int q0 = p0; q0 < p1; q0 += PLF_LOGB) {
+    int q1 = p1 - q0 < PLF_LOGB ? p1 : q0 + PLF_LOGB;
+    for (int p = q0; p < q1; p++) {
+      PLF_REAL sum = 0;
+      for (int c = 0; c < C; c++)
+        sum += in->category_weights[c] *
+               PLF_V(dot_n)(in->frequencies, root + (c * P + p) * S, S);
+      L[p - q0] = sum;
+    }
+    total += PLF_V(sites)(in, q0, L, q1 - q0);
   }
   return total;
 }
@@ -473,7 +504,7 @@ static double PLF_V(edge_n)(const plf_dims *d, const PLF_REAL *parent,
                              child->states ? child->states[p] : 0);
       }
     }
-    for (int p = q0; p < q1; p++) total += PLF_V(site)(in, p, L[p - q0]);
+    total += PLF_V(sites)(in, q0, L, q1 - q0);
   }
   return total;
 }
@@ -509,6 +540,7 @@ static double PLF_V(edge)(const plf_dims *d, const PLF_REAL *parent,
   return PLF_T(plf_edge_scalar)(d, parent, child, in, p0, p1);
 }
 
+#undef PLF_LOGB
 #undef PLF_NB
 #undef PLF_CHUNK
 #undef PLF_MT_SIZE
