@@ -127,32 +127,49 @@ static inline int log4_ok(__m256d x) {
   return _mm256_movemask_pd(ok);
 }
 
-/* every value through the same lanes' code, the last few staged, so that
- * a value's log does not depend on its place in the batch */
+/* lanes: v[0..lanes) through one vector; lanes other than the first
+ * `lanes` are 1 (log 0), so a value's log does not depend on its place in
+ * the batch */
+static inline void log4_lanes_d(double *v, int lanes) {
+  double in[4] = {1, 1, 1, 1}, out[4];
+  for (int l = 0; l < lanes; l++) in[l] = v[l];
+  __m256d x = _mm256_loadu_pd(in);
+  int ok = log4_ok(x);
+  _mm256_storeu_pd(out, log4_pd(x));
+  for (int l = 0; l < lanes; l++) v[l] = ok >> l & 1 ? out[l] : log(in[l]);
+}
+
 static void log_batch_d(double *v, int n) {
-  for (int i = 0; i < n; i += 4) {
-    double in[4] = {1, 1, 1, 1}, out[4];
-    int lanes = n - i < 4 ? n - i : 4;
-    for (int l = 0; l < lanes; l++) in[l] = v[i + l];
-    __m256d x = _mm256_loadu_pd(in);
-    int ok = log4_ok(x);
-    _mm256_storeu_pd(out, log4_pd(x));
-    for (int l = 0; l < lanes; l++)
-      v[i + l] = ok >> l & 1 ? out[l] : log(in[l]);
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m256d x = _mm256_loadu_pd(v + i);
+    if (log4_ok(x) == 0xf)
+      _mm256_storeu_pd(v + i, log4_pd(x));
+    else
+      log4_lanes_d(v + i, 4);
   }
+  if (i < n) log4_lanes_d(v + i, n - i);
+}
+
+static inline void log4_lanes_f(float *v, int lanes) {
+  float in[4] = {1, 1, 1, 1}, out[4];
+  for (int l = 0; l < lanes; l++) in[l] = v[l];
+  __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(in));
+  int ok = log4_ok(x);
+  _mm_storeu_ps(out, _mm256_cvtpd_ps(log4_pd(x)));
+  for (int l = 0; l < lanes; l++) v[l] = ok >> l & 1 ? out[l] : logf(in[l]);
 }
 
 static void log_batch_f(float *v, int n) {
-  for (int i = 0; i < n; i += 4) {
-    float in[4] = {1, 1, 1, 1}, out[4];
-    int lanes = n - i < 4 ? n - i : 4;
-    for (int l = 0; l < lanes; l++) in[l] = v[i + l];
-    __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(in));
-    int ok = log4_ok(x);
-    _mm_storeu_ps(out, _mm256_cvtpd_ps(log4_pd(x)));
-    for (int l = 0; l < lanes; l++)
-      v[i + l] = ok >> l & 1 ? out[l] : logf(in[l]);
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(v + i));
+    if (log4_ok(x) == 0xf)
+      _mm_storeu_ps(v + i, _mm256_cvtpd_ps(log4_pd(x)));
+    else
+      log4_lanes_f(v + i, 4);
   }
+  if (i < n) log4_lanes_f(v + i, n - i);
 }
 
 /* ---- double: 4 lanes, one pattern of 4 states ---------------------------- */

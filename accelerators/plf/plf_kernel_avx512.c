@@ -104,32 +104,49 @@ static inline unsigned log8_ok(__m512d x) {
                             _CMP_LE_OQ);
 }
 
-/* every value through the same lanes' code, the last few staged, so that
- * a value's log does not depend on its place in the batch */
+/* lanes: v[0..lanes) through one vector; lanes other than the first
+ * `lanes` are 1 (log 0), so a value's log does not depend on its place in
+ * the batch */
+static inline void log8_lanes_d(double *v, int lanes) {
+  double in[8] = {1, 1, 1, 1, 1, 1, 1, 1}, out[8];
+  for (int l = 0; l < lanes; l++) in[l] = v[l];
+  __m512d x = _mm512_loadu_pd(in);
+  unsigned ok = log8_ok(x);
+  _mm512_storeu_pd(out, log8_pd(x));
+  for (int l = 0; l < lanes; l++) v[l] = ok >> l & 1 ? out[l] : log(in[l]);
+}
+
 static void log_batch_d(double *v, int n) {
-  for (int i = 0; i < n; i += 8) {
-    double in[8] = {1, 1, 1, 1, 1, 1, 1, 1}, out[8];
-    int lanes = n - i < 8 ? n - i : 8;
-    for (int l = 0; l < lanes; l++) in[l] = v[i + l];
-    __m512d x = _mm512_loadu_pd(in);
-    unsigned ok = log8_ok(x);
-    _mm512_storeu_pd(out, log8_pd(x));
-    for (int l = 0; l < lanes; l++)
-      v[i + l] = ok >> l & 1 ? out[l] : log(in[l]);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m512d x = _mm512_loadu_pd(v + i);
+    if (log8_ok(x) == 0xff)
+      _mm512_storeu_pd(v + i, log8_pd(x));
+    else
+      log8_lanes_d(v + i, 8);
   }
+  if (i < n) log8_lanes_d(v + i, n - i);
+}
+
+static inline void log8_lanes_f(float *v, int lanes) {
+  float in[8] = {1, 1, 1, 1, 1, 1, 1, 1}, out[8];
+  for (int l = 0; l < lanes; l++) in[l] = v[l];
+  __m512d x = _mm512_cvtps_pd(_mm256_loadu_ps(in));
+  unsigned ok = log8_ok(x);
+  _mm256_storeu_ps(out, _mm512_cvtpd_ps(log8_pd(x)));
+  for (int l = 0; l < lanes; l++) v[l] = ok >> l & 1 ? out[l] : logf(in[l]);
 }
 
 static void log_batch_f(float *v, int n) {
-  for (int i = 0; i < n; i += 8) {
-    float in[8] = {1, 1, 1, 1, 1, 1, 1, 1}, out[8];
-    int lanes = n - i < 8 ? n - i : 8;
-    for (int l = 0; l < lanes; l++) in[l] = v[i + l];
-    __m512d x = _mm512_cvtps_pd(_mm256_loadu_ps(in));
-    unsigned ok = log8_ok(x);
-    _mm256_storeu_ps(out, _mm512_cvtpd_ps(log8_pd(x)));
-    for (int l = 0; l < lanes; l++)
-      v[i + l] = ok >> l & 1 ? out[l] : logf(in[l]);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m512d x = _mm512_cvtps_pd(_mm256_loadu_ps(v + i));
+    if (log8_ok(x) == 0xff)
+      _mm256_storeu_ps(v + i, _mm512_cvtpd_ps(log8_pd(x)));
+    else
+      log8_lanes_f(v + i, 8);
   }
+  if (i < n) log8_lanes_f(v + i, n - i);
 }
 
 /* ---- double: 8 lanes, two patterns of 4 states ---------------------------- */
