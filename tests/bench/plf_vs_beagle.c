@@ -14,7 +14,8 @@
  *
  *   plf_vs_beagle [sites...]     default: 1048576 8192000
  *
- * Figures: the best of several repetitions (after a warm-up), GB/s at the
+ * Figures: the best of 20 (8 at over 4M sites) repetitions, each running
+ * every implementation in turn (after a warm-up round), GB/s at the
  * paper's 64 bytes per site (10 single-precision inputs and 6 outputs) and
  * that as a percentage of the triad's GB/s; and the bytes this double
  * precision run really moves per site (176: children 64, partials written
@@ -90,7 +91,7 @@ typedef struct row {
   double seconds, lnl, bytes;
 } row;
 
-static int reps_for(int sites) { return sites > 4000000 ? 5 : 10; }
+static int reps_for(int sites) { return sites > 4000000 ? 8 : 20; }
 
 static void bench_size(int sites, row *rows, int *nrows) {
   const int P = sites, S = 4;
@@ -140,51 +141,62 @@ static void bench_size(int sites, row *rows, int *nrows) {
   beagleSetPatternWeights(inst, pw);
   BeagleOperation op = {2, 0, BEAGLE_OP_NONE, 0, 0, 1, 1};
   int scale_idx = 0, cum_idx = 1, root = 2, zero = 0;
-  row *r = &rows[(*nrows)++];
-  snprintf(r->name, sizeof r->name, "BEAGLE %s", det.implName);
-  r->seconds = 1e30;
-  r->bytes = BYTES_SEPARATE;
-  for (int k = 0; k <= reps; k++) {
-    beagleResetScaleFactors(inst, cum_idx);
-    double t = now();
-    beagleUpdatePartials(inst, &op, 1, BEAGLE_OP_NONE);
-    beagleAccumulateScaleFactors(inst, &scale_idx, 1, cum_idx);
-    beagleCalculateRootLogLikelihoods(inst, &root, &zero, &zero, &cum_idx, 1,
-                                      &r->lnl);
-    t = now() - t;
-    if (k > 0 && t < r->seconds) r->seconds = t;   /* k = 0: warm-up */
-  }
-  beagleFinalizeInstance(inst);
 
-  /* ember, each variant; then the best one with the accumulation fused */
+  /* the rows: BEAGLE, each ember variant, the default one fused */
   const plf_dims d = {S, P, 1};
   plf_update_d up = {dest, {x1, NULL, m1}, {x2, NULL, m2}, scale, NULL};
   plf_integrate_d in = {&cw, freqs, cum, pw, NULL};
   const double *const list[1] = {scale};
-  for (int fused = 0; fused < 2; fused++)
+  const plf_kernels *kern[8];
+  int fused[8], first = *nrows;
+  row *r = &rows[(*nrows)++];
+  snprintf(r->name, sizeof r->name, "BEAGLE %s", det.implName);
+  r->bytes = BYTES_SEPARATE;
+  for (int f = 0; f < 2; f++)
     for (int isa = 0; isa < PLF_ISA_COUNT; isa++) {
       const plf_kernels *k = plf_kernels_get((plf_isa)isa);
-      if (!k || (fused && isa != (int)plf_kernels_isa(NULL))) continue;
+      if (!k || (f && isa != (int)plf_kernels_isa(NULL))) continue;
+      kern[*nrows - first] = k;
+      fused[*nrows - first] = f;
       r = &rows[(*nrows)++];
       snprintf(r->name, sizeof r->name, "ember %s%s", plf_isa_name(isa),
-               fused ? " fused" : "");
-      r->seconds = 1e30;
-      r->bytes = fused ? BYTES_FUSED : BYTES_SEPARATE;
-      up.cumulative = fused ? cum : NULL;
-      for (int rep = 0; rep <= reps; rep++) {
+               f ? " fused" : "");
+      r->bytes = f ? BYTES_FUSED : BYTES_SEPARATE;
+    }
+  for (int i = first; i < *nrows; i++) rows[i].seconds = 1e30;
+
+  /* interleaved: every repetition runs every row once, so that a busy
+   * machine slows them alike; the first is a warm-up */
+  for (int rep = 0; rep <= reps; rep++)
+    for (int i = first; i < *nrows; i++) {
+      r = &rows[i];
+      double t;
+      if (i == first) {
+        beagleResetScaleFactors(inst, cum_idx);
+        t = now();
+        beagleUpdatePartials(inst, &op, 1, BEAGLE_OP_NONE);
+        beagleAccumulateScaleFactors(inst, &scale_idx, 1, cum_idx);
+        beagleCalculateRootLogLikelihoods(inst, &root, &zero, &zero,
+                                          &cum_idx, 1, &r->lnl);
+        t = now() - t;
+      } else {
+        const plf_kernels *k = kern[i - first];
+        int f = fused[i - first];
+        up.cumulative = f ? cum : NULL;
         plf_scale_reset_d(cum, 0, P);
-        double t = now();
+        t = now();
         int rc = plf_update_partials_d(k, &d, &up, 0, P);
-        if (!fused && !rc) rc = plf_scale_accumulate_d(cum, list, 1, 0, P);
+        if (!f && !rc) rc = plf_scale_accumulate_d(cum, list, 1, 0, P);
         if (!rc) rc = plf_root_lnl_d(k, &d, dest, &in, 0, P, &r->lnl);
         t = now() - t;
         if (rc) {
           fprintf(stderr, "ember: error %d\n", rc);
           exit(1);
         }
-        if (rep > 0 && t < r->seconds) r->seconds = t;
       }
+      if (rep > 0 && t < r->seconds) r->seconds = t;
     }
+  beagleFinalizeInstance(inst);
   free(x1);
   free(x2);
   free(dest);
