@@ -8,7 +8,8 @@
  * accelerators/<name>/CMakeLists.txt (which checks that the line is here).
  * The order is the listing's. */
 #define ACC_BUILTINS(X) \
-  X(sw)
+  X(sw) \
+  X(plf)
 
 #define DECLARE(name) extern const acc_descriptor acc_##name##_descriptor;
 ACC_BUILTINS(DECLARE)
