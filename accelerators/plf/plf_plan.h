@@ -41,14 +41,23 @@
  * needs at most floor(log2 n) + 1 slots at a time; plf_plan_min_vectors(n)
  * = ceil(log2 n) + 2 always works. When a slot is needed and none is free,
  * the unpinned resident vector with the minimum recomputation cost is
- * replaced, the paper's MRC rule, costs being ranked thus:
- *   - vectors not in the tree being planned cost nothing to this tree (the
- *     paper's priority list): they go first, the longest unused first, then
- *     the smallest subtree;
- *   - vectors of this tree that it no longer needs (their parent is
- *     computed, or an ancestor was resident), smallest subtree first;
- *   - vectors this tree will still read, smallest subtree first: their
- *     recomputation cost is the size of their subtree.
+ * replaced: the paper's MRC rule, the cost of a vector being the size of
+ * its subtree when it will be read again, and nothing when it will not.
+ * plf_planner_add_trees looks ahead over its batch (plans it as an
+ * unbounded planner would, without emitting anything) to know which
+ * vectors the rest of the batch reads; the order of replacement is
+ *   1. vectors that neither this tree nor a later one of the batch reads
+ *      (the paper's priority list): first those this tree did not use,
+ *      those used by the fewest trees first (one-off vectors, such as an
+ *      NNI neighbour's path to the root), then the longest unused, then
+ *      the smallest subtree; then those this tree used, smallest first;
+ *   2. vectors a later tree of the batch reads: smallest subtree first,
+ *      then the one read latest;
+ *   3. vectors this tree still needs: smallest subtree first.
+ * A single tree (plf_planner_add_tree) has no lookahead: nothing is in 2.
+ * The larger the batch, the better the choices; the order of the trees
+ * matters too: trees that share most subtrees should come together (as
+ * plf_nni_neighbour's order does).
  * Resident vectors are found by a 128-bit hash of the subtree: tips by
  * taxon, internal nodes by their two children's hashes and exact branch
  * lengths, in a canonical order, so the same subtree hashes alike in any
