@@ -58,6 +58,7 @@
  * The larger the batch, the better the choices; the order of the trees
  * matters too: trees that share most subtrees should come together (as
  * plf_nni_neighbour's order does).
+ *
  * Resident vectors are found by a 128-bit hash of the subtree: tips by
  * taxon, internal nodes by their two children's hashes and exact branch
  * lengths, in a canonical order, so the same subtree hashes alike in any
