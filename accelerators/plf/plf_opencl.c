@@ -20,6 +20,18 @@
  * itself. Pattern weights are read back only when a log-likelihood needs
  * the ones an earlier task set.
  *
+ * Work-items: P(t) one work-group per (matrix, category), its items over
+ * the S x S entries (exp(lambda r t) once per group in local memory);
+ * partials one item per (category, pattern, state) of the op's pattern
+ * range, then, when rescaling, one per pattern (max over categories and
+ * states, log into the scale buffer, added to the cumulative one); scale
+ * sums and log-likelihoods one per pattern. Launches go in chunks of 2^24
+ * items (or groups).
+ *
+ * Without fp64 (single precision only): P(t) is computed on the host, as
+ * the CPU executor does, from the eigen systems and rate sets the task
+ * set or, the first time one is needed, read back.
+ *
  * Log-likelihoods: plf_root / plf_edge write each pattern's site value
  * into the instance's site lnl region; the host reads the term's patterns
  * back and sums weight * site in double in pattern order, as the CPU
@@ -236,14 +248,18 @@ static bool from_cache(const plf_ocl *o, plf_prog *p) {
 
 static int make_kernels(const plf_ocl *o, plf_prog *p, char *err,
                         size_t err_len) {
-  size_t dev_wg = 1, items[3] = {1, 1, 1};
+  size_t dev_wg = 1, items[16] = {0};
+  cl_uint dims = 0;
   cl_int rc = clGetDeviceInfo(o->dev, CL_DEVICE_MAX_WORK_GROUP_SIZE,
                               sizeof dev_wg, &dev_wg, NULL);
   if (rc == CL_SUCCESS)
-    rc = clGetDeviceInfo(o->dev, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items,
-                         items, NULL);
+    rc = clGetDeviceInfo(o->dev, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS,
+                         sizeof dims, &dims, NULL);
+  if (rc == CL_SUCCESS && dims >= 1 && dims <= 16)
+    rc = clGetDeviceInfo(o->dev, CL_DEVICE_MAX_WORK_ITEM_SIZES,
+                         dims * sizeof *items, items, NULL);
   if (rc != CL_SUCCESS) goto fail;
-  if (items[0] < dev_wg) dev_wg = items[0];
+  if (items[0] && items[0] < dev_wg) dev_wg = items[0];
   for (int i = 0; i < K_COUNT; i++) {
     p->k[i] = clCreateKernel(p->prog, kernel_names[i], &rc);
     if (rc != CL_SUCCESS) goto fail;
