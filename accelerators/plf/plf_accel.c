@@ -13,7 +13,12 @@
 #include "ember/ember_errors.h"
 #include "plf_exec.h"
 #include "plf_probe.h"
+#include "plf_result.h"
 #include "plf_task.h"
+
+#ifdef EMBER_HAVE_OPENCL
+#include "plf_opencl.h"
+#endif
 
 #define PLF_VERSION 1
 
@@ -58,27 +63,6 @@ static int plf_plan(const void *prepared, const acc_task_shape *shape,
   return 0;
 }
 
-/* The Result message: the answers, packed. */
-static int pack_result(const plf_answers *a, const plf_task *t,
-                       acc_output *out) {
-  Ember__Plf__Result r = EMBER__PLF__RESULT__INIT;
-  r.n_lnl = t->n_lnl;
-  r.lnl = a->lnl;
-  r.n_site_lnl = t->n_site_lnl;
-  r.site_lnl = a->site_lnl;
-  r.n_values = t->n_values;
-  r.values = a->values;
-  if (a->non_finite) {
-    r.has_non_finite = 1;
-    r.non_finite = a->non_finite;
-  }
-  out->size = ember__plf__result__get_packed_size(&r);
-  out->data = malloc(out->size ? out->size : 1);
-  if (!out->data) return EMBER_ENOMEM;
-  ember__plf__result__pack(&r, out->data);
-  return 0;
-}
-
 static int plf_run_cpu(void *prepared, const acc_block *inputs,
                        size_t n_inputs, const acc_run_ctx *ctx,
                        acc_output *out, char *err, size_t err_len) {
@@ -103,7 +87,7 @@ static int plf_run_cpu(void *prepared, const acc_block *inputs,
   if (a.lnl && a.site_lnl && a.values) {
     rc = plf_exec_run(t, state, inputs, NULL, ctx ? ctx->cancel : NULL, &a,
                       err, err_len);
-    if (!rc) rc = pack_result(&a, t, out);
+    if (!rc) rc = plf_pack_result(&a, t, out);
   }
   free(a.lnl);
   free(a.site_lnl);
@@ -146,6 +130,9 @@ const acc_descriptor acc_plf_descriptor = {
   .release = plf_release,
   .work = plf_work,
   .work_unit = "flops",
+#ifdef EMBER_HAVE_OPENCL
+  .opencl = &acc_plf_opencl_ops,
+#endif
   .fpga = &plf_fpga_model,
   .plan = plf_plan,
   .make_probe = plf_make_probe,
