@@ -21,8 +21,8 @@
 #ifndef EMBER_BEAGLE_INSTALL_DIR
 #error "EMBER_BEAGLE_INSTALL_DIR must be defined by the build"
 #endif
-#ifndef EMBER_BEAGLE_BUILD_REL
-#error "EMBER_BEAGLE_BUILD_REL must be defined by the build"
+#if !defined(EMBER_BEAGLE_BUILD_REL) || !defined(EMBER_BEAGLE_INSTALL_REL)
+#error "EMBER_BEAGLE_BUILD_REL and EMBER_BEAGLE_INSTALL_REL must be defined"
 #endif
 
 #define BEAGLE_SONAME "libhmsbeagle.so.1"
@@ -47,7 +47,8 @@ static const char beagle_help[] =
     "  -h, --help      this text\n"
     "\n"
     "The directory is the build tree's when this ember runs from a build\n"
-    "tree, else " EMBER_BEAGLE_INSTALL_DIR ".\n"
+    "tree, else the installed one: " EMBER_BEAGLE_INSTALL_DIR "\n"
+    "(or the same place beside a prefix that moved).\n"
     "Set EMBER_BEAGLE_DEBUG=1 for every failure of the library on standard\n"
     "error (else the first five).\n"
     "\n"
@@ -76,8 +77,19 @@ static int has_library(const char *dir) {
   return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* dir/rel when it holds the library: into out, 1 */
+static int try_dir(const char *dir, const char *rel, char *out, size_t len) {
+  char path[PATH_MAX], real[PATH_MAX];
+  if (snprintf(path, sizeof path, "%s/%s", dir, rel) >= (int)sizeof path ||
+      !realpath(path, real) || !has_library(real))
+    return 0;
+  snprintf(out, len, "%s", real);
+  return 1;
+}
+
 /* The build tree's directory (found from this executable), else the
- * installed one; "" when neither holds the library. */
+ * installed one (beside this executable's prefix, else as configured);
+ * "" when none holds the library. */
 static void find_libdir(char *out, size_t len) {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -86,13 +98,9 @@ static void find_libdir(char *out, size_t len) {
     char *slash = strrchr(exe, '/');
     if (slash) {
       *slash = '\0';
-      char dir[PATH_MAX], real[PATH_MAX];
-      if (snprintf(dir, sizeof dir, "%s/%s", exe, EMBER_BEAGLE_BUILD_REL) <
-              (int)sizeof dir &&
-          realpath(dir, real) && has_library(real)) {
-        snprintf(out, len, "%s", real);
+      if (try_dir(exe, EMBER_BEAGLE_BUILD_REL, out, len) ||
+          try_dir(exe, EMBER_BEAGLE_INSTALL_REL, out, len))
         return;
-      }
     }
   }
   if (has_library(EMBER_BEAGLE_INSTALL_DIR)) {
