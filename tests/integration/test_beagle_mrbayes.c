@@ -2,7 +2,11 @@
  * test_beagle_mrbayes.c - Debian's MrBayes (mb, unchanged) on
  * libember-beagle: each analysis runs with the system's libhmsbeagle, then
  * through `ember beagle --embedded -- mb`, then through
- * `ember beagle --nam unix:SOCK -- mb` against a real ember-nam (harness.c);
+ * `ember beagle --nam unix:SOCK -- mb` against a real ember-nam (harness.c)
+ * on its cpu platform and, for the first analysis, on its emulated FPGA
+ * board (BEAGLE resources "ember cpu" and "ember fpga-emu", chosen with
+ * MrBayes's beagleresource; the embedded runs pick theirs with
+ * beagleGetBenchmarkedResourceList, MrBayes's default);
  * the log-likelihoods mb prints (the initial ones, every chain line, the
  * best state) must be the same digit for digit, and its .p and .t files
  * byte for byte (but for their "[ID: N]" lines, which mb draws from the
@@ -181,6 +185,43 @@ static void compare(const analysis *a, const char *ref, const char *out,
   free(o);
 }
 
+/* batch.nex for analysis a, with more `set` options (" name=value"). */
+static int write_batch(const analysis *a, const char *set_extra) {
+  char batch[1024], bpath[512];
+  snprintf(batch, sizeof batch,
+           "begin mrbayes;\n"
+           "  set autoclose=yes nowarn=yes seed=12345 swapseed=54321 "
+           "usebeagle=yes beagleprecision=double%s;\n"
+           "  execute %s;\n%s  quit;\nend;\n",
+           set_extra, a->file, a->commands);
+  snprintf(bpath, sizeof bpath, "%s/batch.nex", work);
+  FILE *f = fopen(bpath, "w");
+  if (!f || fputs(batch, f) < 0 || fclose(f) != 0) {
+    if (f) fclose(f);
+    fail("%s: cannot write %s", a->name, bpath);
+    return -1;
+  }
+  return 0;
+}
+
+/* The BEAGLE resource number of the NAM's fpga-emu kind: libember-beagle
+ * lists the kinds it has in the order cpu, opencl, fpga-emu. */
+static int fpga_resource(const char *address) {
+  static const char *const order[] = {"cpu", "opencl", "fpga-emu"};
+  int have[3] = {0, 0, 0};
+  ember_client *c = NULL;
+  ember_listing *l = NULL;
+  if (ember_connect(address, NULL, &c) == 0 &&
+      ember_list_accelerators(c, &l) == 0)
+    for (size_t i = 0; i < ember_listing_platforms(l); i++)
+      for (int k = 0; k < 3; k++)
+        if (strcmp(ember_listing_platform(l, i)->kind, order[k]) == 0)
+          have[k] = 1;
+  ember_listing_free(l);
+  ember_close(c);
+  return have[2] ? have[0] + have[1] : -1;
+}
+
 static int have_mb(void) {
   return run_sh("command -v mb >/dev/null 2>&1") == 0;
 }
@@ -209,7 +250,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   nam_proc nam;
-  int have_nam = nam_start(&nam, NULL) == 0;
+  /* one emulated FPGA board with a plf bitstream, on a virtual clock */
+  static const char *const sets[] = {"fpga-emu.boards=1",
+                                     "fpga-emu.bitstreams=plf",
+                                     "fpga-emu.clock=virtual", NULL};
+  int have_nam = nam_start(&nam, sets) == 0;
   if (!have_nam) fail("%s%s: ember-nam did not start", "", "");
 
   for (size_t i = 0; i < N_ANALYSES; i++) {
@@ -220,20 +265,7 @@ int main(int argc, char **argv) {
       fail("%s: cannot copy %s", a->name, a->file);
       continue;
     }
-    char batch[1024];
-    snprintf(batch, sizeof batch,
-             "begin mrbayes;\n"
-             "  set autoclose=yes nowarn=yes seed=12345 swapseed=54321 "
-             "usebeagle=yes beagleprecision=double;\n"
-             "  execute %s;\n%s  quit;\nend;\n",
-             a->file, a->commands);
-    char bpath[512];
-    snprintf(bpath, sizeof bpath, "%s/batch.nex", work);
-    FILE *f = fopen(bpath, "w");
-    if (!f || fputs(batch, f) < 0 || fclose(f) != 0) {
-      fail("%s: cannot write %s", a->name, bpath);
-      continue;
-    }
+    if (write_batch(a, "") != 0) continue;
     if (run_mb(a, "", "sys") != 0) {
       fail("%s: mb with the system's BEAGLE failed (see %s/sys.txt)",
            a->name, work);
@@ -247,6 +279,9 @@ int main(int argc, char **argv) {
     else
       compare(a, "sys", "embedded", "embedded");
     if (!have_nam) continue;
+    /* on the NAM's cpu (resource 0; MrBayes's benchmark would pick the
+     * emulated board, faster on its virtual clock) */
+    if (write_batch(a, " beagleresource=0") != 0) continue;
     snprintf(prefix, sizeof prefix, "%s beagle --nam %s --", cli,
              nam.unix_addr);
     if (run_mb(a, prefix, "nam") != 0)
@@ -254,25 +289,54 @@ int main(int argc, char **argv) {
            work);
     else
       compare(a, "sys", "nam", "ember-nam");
+    if (i != 0) continue;
+    /* the same on the NAM's fpga-emu board */
+    int fpga = fpga_resource(nam.unix_addr);
+    char extra[64];
+    snprintf(extra, sizeof extra, " beagleresource=%d", fpga);
+    if (fpga < 0) {
+      fail("%s%s: the NAM has no fpga-emu platform", "", "");
+    } else if (write_batch(a, extra) != 0) {
+      continue;
+    } else if (run_mb(a, prefix, "fpga") != 0) {
+      fail("%s: `ember beagle --nam -- mb` on fpga-emu failed (see "
+           "%s/fpga.txt)", a->name, work);
+    } else {
+      compare(a, "sys", "fpga", "fpga-emu");
+      char path[512];
+      snprintf(path, sizeof path, "%s/fpga.txt", work);
+      char *o = slurp(path);
+      if (!o || !strstr(o, "Rsrc Name : ember fpga-emu"))
+        fail("%s%s: the fpga-emu run was not on ember fpga-emu", "", "");
+      free(o);
+    }
   }
   if (have_nam) {
     /* the NAM ran them: its plf tasks, on its cpu platform */
     ember_client *c = NULL;
     ember_listing *l = NULL;
-    uint64_t done = 0;
+    uint64_t done = 0, on_fpga = 0, on_cpu = 0;
     if (ember_connect(nam.unix_addr, NULL, &c) == 0 &&
         ember_list_accelerators(c, &l) == 0) {
       for (size_t i = 0; i < ember_listing_platforms(l); i++) {
         const ember_platform_info *p = ember_listing_platform(l, i);
         for (size_t k = 0; k < p->n_pairs; k++)
-          if (strcmp(p->pairs[k]->accelerator, "plf") == 0)
+          if (strcmp(p->pairs[k]->accelerator, "plf") == 0) {
             done += p->pairs[k]->completed;
+            if (strcmp(p->kind, "fpga-emu") == 0)
+              on_fpga += p->pairs[k]->completed;
+            if (strcmp(p->kind, "cpu") == 0)
+              on_cpu += p->pairs[k]->completed;
+          }
       }
     }
     ember_listing_free(l);
     ember_close(c);
-    printf("ember-nam completed %llu plf tasks\n", (unsigned long long)done);
-    if (done < 100) fail("%s%s: ember-nam ran (almost) no plf tasks", "", "");
+    printf("ember-nam completed %llu plf tasks: %llu on cpu, %llu on "
+           "fpga-emu\n", (unsigned long long)done,
+           (unsigned long long)on_cpu, (unsigned long long)on_fpga);
+    if (on_cpu < 100) fail("%s%s: cpu ran (almost) no plf tasks", "", "");
+    if (on_fpga < 100) fail("%s%s: fpga-emu ran (almost) no plf tasks", "", "");
     nam_cleanup(&nam);
   }
   if (failures == 0) {
