@@ -19,6 +19,9 @@
  *     fixed scaling through destinationScaleRead), 2000 generations;
  *   the same with beaglescaling=always (log scalers, accumulated and
  *     removed factors);
+ *   primates.nex in two partitions (codon positions 1+2 and 3), unlinked
+ *     models: on fpga-emu MrBayes keeps one instance for both (pattern
+ *     partitions, the ByPartition calls, several models and rate sets);
  *   replicase.nex as codons with omegavar=ny98: three omega classes, so
  *     BEAGLE's root and edge sums over three subsets (count 3).
  * Exits 77 (skipped) when mb or the system's libhmsbeagle is missing.
@@ -50,6 +53,16 @@ static const analysis analyses[] = {
      "  set beaglescaling=always;\n"
      "  lset nst=6 rates=gamma;\n"
      "  mcmc ngen=2000 samplefreq=100 printfreq=100 nchains=2 nruns=1 "
+     "diagnfreq=100000;\n"},
+    {"primates, two partitions", "primates.nex",
+     "  charset pos12 = 1-.\\3 2-.\\3;\n"
+     "  charset pos3 = 3-.\\3;\n"
+     "  partition bycodon = 2: pos12, pos3;\n"
+     "  set partition=bycodon;\n"
+     "  lset applyto=(all) nst=6 rates=gamma;\n"
+     "  unlink shape=(all) revmat=(all) statefreq=(all);\n"
+     "  prset applyto=(all) ratepr=variable;\n"
+     "  mcmc ngen=1000 samplefreq=100 printfreq=100 nchains=2 nruns=1 "
      "diagnfreq=100000;\n"},
     {"replicase, codons, omegavar=ny98", "replicase.nex",
      "  lset nucmodel=codon omegavar=ny98;\n"
@@ -289,8 +302,10 @@ int main(int argc, char **argv) {
            work);
     else
       compare(a, "sys", "nam", "ember-nam");
-    if (i != 0) continue;
-    /* the same on the NAM's fpga-emu board */
+    if (i != 0 && i != 2) continue;
+    /* the same on the NAM's fpga-emu board; with two partitions MrBayes
+     * keeps one instance for both there (its multi-partition mode: the
+     * ByPartition calls), as it does on no CPU resource */
     int fpga = fpga_resource(nam.unix_addr);
     char extra[64];
     snprintf(extra, sizeof extra, " beagleresource=%d", fpga);
@@ -308,6 +323,9 @@ int main(int argc, char **argv) {
       char *o = slurp(path);
       if (!o || !strstr(o, "Rsrc Name : ember fpga-emu"))
         fail("%s%s: the fpga-emu run was not on ember fpga-emu", "", "");
+      if (i == 2 && (!o || !strstr(o, " for 2 divisions:")))
+        fail("%s%s: MrBayes did not use one instance for both partitions",
+             "", "");
       free(o);
     }
   }
