@@ -286,7 +286,7 @@ int bg_instance_create(const plf_shape *shape, int tips, int buffers,
 
   ember_client *c = bg_client();
   if (!c) {
-    snprintf(err, err_len, "no ember client");
+    snprintf(err, err_len, "no connection to ember (see the line above)");
     instance_free(in);
     return BEAGLE_ERROR_NO_RESOURCE;
   }
