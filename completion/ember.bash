@@ -24,7 +24,7 @@ _ember() {
   esac
   case $cmd in
     "")
-      COMPREPLY=($(compgen -W "align accelerators help --help --version" \
+      COMPREPLY=($(compgen -W "align accelerators beagle help --help --version" \
                    -- "$cur")) ;;
     align)
       COMPREPLY=($(compgen -W "--query --ref --protein --match --mismatch
@@ -33,8 +33,24 @@ _ember() {
         --json --timings --help" -- "$cur")) ;;
     accelerators)
       COMPREPLY=($(compgen -W "--nam --embedded --json --help" -- "$cur")) ;;
+    beagle)
+      # after the program's name (or --), the program's own words
+      for ((i = i + 1; i < COMP_CWORD; i++)); do
+        case ${COMP_WORDS[i]} in
+          --) COMPREPLY=($(compgen -c -- "$cur")); return ;;
+          --nam) i=$((i + 1)) ;;
+          -*) ;;
+          *) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        esac
+      done
+      if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "--nam --embedded --print-libdir --help --" \
+                     -- "$cur"))
+      else
+        COMPREPLY=($(compgen -c -- "$cur"))
+      fi ;;
     help)
-      COMPREPLY=($(compgen -W "align accelerators" -- "$cur")) ;;
+      COMPREPLY=($(compgen -W "align accelerators beagle" -- "$cur")) ;;
   esac
 }
 complete -F _ember ember

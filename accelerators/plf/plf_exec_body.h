@@ -95,6 +95,20 @@ static void SFX(update_matrices)(SFX(exec) *e,
   }
 }
 
+/* BEAGLE's fixed scaling (destinationScaleRead without a scale to write):
+ * each pattern of [p0, p1), every category, divided by the factor the
+ * scale buffer holds (as a log: exp of it). */
+static void SFX(fixed_scale)(SFX(exec) *e, REAL *dest, const REAL *scale,
+                             int p0, int p1) {
+  const plf_shape *s = &e->t->shape;
+  for (uint32_t c = 0; c < s->categories; c++)
+    for (int p = p0; p < p1; p++) {
+      REAL f = (REAL)exp((double)scale[p]);
+      REAL *v = dest + ((size_t)c * s->patterns + (size_t)p) * s->states;
+      for (uint32_t i = 0; i < s->states; i++) v[i] /= f;
+    }
+}
+
 static int SFX(update_partials)(SFX(exec) *e,
                                 const Ember__Plf__UpdatePartials *m) {
   for (size_t i = 0; i < m->n_ops; i++) {
@@ -112,6 +126,8 @@ static int SFX(update_partials)(SFX(exec) *e,
     else
       rc = SFX(plf_update_partials)(e->k, &e->kd, &u, p0, p1);
     if (rc) return plf_kernel_failed(e->err, e->err_len, rc);
+    if (!u.scale && o->scale_read >= 0)
+      SFX(fixed_scale)(e, u.dest, SFX(scale)(e, o->scale_read), p0, p1);
   }
   return 0;
 }

@@ -121,9 +121,9 @@ static int check_partials_op(checker *c, const Ember__Plf__PartialsOp *o) {
   if (!rc) rc = index_ok(c, "matrix", o->matrix2, s->matrices);
   if (!rc) rc = opt_index_ok(c, "scale buffer", o->scale_write,
                              s->scale_buffers);
-  if (!rc && o->scale_read != -1)
-    rc = fail(c, "a scale buffer to read (BEAGLE's fixed scaling) is not "
-              "supported");
+  /* scale_read (BEAGLE's fixed scaling) applies only without scale_write */
+  if (!rc) rc = opt_index_ok(c, "scale buffer to read", o->scale_read,
+                             s->scale_buffers);
   if (!rc) rc = opt_index_ok(c, "cumulative scale buffer",
                              o->cumulative_scale, s->scale_buffers);
   if (!rc && o->cumulative_scale >= 0 &&

@@ -42,6 +42,19 @@ grep -q "^ExecStart=$prefix/sbin/ember-nam --config $prefix/etc/ember/nam.conf" 
 "$prefix/sbin/ember-nam" --config "$prefix/etc/ember/nam.conf" --check-config \
   >/dev/null || { echo "the installed nam.conf does not check"; exit 1; }
 
+# libember-beagle: BEAGLE's SONAME in the private directory, finding this
+# prefix's libember; `ember beagle` finds it from the installed binary
+bg=$libdir/ember/beagle/libhmsbeagle.so.1
+[ -f "$bg" ] || { echo "not installed: $bg"; exit 1; }
+[ "$(objdump -p "$bg" | awk '$1 == "SONAME" {print $2}')" = libhmsbeagle.so.1 ] ||
+  { echo "$bg: SONAME is not libhmsbeagle.so.1"; exit 1; }
+found=$(ldd "$bg" | awk '$1 == "libember.so.0" {print $3}')
+[ -n "$found" ] && [ "$(readlink -f "$found")" = "$(readlink -f "$libdir/libember.so.0")" ] ||
+  { echo "$bg does not find the installed libember.so.0"; ldd "$bg"; exit 1; }
+got=$("$prefix/bin/ember" beagle --print-libdir)
+[ "$got" = "$libdir/ember/beagle" ] ||
+  { echo "ember beagle --print-libdir: '$got', not $libdir/ember/beagle"; exit 1; }
+
 soname=$(objdump -p "$libdir/libember.so" | awk '$1 == "SONAME" {print $2}')
 [ "$soname" = libember.so.0 ] || { echo "SONAME is '$soname'"; exit 1; }
 echo "installed: $(cd "$libdir" && ls libember*) (SONAME $soname)"

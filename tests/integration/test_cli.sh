@@ -259,5 +259,41 @@ if command -v python3 >/dev/null 2>&1; then
 fi
 grep -q '"name": "sw"' "$WORK/out" || fail "accelerators --json lacks sw"
 
+# ---- beagle: exec a program with libember-beagle first ---------------------
+expect 0 "" help beagle
+grep -q -- '--print-libdir' "$WORK/out" || fail "help beagle lacks --print-libdir"
+expect 2 "ember: beagle: no command to run" beagle
+expect 2 "ember: beagle: no command to run" beagle --embedded --
+expect 2 "ember: beagle: --nam and --embedded exclude each other" \
+  beagle --nam unix:/nonexistent --embedded true
+expect 2 "ember: beagle: --nam: an empty address" beagle --nam "" true
+expect 2 "ember: beagle: unknown option '--frobnicate'" beagle --frobnicate true
+expect 2 "ember: beagle: --print-libdir runs no command" beagle --print-libdir true
+expect 127 "ember: beagle: cannot run '$WORK/none': No such file or directory" \
+  beagle --embedded -- "$WORK/none"
+# the library's directory: the build tree's, holding the SONAME
+expect 0 "" beagle --print-libdir
+libdir=$(cat "$WORK/out")
+checks=$((checks + 1))
+[ -f "$libdir/libhmsbeagle.so.1" ] || fail "beagle --print-libdir: '$libdir'"
+# the program sees the directory first and EMBER_NAM as chosen; its own
+# options and status pass through
+LD_LIBRARY_PATH=/old/dir
+export LD_LIBRARY_PATH
+expect 0 "" beagle --embedded -- sh -c 'echo "$LD_LIBRARY_PATH $EMBER_NAM"'
+checks=$((checks + 1))
+[ "$(cat "$WORK/out")" = "$libdir:/old/dir embedded" ] ||
+  fail "beagle --embedded: the program saw '$(cat "$WORK/out")'"
+unset LD_LIBRARY_PATH
+expect 0 "" beagle --nam unix:/x.sock sh -c 'echo "$LD_LIBRARY_PATH $EMBER_NAM"'
+checks=$((checks + 1))
+[ "$(cat "$WORK/out")" = "$libdir unix:/x.sock" ] ||
+  fail "beagle --nam: the program saw '$(cat "$WORK/out")'"
+EMBER_NAM=tcp:127.0.0.1:1 expect 0 "" beagle sh -c 'echo "$EMBER_NAM"'
+checks=$((checks + 1))
+[ "$(cat "$WORK/out")" = "tcp:127.0.0.1:1" ] ||
+  fail "beagle: EMBER_NAM not passed through: '$(cat "$WORK/out")'"
+expect 3 "" beagle --embedded sh -c 'echo oops >&2; exit 3'
+
 echo "$checks checks, $failures failed"
 [ "$failures" -eq 0 ]

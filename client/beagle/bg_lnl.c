@@ -1,0 +1,328 @@
+/* bg_lnl.c - root and edge log-likelihoods (plain, by partition, and the
+ * multi-subset sums), site log-likelihoods: the calls that send the queue
+ * with their Lnl op as one task. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bg_internal.h"
+
+#define GET_OR_RETURN(in, id)                                                \
+  bg_instance *in = bg_get(id);                                              \
+  if (!in) return BEAGLE_ERROR_UNINITIALIZED_INSTANCE
+
+static int done(bg_instance *in, int rc) {
+  bg_put(in);
+  return rc;
+}
+
+static int term_ok(const bg_instance *in, const bg_term *t) {
+  if (!bg_in_range(t->buffer, in->buffers) ||
+      !bg_in_range(t->weights, in->eigens) ||
+      !bg_in_range(t->frequencies, in->eigens) ||
+      !bg_opt_in_range(t->cumulative, in->scale_buffers))
+    return 0;
+  if (t->child != -1 &&
+      (!bg_in_range(t->child, in->buffers) || t->child == t->buffer ||
+       !bg_in_range(t->matrix, in->matrices)))
+    return 0;
+  if (t->partition != -1 &&
+      !bg_in_range(t->partition,
+                   in->partition_count ? in->partition_count : 1))
+    return 0;
+  return 1;
+}
+
+static Ember__Plf__LnlTerm *make_term(bg_instance *in, const bg_term *t) {
+  Ember__Plf__LnlTerm *m = bg_alloc(in, sizeof *m);
+  if (!m) return NULL;
+  ember__plf__lnl_term__init(m);
+  m->buffer = (uint32_t)t->buffer;
+  if (t->child >= 0) {
+    m->has_child = m->has_matrix = 1;
+    m->child = t->child;
+    m->matrix = t->matrix;
+  }
+  m->weights = (uint32_t)t->weights;
+  m->frequencies = (uint32_t)t->frequencies;
+  if (t->cumulative >= 0) {
+    m->has_cumulative_scale = 1;
+    m->cumulative_scale = t->cumulative;
+  }
+  if (t->partition >= 0) {
+    m->has_partition = 1;
+    m->partition = t->partition;
+  }
+  return m;
+}
+
+/* Queue one Lnl of terms [0, n). */
+static int push_lnl(bg_instance *in, const bg_term *terms, int n,
+                    int by_partition, int site_lnl) {
+  Ember__Plf__Lnl *m = bg_alloc(in, sizeof *m);
+  Ember__Plf__LnlTerm **tt =
+      m ? bg_alloc(in, (size_t)n * sizeof *tt) : NULL;
+  Ember__Plf__Op *op = tt ? bg_push(in, (size_t)n * 16) : NULL;
+  if (!op) return BEAGLE_ERROR_OUT_OF_MEMORY;
+  ember__plf__lnl__init(m);
+  for (int i = 0; i < n; i++)
+    if (!(tt[i] = make_term(in, &terms[i]))) return BEAGLE_ERROR_OUT_OF_MEMORY;
+  m->n_terms = (size_t)n;
+  m->terms = tt;
+  m->has_by_partition = m->by_partition = by_partition;
+  m->has_site_lnl = m->site_lnl = site_lnl;
+  op->op_case = EMBER__PLF__OP__OP_LNL;
+  op->lnl = m;
+  return BEAGLE_SUCCESS;
+}
+
+static int finite_code(double sum) {
+  /* BEAGLE's own test: infinite or NaN */
+  return sum - sum == 0.0 ? BEAGLE_SUCCESS : BEAGLE_ERROR_FLOATING_POINT;
+}
+
+int bg_lnl(bg_instance *in, const bg_term *terms, int n, int by_partition,
+           double *per_term, double *sum) {
+  int rc = push_lnl(in, terms, n, by_partition, 0);
+  Ember__Plf__Result *r = NULL;
+  if (!rc) rc = bg_flush(in, &r);
+  if (rc) return rc;
+  size_t want = by_partition ? (size_t)n : 1;
+  if (r->n_lnl != want) {
+    bg_warn("instance %d: %zu log-likelihoods back, not %zu", in->id,
+            r->n_lnl, want);
+    ember__plf__result__free_unpacked(r, NULL);
+    return BEAGLE_ERROR_GENERAL;
+  }
+  double s = 0;
+  if (by_partition) {
+    for (int i = 0; i < n; i++) {
+      if (per_term) per_term[i] = r->lnl[i];
+      s += r->lnl[i];
+    }
+  } else {
+    s = r->lnl[0];
+  }
+  ember__plf__result__free_unpacked(r, NULL);
+  *sum = s;
+  in->site_cache_valid = 0;
+  in->last_lnl = s;
+  in->have_last_lnl = 1;
+  return finite_code(s);
+}
+
+/* BEAGLE's count > 1 form: the subsets are one mixture, summed per site
+ * (L = sum_i L_i exp(cumulative_i)) before the log; each subset's site
+ * log-likelihoods come back from its own Lnl and are combined here. */
+int bg_lnl_multi(bg_instance *in, const bg_term *terms, int n, int scaled,
+                 double *sum) {
+  int rc = BEAGLE_SUCCESS;
+  for (int i = 0; i < n && !rc; i++) {
+    bg_term t = terms[i];
+    if (!scaled) t.cumulative = -1;
+    rc = push_lnl(in, &t, 1, 0, 1);
+  }
+  Ember__Plf__Result *r = NULL;
+  if (!rc) rc = bg_flush(in, &r);
+  if (rc) return rc;
+  size_t P = (size_t)in->patterns;
+  if (r->n_site_lnl != (size_t)n * P) {
+    bg_warn("instance %d: %zu site log-likelihoods back, not %zu", in->id,
+            r->n_site_lnl, (size_t)n * P);
+    ember__plf__result__free_unpacked(r, NULL);
+    return BEAGLE_ERROR_GENERAL;
+  }
+  double s = 0;
+  for (size_t p = 0; p < P; p++) {
+    double m = -INFINITY;
+    for (int i = 0; i < n; i++) {
+      double v = r->site_lnl[(size_t)i * P + p];
+      if (v > m || isnan(v)) m = v;
+    }
+    double site = m;
+    if (isfinite(m)) {
+      double acc = 0;
+      for (int i = 0; i < n; i++) acc += exp(r->site_lnl[(size_t)i * P + p] - m);
+      site = m + log(acc);
+    }
+    in->site_cache[p] = site;
+    s += site * in->pattern_weights[p];
+  }
+  ember__plf__result__free_unpacked(r, NULL);
+  in->site_cache_valid = 1;
+  in->last_lnl = s;
+  in->have_last_lnl = 1;
+  *sum = s;
+  return finite_code(s);
+}
+
+/* ---- BEAGLE's calls ----------------------------------------------------------- */
+
+int beagleCalculateRootLogLikelihoods(int instance, const int *bufferIndices,
+                                      const int *categoryWeightsIndices,
+                                      const int *stateFrequenciesIndices,
+                                      const int *cumulativeScaleIndices,
+                                      int count,
+                                      double *outSumLogLikelihood) {
+  GET_OR_RETURN(in, instance);
+  if (count < 1) return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
+  bg_term *t = calloc((size_t)count, sizeof *t);
+  if (!t) return done(in, BEAGLE_ERROR_OUT_OF_MEMORY);
+  for (int i = 0; i < count; i++) {
+    t[i] = (bg_term){bufferIndices[i], -1, -1, categoryWeightsIndices[i],
+                     stateFrequenciesIndices[i],
+                     cumulativeScaleIndices ? cumulativeScaleIndices[i] : -1,
+                     -1};
+    if (!term_ok(in, &t[i])) {
+      free(t);
+      return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
+    }
+  }
+  int rc = count == 1
+               ? bg_lnl(in, t, 1, 0, NULL, outSumLogLikelihood)
+               : bg_lnl_multi(in, t, count,
+                              cumulativeScaleIndices &&
+                                  cumulativeScaleIndices[0] != BEAGLE_OP_NONE,
+                              outSumLogLikelihood);
+  free(t);
+  return done(in, rc);
+}
+
+int beagleCalculateRootLogLikelihoodsByPartition(
+    int instance, const int *bufferIndices, const int *categoryWeightsIndices,
+    const int *stateFrequenciesIndices, const int *cumulativeScaleIndices,
+    const int *partitionIndices, int partitionCount, int count,
+    double *outSumLogLikelihoodByPartition, double *outSumLogLikelihood) {
+  GET_OR_RETURN(in, instance);
+  if (count != 1) return done(in, BEAGLE_ERROR_NO_IMPLEMENTATION);
+  if (partitionCount < 1) return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
+  bg_term *t = calloc((size_t)partitionCount, sizeof *t);
+  if (!t) return done(in, BEAGLE_ERROR_OUT_OF_MEMORY);
+  for (int i = 0; i < partitionCount; i++) {
+    t[i] = (bg_term){bufferIndices[i], -1, -1, categoryWeightsIndices[i],
+                     stateFrequenciesIndices[i],
+                     cumulativeScaleIndices ? cumulativeScaleIndices[i] : -1,
+                     partitionIndices[i]};
+    if (t[i].partition < 0 || !term_ok(in, &t[i])) {
+      free(t);
+      return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
+    }
+  }
+  int rc = bg_lnl(in, t, partitionCount, 1, outSumLogLikelihoodByPartition,
+                  outSumLogLikelihood);
+  free(t);
+  return done(in, rc);
+}
+
+int beagleCalculateEdgeLogLikelihoods(
+    int instance, const int *parentBufferIndices,
+    const int *childBufferIndices, const int *probabilityIndices,
+    const int *firstDerivativeIndices, const int *secondDerivativeIndices,
+    const int *categoryWeightsIndices, const int *stateFrequenciesIndices,
+    const int *cumulativeScaleIndices, int count,
+    double *outSumLogLikelihood, double *outSumFirstDerivative,
+    double *outSumSecondDerivative) {
+  GET_OR_RETURN(in, instance);
+  if (firstDerivativeIndices || secondDerivativeIndices)
+    return done(in, BEAGLE_ERROR_NO_IMPLEMENTATION);   /* no derivatives */
+  if (count < 1) return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
+  bg_term *t = calloc((size_t)count, sizeof *t);
+  if (!t) return done(in, BEAGLE_ERROR_OUT_OF_MEMORY);
+  for (int i = 0; i < count; i++) {
+    t[i] = (bg_term){parentBufferIndices[i], childBufferIndices[i],
+                     probabilityIndices[i], categoryWeightsIndices[i],
+                     stateFrequenciesIndices[i],
+                     cumulativeScaleIndices ? cumulativeScaleIndices[i] : -1,
+                     -1};
+    if (!term_ok(in, &t[i]) || t[i].child < 0) {
+      free(t);
+      return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
+    }
+  }
+  int rc = count == 1
+               ? bg_lnl(in, t, 1, 0, NULL, outSumLogLikelihood)
+               : bg_lnl_multi(in, t, count,
+                              cumulativeScaleIndices &&
+                                  cumulativeScaleIndices[0] != BEAGLE_OP_NONE,
+                              outSumLogLikelihood);
+  free(t);
+  return done(in, rc);
+}
+
+int beagleCalculateEdgeLogLikelihoodsByPartition(
+    int instance, const int *parentBufferIndices,
+    const int *childBufferIndices, const int *probabilityIndices,
+    const int *firstDerivativeIndices, const int *secondDerivativeIndices,
+    const int *categoryWeightsIndices, const int *stateFrequenciesIndices,
+    const int *cumulativeScaleIndices, const int *partitionIndices,
+    int partitionCount, int count, double *outSumLogLikelihoodByPartition,
+    double *outSumLogLikelihood, double *outSumFirstDerivativeByPartition,
+    double *outSumFirstDerivative, double *outSumSecondDerivativeByPartition,
+    double *outSumSecondDerivative) {
+  GET_OR_RETURN(in, instance);
+  if (firstDerivativeIndices || secondDerivativeIndices || count != 1)
+    return done(in, BEAGLE_ERROR_NO_IMPLEMENTATION);
+  if (partitionCount < 1) return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
+  bg_term *t = calloc((size_t)partitionCount, sizeof *t);
+  if (!t) return done(in, BEAGLE_ERROR_OUT_OF_MEMORY);
+  for (int i = 0; i < partitionCount; i++) {
+    t[i] = (bg_term){parentBufferIndices[i], childBufferIndices[i],
+                     probabilityIndices[i], categoryWeightsIndices[i],
+                     stateFrequenciesIndices[i],
+                     cumulativeScaleIndices ? cumulativeScaleIndices[i] : -1,
+                     partitionIndices[i]};
+    if (t[i].partition < 0 || t[i].child < 0 || !term_ok(in, &t[i])) {
+      free(t);
+      return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
+    }
+  }
+  int rc = bg_lnl(in, t, partitionCount, 1, outSumLogLikelihoodByPartition,
+                  outSumLogLikelihood);
+  free(t);
+  return done(in, rc);
+}
+
+int beagleGetLogLikelihood(int instance, double *outSumLogLikelihood) {
+  GET_OR_RETURN(in, instance);
+  if (!in->have_last_lnl) return done(in, BEAGLE_ERROR_GENERAL);
+  *outSumLogLikelihood = in->last_lnl;
+  return done(in, finite_code(in->last_lnl));
+}
+
+int beagleGetDerivatives(int instance, double *outSumFirstDerivative,
+                         double *outSumSecondDerivative) {
+  GET_OR_RETURN(in, instance);
+  return done(in, BEAGLE_ERROR_NO_IMPLEMENTATION);
+}
+
+int beagleGetSiteLogLikelihoods(int instance, double *outLogLikelihoods) {
+  GET_OR_RETURN(in, instance);
+  size_t P = (size_t)in->patterns;
+  if (in->site_cache_valid) {
+    memcpy(outLogLikelihoods, in->site_cache, P * sizeof(double));
+    return done(in, BEAGLE_SUCCESS);
+  }
+  Ember__Plf__Get *m = bg_alloc(in, sizeof *m);
+  Ember__Plf__Op *op = m ? bg_push(in, 8) : NULL;
+  if (!op) return done(in, BEAGLE_ERROR_OUT_OF_MEMORY);
+  ember__plf__get__init(m);
+  m->kind = EMBER__PLF__GET__KIND__SITE_LNL;
+  op->op_case = EMBER__PLF__OP__OP_GET;
+  op->get = m;
+  Ember__Plf__Result *r;
+  int rc = bg_flush(in, &r);
+  if (rc) return done(in, rc);
+  if (r->n_values < P) {
+    ember__plf__result__free_unpacked(r, NULL);
+    return done(in, BEAGLE_ERROR_GENERAL);
+  }
+  memcpy(outLogLikelihoods, r->values, P * sizeof(double));
+  ember__plf__result__free_unpacked(r, NULL);
+  return done(in, BEAGLE_SUCCESS);
+}
+
+int beagleGetSiteDerivatives(int instance, double *outFirstDerivatives,
+                             double *outSecondDerivatives) {
+  GET_OR_RETURN(in, instance);
+  return done(in, BEAGLE_ERROR_NO_IMPLEMENTATION);
+}
