@@ -350,8 +350,8 @@ static void bad_tasks_refused(void **state) {
   po.scale_write = 0; /* no scale buffers in this instance */
   refused(&in, &op, NULL, 0, "scale buffer 0 out of range");
   po.scale_write = -1;
-  po.scale_read = 0;
-  refused(&in, &op, NULL, 0, "fixed scaling");
+  po.scale_read = 0; /* BEAGLE's fixed scaling, from a buffer it lacks */
+  refused(&in, &op, NULL, 0, "scale buffer 0 out of range");
   po.scale_read = -1;
   po.partition = 1;
   refused(&in, &op, NULL, 0, "partition 1 out of range");
