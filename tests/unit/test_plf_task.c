@@ -351,7 +351,7 @@ static void bad_tasks_refused(void **state) {
   refused(&in, &op, NULL, 0, "scale buffer 0 out of range");
   po.scale_write = -1;
   po.scale_read = 0; /* BEAGLE's fixed scaling, from a buffer it lacks */
-  refused(&in, &op, NULL, 0, "scale buffer 0 out of range");
+  refused(&in, &op, NULL, 0, "scale buffer to read 0 out of range");
   po.scale_read = -1;
   po.partition = 1;
   refused(&in, &op, NULL, 0, "partition 1 out of range");
