@@ -1,0 +1,83 @@
+#!/bin/sh
+# mrbayes_bench.sh - Debian's MrBayes (mb, unchanged) on primates.nex
+# (GTR+G, two chains, fixed seeds), timed with the system's libhmsbeagle,
+# with libember-beagle embedded (`ember beagle --embedded`) and through one
+# ember-nam (`ember beagle --nam`); then four mb processes at once, each on
+# its own libhmsbeagle, against four sharing one ember-nam. Prints wall
+# times and each run's final log-likelihood line (they must agree: the
+# same seeds give the same chain). A benchmark: it asserts nothing.
+#
+#   tests/bench/mrbayes_bench.sh [NGEN]        (default 20000; from the
+#                                               repository root, build/ built)
+set -eu
+ngen=${1:-20000}
+root=$(pwd)
+ember=$root/build/client/cli/ember
+nam=$root/build/nam/ember-nam
+data=$root/tests/data/plf/primates.nex
+command -v mb >/dev/null || { echo "mb (mrbayes) is not installed"; exit 1; }
+[ -x "$ember" ] && [ -x "$nam" ] || { echo "build ember first (build/)"; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'kill "$nam_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+nam_pid=
+
+# run DIR WRAPPER...: mb in DIR on its batch.nex, wrapped (or not)
+setup() {
+  mkdir -p "$1"
+  cp "$data" "$1/"
+  cat > "$1/batch.nex" <<NEX
+begin mrbayes;
+  set autoclose=yes nowarn=yes seed=12345 swapseed=54321 usebeagle=yes beagleprecision=double;
+  execute primates.nex;
+  lset nst=6 rates=gamma;
+  mcmc ngen=$ngen samplefreq=100 printfreq=$ngen nchains=2 nruns=1 diagnfreq=1000000;
+  quit;
+end;
+NEX
+}
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { print b - a }'; }
+
+# the last chain line mb printed: generation and the two chains' lnL
+last_line() { grep -E "^ +$ngen " "$1/out.txt" | tail -n 1 | tr -s ' '; }
+
+one() { # NAME DIR CMD...
+  name=$1 dir=$2
+  shift 2
+  setup "$dir"
+  t0=$(now)
+  (cd "$dir" && "$@" mb batch.nex > out.txt 2>&1)
+  t1=$(now)
+  printf '%-34s %8.2f s   %s\n' "$name" "$(elapsed "$t0" "$t1")" "$(last_line "$dir")"
+}
+
+sock=$tmp/nam.sock
+"$nam" --set "listen=unix:$sock" --set metrics_listen= --set "cpu_workers=4" \
+  > "$tmp/nam.log" 2>&1 &
+nam_pid=$!
+for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+
+echo "MrBayes 3.2.7a on primates.nex, GTR+G, ngen=$ngen, 2 chains ($(nproc) cores)"
+one "Debian libhmsbeagle" "$tmp/sys"
+one "libember-beagle, embedded" "$tmp/emb" "$ember" beagle --embedded --
+one "libember-beagle, ember-nam" "$tmp/nam" "$ember" beagle --nam "unix:$sock" --
+
+four() { # NAME CMD...
+  name=$1
+  shift
+  for i in 1 2 3 4; do setup "$tmp/four$i"; done
+  t0=$(now)
+  pids=
+  for i in 1 2 3 4; do
+    (cd "$tmp/four$i" && "$@" mb batch.nex > out.txt 2>&1) &
+    pids="$pids $!"
+  done
+  for p in $pids; do wait "$p"; done
+  t1=$(now)
+  printf '%-34s %8.2f s   %s\n' "$name" "$(elapsed "$t0" "$t1")" "$(last_line "$tmp/four1")"
+  rm -rf "$tmp"/four?
+}
+four "4 x mb, each its libhmsbeagle"
+four "4 x mb, one ember-nam" "$ember" beagle --nam "unix:$sock" --
