@@ -27,7 +27,8 @@
 #define PROGRESS_MIN_NS (2000 * 1000000ull)
 #define PROGRESS_EVERY_NS (100 * 1000000ull)
 
-/* The default --max-vectors: no recomputation, within these bytes. */
+/* The default --max-vectors: the fewest that recompute nothing, within
+ * these bytes. */
 #define DEFAULT_PARTIALS_BYTES ((uint64_t)256 << 20)
 #define DEFAULT_TCP_STATE_BYTES ((uint64_t)48 << 20) /* under max_frame */
 
@@ -61,10 +62,10 @@ static const char lnl_help[] =
     "                      the accelerator's buffers (default double)\n"
     "  --max-vectors N     partials buffers for ancestral vectors: fewer take\n"
     "                      less memory and recompute what had to be dropped\n"
-    "                      (at least ceil(log2 taxa) + 2). Default: as many as\n"
-    "                      scoring the whole file without recomputing anything\n"
-    "                      takes, within 256 MiB of partials (48 MiB of state\n"
-    "                      over tcp)\n"
+    "                      (at least ceil(log2 taxa) + 2). Default: the fewest\n"
+    "                      with which scoring the trees recomputes nothing\n"
+    "                      (planned ahead on the file's first trees), within\n"
+    "                      256 MiB of partials (48 MiB of state over tcp)\n"
     "  --threads N         CPU threads of each task, over patterns (default 1)\n"
     "\n"
     "Where it runs:\n"
@@ -90,11 +91,14 @@ static const char lnl_help[] =
     "The TSV has the header line \"tree<TAB>lnl\" and one line per tree: its\n"
     "number in the file (from 1) and its log-likelihood with 10 decimals. A\n"
     "summary line goes to standard error: trees, taxa, sites and patterns, the\n"
-    "model, tasks per platform, partials buffers, recomputed vectors, the\n"
-    "address used and the time. Errors in the input name the file and line.\n"
+    "model, tasks per platform, failed tasks, partials buffers, recomputed\n"
+    "vectors, the address used and the time. Errors in the input name the\n"
+    "file and line.\n"
     "\n"
-    "When some trees cannot be scored (their task failed twice), the others\n"
-    "are still written and standard error says how many did not.\n"
+    "A failed task is redone: the instance is set up again on a restored\n"
+    "state block and the batch of trees run once more. When some trees cannot\n"
+    "be scored (their task failed twice), the others are still written and\n"
+    "standard error says how many were not.\n"
     "\n"
     "Exit status: 0 done, 1 failed (input, model, NAM; nothing written),\n"
     "2 bad usage, 3 some trees were not scored (the others were written).\n";
@@ -458,15 +462,15 @@ static void print_summary(const lnl_input *in, const lnl_args *a,
            ms < 10000 ? ms : ms / 1000);
   fprintf(stderr,
           "ember: %s tree%s, %zu taxa, %s sites (%s patterns), %s, %s, "
-          "%zu task%s%s%s%s, %d partials buffers (%s recomputed), via %s, "
-          "%s\n",
+          "%zu task%s%s%s%s, %zu failed, %d partials buffers (%s "
+          "recomputed), via %s, %s\n",
           cli_group_digits(trees, t, sizeof t), trees == 1 ? "" : "s",
           plf_alignment_taxa(in->aln),
           cli_group_digits(plf_alignment_sites(in->aln), sites, sizeof sites),
           cli_group_digits(plf_alignment_patterns(in->aln), pats, sizeof pats),
           plf_model_name(in->model), a->single ? "single" : "double",
           st->tasks, st->tasks == 1 ? "" : "s", used ? " (" : "", tasks,
-          used ? ")" : "", st->vectors,
+          used ? ")" : "", st->tasks_failed, st->vectors,
           cli_group_digits(st->recomputed, rec, sizeof rec), address, wall);
 }
 
@@ -511,7 +515,7 @@ static int open_client(const lnl_args *a, ember_client **client) {
 /* --max-vectors, or the default: what the file needs, within memory. */
 static int choose_vectors(const lnl_args *a, const lnl_input *in,
                           const lnl_setup *s, const char *address,
-                          int *vectors) {
+                          int site_lnl, int *vectors) {
   int taxa = s->taxa;
   int min = lnl_min_vectors(taxa);
   if (a->max_vectors) {
@@ -522,13 +526,8 @@ static int choose_vectors(const lnl_args *a, const lnl_input *in,
     *vectors = a->max_vectors;
     return 0;
   }
-  int need = lnl_vectors_needed(in->trees, (size_t)in->n_trees, taxa);
-  if (need < 0) {
-    cli_error(CMD, "out of memory planning %d trees", in->n_trees);
-    return CLI_FAIL;
-  }
   uint64_t per = lnl_partials_bytes(s);
-  uint64_t cap = per ? DEFAULT_PARTIALS_BYTES / per : (uint64_t)need;
+  uint64_t cap = per ? DEFAULT_PARTIALS_BYTES / per : (uint64_t)1 << 20;
   if (strncmp(address, "tcp:", 4) == 0) {
     /* the state block crosses TCP in one frame: keep it below max_frame */
     char err[256];
@@ -540,9 +539,14 @@ static int choose_vectors(const lnl_args *a, const lnl_input *in,
                         : 0;
     if (room + (uint64_t)min < cap) cap = room + (uint64_t)min;
   }
-  *vectors = need;
-  if ((uint64_t)*vectors > cap) *vectors = (int)cap;
-  if (*vectors < min) *vectors = min;
+  if (cap > (uint64_t)1 << 20) cap = (uint64_t)1 << 20;
+  if (cap < (uint64_t)min) cap = (uint64_t)min;
+  *vectors = lnl_vectors_needed(in->trees, (size_t)in->n_trees, taxa,
+                                lnl_run_batch_size(s, site_lnl), (int)cap);
+  if (*vectors < 0) {
+    cli_error(CMD, "out of memory planning %d trees", in->n_trees);
+    return CLI_FAIL;
+  }
   return 0;
 }
 
@@ -576,7 +580,8 @@ static int score(const lnl_args *a, lnl_input *in, lnl_out *o) {
   lnl_run *run = NULL;
   double *lnl = NULL, *site = NULL;
   uint64_t start = now_ns();
-  if ((rc = choose_vectors(a, in, &s, address, &vectors))) goto done;
+  if ((rc = choose_vectors(a, in, &s, address, o->site != NULL, &vectors)))
+    goto done;
   char err[1024] = "";
   int erc = lnl_run_create(client, &s, vectors, &run, err, sizeof err);
   if (erc) {

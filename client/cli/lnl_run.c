@@ -59,22 +59,56 @@ uint64_t lnl_state_bytes(const lnl_setup *s, int vectors, char *err,
   return l.total;
 }
 
-int lnl_vectors_needed(plf_tree *const *trees, size_t n, int taxa) {
+/* Plan trees in batches of batch with max_vectors slots, dry (nothing
+ * runs); *recomputed gets the ops that rebuilt an evicted vector, *vectors
+ * the slots used. Returns 0 or an error. */
+static int dry_run(plf_tree *const *trees, size_t n, int taxa, size_t batch,
+                   int max_vectors, uint64_t *recomputed, int *vectors) {
   plf_planner *p = NULL;
-  if (plf_planner_create(taxa, PLF_PLAN_UNBOUNDED, 0, &p) != 0) return -1;
+  int rc = plf_planner_create(taxa, max_vectors, 0, &p);
+  if (rc) return rc;
   plf_plan plan;
   plf_plan_init(&plan);
-  int rc = 0;
-  for (size_t i = 0; i < n && rc == 0; i += BATCH_TREES) {
-    size_t k = n - i < BATCH_TREES ? n - i : BATCH_TREES;
+  for (size_t i = 0; i < n && rc == 0; i += batch) {
+    size_t k = n - i < batch ? n - i : batch;
     plf_plan_clear(&plan);
     rc = plf_planner_add_trees(p, (const plf_tree *const *)trees + i, k,
                                &plan);
   }
-  int v = rc == 0 ? plf_planner_vectors(p) : -1;
+  plf_plan_counts c;
+  plf_planner_counts(p, &c);
+  *recomputed = c.recomputed;
+  *vectors = plf_planner_vectors(p);
   plf_plan_free(&plan);
   plf_planner_destroy(p);
-  return v;
+  return rc;
+}
+
+int lnl_vectors_needed(plf_tree *const *trees, size_t n, int taxa,
+                       size_t batch, int cap) {
+  /* a sample of the file bounds the search's cost */
+  size_t sample = ((size_t)1 << 21) / (size_t)taxa;
+  if (sample < batch) sample = batch;
+  if (n > sample) n = sample;
+  uint64_t recomputed;
+  int need, used;
+  /* unbounded: every vector kept, the most that could help */
+  if (dry_run(trees, n, taxa, batch, PLF_PLAN_UNBOUNDED, &recomputed, &need))
+    return -1;
+  int lo = plf_plan_min_vectors(taxa), hi = need < cap ? need : cap;
+  if (hi <= lo) return lo;
+  if (dry_run(trees, n, taxa, batch, hi, &recomputed, &used)) return -1;
+  if (recomputed) return hi; /* memory, not recomputation, bounds it */
+  /* the fewest slots that recompute nothing (hi always does) */
+  if (dry_run(trees, n, taxa, batch, lo, &recomputed, &used)) return -1;
+  if (!recomputed) return lo;
+  while (hi - lo > 1) {
+    int mid = lo + (hi - lo) / 2;
+    if (dry_run(trees, n, taxa, batch, mid, &recomputed, &used)) return -1;
+    if (recomputed) lo = mid;
+    else hi = mid;
+  }
+  return hi;
 }
 
 size_t lnl_run_batch_size(const lnl_setup *s, int site_lnl) {
@@ -274,6 +308,24 @@ static int make_state(lnl_run *r, char *err, size_t err_len) {
   return rc;
 }
 
+/* After a failed task: forget the resident vectors, take the state back
+ * to its first bytes (or make it anew when it is lost) and set it up; a
+ * setup that fails is tried again, RECOVER_TRIES times in all. */
+#define RECOVER_TRIES 3
+static int recover(lnl_run *r, char *err, size_t err_len) {
+  plf_planner_reset(r->planner);
+  int rc = 0;
+  for (int i = 0; i < RECOVER_TRIES; i++) {
+    if (!r->state || ember_block_restore(r->state, NULL) != 0) {
+      ember_block_release(r->state);
+      r->state = NULL;
+      if ((rc = make_state(r, err, err_len))) continue;
+    }
+    if ((rc = run_setup(r, err, err_len)) == 0) return 0;
+  }
+  return rc;
+}
+
 int lnl_run_create(ember_client *client, const lnl_setup *s, int vectors,
                    lnl_run **out, char *err, size_t err_len) {
   *out = NULL;
@@ -324,26 +376,15 @@ int lnl_run_create(ember_client *client, const lnl_setup *s, int vectors,
     lnl_run_destroy(r);
     return rc;
   }
-  if ((rc = make_state(r, err, err_len)) ||
-      (rc = run_setup(r, err, err_len))) {
+  if ((rc = make_state(r, err, err_len)) == 0 &&
+      (rc = run_setup(r, err, err_len)) != 0)
+    rc = recover(r, err, err_len); /* a failed setup is tried again too */
+  if (rc) {
     lnl_run_destroy(r);
     return rc;
   }
   *out = r;
   return 0;
-}
-
-/* After a failed task: forget the resident vectors, take the state back
- * to its first bytes (or make it anew when it is lost) and set it up. */
-static int recover(lnl_run *r, char *err, size_t err_len) {
-  plf_planner_reset(r->planner);
-  if (ember_block_restore(r->state, NULL) != 0) {
-    ember_block_release(r->state);
-    r->state = NULL;
-    int rc = make_state(r, err, err_len);
-    if (rc) return rc;
-  }
-  return run_setup(r, err, err_len);
 }
 
 /* ---- a batch of trees --------------------------------------------------- */

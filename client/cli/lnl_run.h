@@ -80,10 +80,13 @@ uint64_t lnl_partials_bytes(const lnl_setup *s);
 uint64_t lnl_state_bytes(const lnl_setup *s, int vectors, char *err,
                          size_t err_len);
 
-/* lnl_vectors_needed - the slots an unbounded planner needs to score the
- * trees in order without recomputing anything (plf_plan.h); -1 on
- * failure (out of memory). */
-int lnl_vectors_needed(plf_tree *const *trees, size_t n, int taxa);
+/* lnl_vectors_needed - the default slots for scoring trees in batches of
+ * batch: the fewest with which the planner recomputes nothing (found by
+ * planning without running, on the file's first 2^21 / taxa trees at
+ * most), but no more than cap (unless the minimum is); -1 when out of
+ * memory. */
+int lnl_vectors_needed(plf_tree *const *trees, size_t n, int taxa,
+                       size_t batch, int cap);
 
 /* lnl_run_create - make the input and state blocks and run the setup.
  * Returns 0, or an EMBER_E* code with the reason in err. */
