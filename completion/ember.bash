@@ -13,24 +13,35 @@ _ember() {
     esac
   done
   case $prev in
-    --query|--ref|--out|--matrix)
+    --query|--ref|--out|--matrix|--alignment|--trees|--rates|--site-lnl)
       COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null
       return ;;
     --platform|--prefer)
       COMPREPLY=($(compgen -W "cpu opencl fpga-emu" -- "$cur")); return ;;
+    --type)
+      COMPREPLY=($(compgen -W "dna protein" -- "$cur")); return ;;
+    --precision)
+      COMPREPLY=($(compgen -W "double single" -- "$cur")); return ;;
+    --model)
+      COMPREPLY=($(compgen -W "JC F81 K80 HKY GTR LG WAG JTT" -- "$cur"))
+      return ;;
     --nam|--gam|--label|--match|--mismatch|--gap-open|--gap-extend|\
-    --threads|--reconnect-window)
+    --threads|--reconnect-window|--max-vectors)
       return ;;
   esac
   case $cmd in
     "")
-      COMPREPLY=($(compgen -W "align accelerators beagle help --help --version" \
+      COMPREPLY=($(compgen -W "align lnl accelerators beagle help --help --version" \
                    -- "$cur")) ;;
     align)
       COMPREPLY=($(compgen -W "--query --ref --protein --match --mismatch
         --matrix --gap-open --gap-extend --nam --embedded --gam --label
         --threads --platform --prefer --no-fallback --reconnect-window --out
         --json --timings --help" -- "$cur")) ;;
+    lnl)
+      COMPREPLY=($(compgen -W "--alignment --trees --model --type --rates
+        --site-lnl --max-vectors --precision --platform --nam --embedded
+        --threads --json --help" -- "$cur")) ;;
     accelerators)
       COMPREPLY=($(compgen -W "--nam --embedded --json --help" -- "$cur")) ;;
     beagle)
@@ -50,7 +61,7 @@ _ember() {
         COMPREPLY=($(compgen -c -- "$cur"))
       fi ;;
     help)
-      COMPREPLY=($(compgen -W "align accelerators beagle" -- "$cur")) ;;
+      COMPREPLY=($(compgen -W "align lnl accelerators beagle" -- "$cur")) ;;
   esac
 }
 complete -F _ember ember

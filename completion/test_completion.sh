@@ -1,7 +1,8 @@
 #!/bin/bash
 # test_completion.sh DIR - the completions offer the real subcommands and
 # options: `ember al<TAB>`, `emberctl la<TAB>`, `ember align --pla<TAB>`,
-# `ember align --platform f<TAB>`.
+# `ember align --platform f<TAB>`, `ember ln<TAB>`, `ember lnl --max<TAB>`,
+# `ember lnl --precision s<TAB>`.
 set -eu
 dir=$1
 . "$dir/ember.bash"
@@ -23,6 +24,11 @@ expect "$(complete_words _ember ember acc)" "accelerators"
 expect "$(complete_words _ember ember bea)" "beagle"
 expect "$(complete_words _ember ember beagle --emb)" "--embedded"
 expect "$(complete_words _ember ember beagle --print)" "--print-libdir"
+expect "$(complete_words _ember ember ln)" "lnl"
+expect "$(complete_words _ember ember lnl --max)" "--max-vectors"
+expect "$(complete_words _ember ember lnl --site)" "--site-lnl"
+expect "$(complete_words _ember ember lnl --precision s)" "single"
+expect "$(complete_words _ember ember lnl --type p)" "protein"
 expect "$(complete_words _emberctl emberctl la)" "label"
 expect "$(complete_words _emberctl emberctl label a)" "add"
 expect "$(complete_words _emberctl emberctl --json ev)" "events"

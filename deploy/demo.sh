@@ -3,10 +3,11 @@
 # configuration (all three platform kinds: cpu, opencl through pocl, one
 # emulated FPGA board), align the bundled real sequences through it with
 # `ember align`, show where the tasks ran, how long each stage took and
-# what each platform did (cache, reprograms, errors), then stop the daemon
-# (SIGTERM drains it). Then deploy/cluster.sh starts a local cluster (one
-# ember-gam, two ember-nam), places two apps by label and shows
-# `emberctl status`.
+# what each platform did (cache, reprograms, errors), score the fixed trees
+# of a real alignment with `ember lnl` (the plf accelerator, also loaded on
+# the emulated board), then stop the daemon (SIGTERM drains it). Then
+# deploy/cluster.sh starts a local cluster (one ember-gam, two ember-nam),
+# places two apps by label and shows `emberctl status`.
 set -eu
 cd "$(dirname "$0")/.."
 BIN=build
@@ -26,7 +27,8 @@ EMBER="$BIN/client/cli/ember"
 echo "== starting ember-nam on unix:$SOCK (deploy/nam.conf.example)"
 "$BIN/nam/ember-nam" --config deploy/nam.conf.example \
   --set "listen=unix:$SOCK" --set log_level=notice --set metrics_listen= \
-  --set "opencl.cache_dir=$BIN/kernel-cache" &
+  --set "opencl.cache_dir=$BIN/kernel-cache" \
+  --set "fpga-emu.bitstreams=sw,plf" &
 NAM_PID=$!
 # readiness: the daemon answers ListAccelerators once it is listening
 tries=0
@@ -73,6 +75,37 @@ awk '/^>/ { n++ } n % 2 == 0' "$DATA/emboss_test_globins630.fa" > "$WORK/globins
 "$EMBER" align --nam "unix:$SOCK" --timings --protein \
   --query "$WORK/globins_a.fa" --ref "$WORK/globins_b.fa" --out "$WORK/prot.tsv"
 head -n 6 "$WORK/prot.tsv" | column -t
+
+echo
+echo "== phylogenetic likelihood: IQ-TREE's example alignment (17 vertebrates x"
+echo "   1998 sites of mtDNA), its tree, GTR+G4, scored by the plf accelerator"
+PLF=tests/data/plf
+GTRG='GTR{1.2,3.9,0.8,1.1,4.5}+F{0.3,0.2,0.25,0.25}+G4{0.5}'
+"$EMBER" lnl --nam "unix:$SOCK" --alignment "$PLF/example.phy" \
+  --trees "$PLF/example.tree" --model "$GTRG"
+echo
+echo "== the tree and one variant per branch (that branch 1.5 times longer):"
+echo "   trees sharing most subtrees, on cpu with the default buffers and on"
+echo "   fpga-emu with the fewest the planner takes (it recomputes vectors;"
+echo "   the board loads the plf bitstream first: 1.5 s)"
+awk '{ print; n = gsub(/:[0-9.]+/, "&");
+  for (k = 1; k <= n; k++) { line = $0; out = ""; i = 0;
+    while (match(line, /:[0-9.]+/)) { i++; v = substr(line, RSTART + 1, RLENGTH - 1);
+      if (i == k) v = v * 1.5;
+      out = out substr(line, 1, RSTART - 1) ":" v; line = substr(line, RSTART + RLENGTH) }
+    print out line } }' "$PLF/example.tree" > "$WORK/example_variants.tree"
+"$EMBER" lnl --nam "unix:$SOCK" --platform cpu --alignment "$PLF/example.phy" \
+  --trees "$WORK/example_variants.tree" --model "$GTRG" > "$WORK/lnl_cpu.tsv"
+"$EMBER" lnl --nam "unix:$SOCK" --platform fpga-emu --max-vectors 7 \
+  --alignment "$PLF/example.phy" --trees "$WORK/example_variants.tree" \
+  --model "$GTRG" > "$WORK/lnl_fpga.tsv"
+head -n 6 "$WORK/lnl_cpu.tsv" | column -t
+echo "... $(($(wc -l < "$WORK/lnl_cpu.tsv") - 1)) trees in all"
+if cmp -s "$WORK/lnl_cpu.tsv" "$WORK/lnl_fpga.tsv"; then
+  echo "cpu (default buffers) and fpga-emu (7 buffers) log-likelihoods are identical"
+else
+  echo "demo: the platforms disagree on the log-likelihoods" >&2; exit 1
+fi
 
 echo
 echo "== ember accelerators: what each platform did"

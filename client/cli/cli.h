@@ -32,6 +32,7 @@ typedef struct cli_command {
 extern const cli_command cli_cmd_align;
 extern const cli_command cli_cmd_accelerators;
 extern const cli_command cli_cmd_beagle;
+extern const cli_command cli_cmd_lnl;
 
 /* cli_error - "ember: CMD: message" on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...)

@@ -656,6 +656,13 @@ int nam_block_cache_claim_state(nam_block_cache *c, nam_block_hold *e,
   return rc;
 }
 
+int nam_block_cache_state_home(nam_block_cache *c, nam_block_hold *e) {
+  pthread_mutex_lock(&c->lock);
+  int home = e->kind == NAM_BLOCK_STATE ? e->home : -1;
+  pthread_mutex_unlock(&c->lock);
+  return home;
+}
+
 void nam_block_cache_unclaim_state(nam_block_cache *c, nam_block_hold *e) {
   pthread_mutex_lock(&c->lock);
   e->claimed = 0;

@@ -272,6 +272,9 @@ void nam_block_cache_fail_output(nam_block_cache *cache, nam_block_hold *ref);
 int nam_block_cache_claim_state(nam_block_cache *cache, nam_block_hold *ref,
                                 unsigned platform);
 void nam_block_cache_unclaim_state(nam_block_cache *cache, nam_block_hold *ref);
+/* nam_block_cache_state_home - the platform a state block lives on (where
+ * its tasks must run), -1 while it lives nowhere yet. */
+int nam_block_cache_state_home(nam_block_cache *cache, nam_block_hold *ref);
 /* nam_block_cache_fetch_state - pin the claimed state's copy on platform
  * for writing; the first fetch anywhere uploads its host bytes there and
  * makes that platform its home. EMBER_ESTATE when lost. */

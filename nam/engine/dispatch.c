@@ -20,9 +20,10 @@
  *    takes no task that a platform with figures could run: a user's
  *    batch is never how a platform is found slow;
  *  - state: a task that names state blocks runs where they live (any
- *    platform before their first task), one task per state block at a
- *    time - its states are claimed when it is dispatched; a task whose
- *    state was lost completes at once with EMBER_ESTATE;
+ *    platform before their first task, chosen by load as above; after it,
+ *    load plays no part), one task per state block at a time - its states
+ *    are claimed when it is dispatched; a task whose state was lost
+ *    completes at once with EMBER_ESTATE;
  *  - stickiness (reprogrammable platforms): the accelerator loaded last
  *    keeps the platform while it has tasks, unless another accelerator's
  *    oldest task has waited reprogram_bound_ms - so an FPGA is reprogrammed
@@ -76,10 +77,28 @@ static uint64_t finish_estimate(nam_platform *q, const nam_task *t) {
 
 static int has_room(const nam_platform *q) { return q->running < q->workers; }
 
+/* Where the task's state blocks live: 1 when they bind it to p (no other
+ * platform can run it, whatever their load), 0 when none lives anywhere
+ * yet, -1 when one lives on another platform. */
+static int state_binds(nam_engine *e, const nam_task *t,
+                       const nam_platform *p) {
+  int bound = 0;
+  for (size_t i = 0; i < t->n_states; i++) {
+    int home = nam_block_cache_state_home(e->cache, t->state_refs[i]);
+    if (home >= 0 && home != (int)p->index) return -1;
+    if (home >= 0) bound = 1;
+  }
+  return bound;
+}
+
 static int may_take(nam_platform *p, const nam_task *t, uint64_t now) {
   nam_engine *e = p->engine;
   if (!nam_platform_can_run(e, p, t, now)) return 0;
   if (t->platform_kind[0]) return 1;
+  /* a task on state that lives here runs here: leaving it to a platform
+   * that would finish it sooner leaves it to none */
+  int bound = state_binds(e, t, p);
+  if (bound) return bound > 0;
   /* a preferred platform takes the task whatever the others' load */
   if (t->prefer_kind[0] && strcmp(t->prefer_kind, p->ops->kind) == 0) return 1;
   if (t->prefer_kind[0]) {

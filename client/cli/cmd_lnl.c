@@ -1,0 +1,721 @@
+/*
+ * cmd_lnl.c - `ember lnl`: the log-likelihood of each tree of a Newick file
+ * for an alignment under one substitution model, on the plf accelerator
+ * (lnl_run.c holds the instance, the tasks and the planner).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "ember/ember.h"
+#include "lnl_run.h"
+#include "plf_alignment.h"
+#include "plf_model.h"
+
+#define CMD "lnl"
+
+#define PROGRESS_MIN_TREES 1000
+#define PROGRESS_MIN_NS (2000 * 1000000ull)
+#define PROGRESS_EVERY_NS (100 * 1000000ull)
+
+/* The default --max-vectors: the fewest that recompute nothing, within
+ * these bytes. */
+#define DEFAULT_PARTIALS_BYTES ((uint64_t)256 << 20)
+#define DEFAULT_TCP_STATE_BYTES ((uint64_t)48 << 20) /* under max_frame */
+
+static const char lnl_help[] =
+    "Usage: ember lnl --alignment FILE --trees FILE --model MODEL [options]\n"
+    "\n"
+    "Score fixed trees: the log-likelihood of every tree of a file for an\n"
+    "alignment under one substitution model (branch lengths and parameters as\n"
+    "given, nothing optimised), computed by the plf accelerator of a NAM or\n"
+    "in-process, one line per tree.\n"
+    "\n"
+    "Input:\n"
+    "  --alignment FILE    PHYLIP (sequential or interleaved), FASTA or NEXUS,\n"
+    "                      plain or gzip'd; the format is detected\n"
+    "  --type dna|protein  the data type (default: detected from the letters)\n"
+    "  --trees FILE        Newick, one tree per line, every branch with its\n"
+    "                      length; each tree holds every taxon of the alignment\n"
+    "                      once, names matching exactly\n"
+    "  --model MODEL       IQ-TREE syntax: JC, F81, K80{k}, HKY{k},\n"
+    "                      GTR{ac,ag,at,cg,ct} (DNA), LG, WAG, JTT (protein),\n"
+    "                      then any of +F (counted), +F{f1,...}, +FQ, +G4{alpha},\n"
+    "                      +I{p}; e.g. GTR{1.2,3.9,0.8,1.1,4.5}+F+G4{0.5}.\n"
+    "                      Values left out take IQ-TREE's starting values\n"
+    "  --rates FILE        a PAML rate file (190 exchangeabilities, then 20\n"
+    "                      frequencies, as PAML's lg.dat) as the protein\n"
+    "                      matrix; --model then gives only the modifiers\n"
+    "                      (+G4{0.5}+I{0.1}...) or is left out\n"
+    "\n"
+    "Computation:\n"
+    "  --precision double|single\n"
+    "                      the accelerator's buffers (default double)\n"
+    "  --max-vectors N     partials buffers for ancestral vectors: fewer take\n"
+    "                      less memory and recompute what had to be dropped\n"
+    "                      (at least ceil(log2 taxa) + 2). Default: the fewest\n"
+    "                      with which scoring the trees recomputes nothing\n"
+    "                      (planned ahead on the file's first trees), within\n"
+    "                      256 MiB of partials (48 MiB of state over tcp)\n"
+    "  --threads N         CPU threads of each task, over patterns (default 1)\n"
+    "\n"
+    "Where it runs:\n"
+    "  --nam ADDR          the NAM at unix:PATH or tcp:HOST:PORT\n"
+    "  --embedded          the engine in-process, no NAM\n"
+    "                      (none of these: $EMBER_NAM, else unix:" EMBER_DEFAULT_SOCKET "\n"
+    "                      if it exists, else embedded; a NAM that cannot be\n"
+    "                      reached: in-process, unless --platform asks for\n"
+    "                      another kind than cpu)\n"
+    "  --platform KIND     only platforms of this kind: cpu, opencl, fpga-emu\n"
+    "                      (an error if the NAM has none serving plf)\n"
+    "\n"
+    "Output:\n"
+    "  --json              a JSON array of {\"tree\": N, \"lnl\": X} objects\n"
+    "                      instead of TSV (null for a log-likelihood that is\n"
+    "                      not finite)\n"
+    "  --site-lnl FILE     site log-likelihoods in IQ-TREE's .sitelh layout\n"
+    "                      (-wsl): a line \"TREES SITES\", then a line per tree,\n"
+    "                      \"TreeN\" padded to 10 characters and the value of\n"
+    "                      every site of the alignment, separated by spaces\n"
+    "  -h, --help          this text\n"
+    "\n"
+    "The TSV has the header line \"tree<TAB>lnl\" and one line per tree: its\n"
+    "number in the file (from 1) and its log-likelihood with 10 decimals. A\n"
+    "summary line goes to standard error: trees, taxa, sites and patterns, the\n"
+    "model, tasks per platform, failed tasks, partials buffers, recomputed\n"
+    "vectors, the address used and the time. Errors in the input name the\n"
+    "file and line.\n"
+    "\n"
+    "A failed task is redone: the instance is set up again on a restored\n"
+    "state block and the batch of trees run once more. When some trees cannot\n"
+    "be scored (their task failed twice), the others are still written and\n"
+    "standard error says how many were not.\n"
+    "\n"
+    "Exit status: 0 done, 1 failed (input, model, NAM; nothing written),\n"
+    "2 bad usage, 3 some trees were not scored (the others were written).\n";
+
+enum {
+  OPT_ALIGNMENT = 256, OPT_TREES, OPT_MODEL, OPT_TYPE, OPT_RATES,
+  OPT_SITE_LNL, OPT_MAX_VECTORS, OPT_PRECISION, OPT_PLATFORM, OPT_NAM,
+  OPT_EMBEDDED, OPT_THREADS, OPT_JSON
+};
+
+static const struct option lnl_options[] = {
+    {"alignment", required_argument, NULL, OPT_ALIGNMENT},
+    {"trees", required_argument, NULL, OPT_TREES},
+    {"model", required_argument, NULL, OPT_MODEL},
+    {"type", required_argument, NULL, OPT_TYPE},
+    {"rates", required_argument, NULL, OPT_RATES},
+    {"site-lnl", required_argument, NULL, OPT_SITE_LNL},
+    {"max-vectors", required_argument, NULL, OPT_MAX_VECTORS},
+    {"precision", required_argument, NULL, OPT_PRECISION},
+    {"platform", required_argument, NULL, OPT_PLATFORM},
+    {"nam", required_argument, NULL, OPT_NAM},
+    {"embedded", no_argument, NULL, OPT_EMBEDDED},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}};
+
+typedef struct lnl_args {
+  const char *alignment, *trees, *model, *rates, *site_lnl, *nam, *platform;
+  plf_datatype type;
+  int single, embedded, json, threads, max_vectors;
+} lnl_args;
+
+static int is_platform_kind(const char *kind) {
+  for (size_t i = 0; ember_platform_kind(i); i++)
+    if (strcmp(ember_platform_kind(i), kind) == 0) return 1;
+  return 0;
+}
+
+static int unknown_kind(const char *kind) {
+  char kinds[128] = "";
+  size_t used = 0;
+  for (size_t i = 0; ember_platform_kind(i); i++) {
+    const char *sep = i == 0 ? "" : ember_platform_kind(i + 1) ? ", " : " or ";
+    int n = snprintf(kinds + used, sizeof kinds - used, "%s%s", sep,
+                     ember_platform_kind(i));
+    if (n < 0 || (size_t)n >= sizeof kinds - used) break;
+    used += (size_t)n;
+  }
+  return cli_usage_error(CMD, "--platform: unknown kind '%s' (%s)", kind,
+                         kinds);
+}
+
+/* Parse and check the options; returns 0, CLI_USAGE, or -1 after --help. */
+static int parse_args(int argc, char **argv, lnl_args *a) {
+  memset(a, 0, sizeof *a);
+  opterr = 0;
+  int c, rc = 0;
+  while ((c = getopt_long(argc, argv, ":h", lnl_options, NULL)) != -1) {
+    switch (c) {
+    case OPT_ALIGNMENT: a->alignment = optarg; break;
+    case OPT_TREES: a->trees = optarg; break;
+    case OPT_MODEL: a->model = optarg; break;
+    case OPT_RATES: a->rates = optarg; break;
+    case OPT_SITE_LNL: a->site_lnl = optarg; break;
+    case OPT_TYPE:
+      if (strcmp(optarg, "dna") == 0) a->type = PLF_DATA_DNA;
+      else if (strcmp(optarg, "protein") == 0) a->type = PLF_DATA_PROTEIN;
+      else
+        return cli_usage_error(CMD, "--type: '%s' is not dna or protein",
+                               optarg);
+      break;
+    case OPT_PRECISION:
+      if (strcmp(optarg, "double") == 0) a->single = 0;
+      else if (strcmp(optarg, "single") == 0) a->single = 1;
+      else
+        return cli_usage_error(CMD, "--precision: '%s' is not double or "
+                               "single", optarg);
+      break;
+    case OPT_MAX_VECTORS:
+      rc = cli_parse_int(CMD, "--max-vectors", optarg, 1, 1 << 20,
+                         &a->max_vectors);
+      break;
+    case OPT_PLATFORM: a->platform = optarg; break;
+    case OPT_NAM: a->nam = optarg; break;
+    case OPT_EMBEDDED: a->embedded = 1; break;
+    case OPT_THREADS:
+      rc = cli_parse_int(CMD, "--threads", optarg, 1, 1024, &a->threads);
+      break;
+    case OPT_JSON: a->json = 1; break;
+    case 'h': fputs(lnl_help, stdout); return -1;
+    default: return cli_getopt_error(CMD, c, argv);
+    }
+    if (rc) return rc;
+  }
+  if (optind < argc)
+    return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+  if (!a->alignment) return cli_usage_error(CMD, "--alignment FILE is required");
+  if (!a->trees) return cli_usage_error(CMD, "--trees FILE is required");
+  if (!a->alignment[0]) return cli_usage_error(CMD, "--alignment: an empty path");
+  if (!a->trees[0]) return cli_usage_error(CMD, "--trees: an empty path");
+  if (a->rates && !a->rates[0]) return cli_usage_error(CMD, "--rates: an empty path");
+  if (!a->model && !a->rates)
+    return cli_usage_error(CMD, "--model MODEL is required (or --rates FILE)");
+  if (a->model && !a->model[0] && !a->rates)
+    return cli_usage_error(CMD, "--model: an empty model");
+  if (a->rates && a->model && a->model[0] && a->model[0] != '+')
+    return cli_usage_error(CMD, "--model '%s': with --rates the matrix comes "
+                           "from the file; give only its modifiers (e.g. "
+                           "+G4{0.5}+I{0.1})", a->model);
+  if (a->site_lnl && !a->site_lnl[0])
+    return cli_usage_error(CMD, "--site-lnl: an empty path");
+  if (a->nam && a->embedded)
+    return cli_usage_error(CMD, "--nam and --embedded exclude each other");
+  if (a->nam && !a->nam[0]) return cli_usage_error(CMD, "--nam: an empty address");
+  if (a->platform && !is_platform_kind(a->platform))
+    return unknown_kind(a->platform);
+  return 0;
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- input ---------------------------------------------------------------- */
+
+typedef struct lnl_input {
+  plf_alignment *aln;
+  plf_model *model;
+  plf_tree **trees;
+  int n_trees;
+  const char **names;
+  /* the tips' input block */
+  uint8_t *tips;
+  size_t tips_size;
+  uint64_t *tip_offset;
+  unsigned char *tip_partials;
+} lnl_input;
+
+static void input_free(lnl_input *in) {
+  plf_trees_destroy(in->trees, in->n_trees);
+  plf_model_destroy(in->model);
+  plf_alignment_destroy(in->aln);
+  free(in->names);
+  free(in->tips);
+  free(in->tip_offset);
+  free(in->tip_partials);
+  memset(in, 0, sizeof *in);
+}
+
+/* The Newick reader speaks of "the taxon list": here it is the alignment. */
+static void name_taxon_list(char *msg) {
+  static const char from[] = "the taxon list", to[] = "the alignment";
+  char *p;
+  while ((p = strstr(msg, from)) != NULL) {
+    memmove(p + strlen(to), p + strlen(from), strlen(p + strlen(from)) + 1);
+    memcpy(p, to, strlen(to));
+  }
+}
+
+/* The tips' input block: per taxon int32 states, or doubles (patterns x
+ * states) for a taxon with partial ambiguity codes, each 8-byte aligned. */
+static int make_tips(lnl_input *in) {
+  size_t n = plf_alignment_taxa(in->aln);
+  size_t P = plf_alignment_patterns(in->aln);
+  size_t S = (size_t)plf_alignment_states(in->aln);
+  in->tip_offset = calloc(n, sizeof *in->tip_offset);
+  in->tip_partials = calloc(n, 1);
+  if (!in->tip_offset || !in->tip_partials) return EMBER_ENOMEM;
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    in->tip_partials[i] = plf_alignment_tip_ambiguous(in->aln, i) == 1;
+    in->tip_offset[i] = at;
+    size_t bytes = in->tip_partials[i] ? P * S * sizeof(double)
+                                       : P * sizeof(int32_t);
+    at += (bytes + 7) & ~(size_t)7;
+  }
+  in->tips_size = at;
+  in->tips = calloc(at ? at : 1, 1);
+  int *states = malloc(P * sizeof *states);
+  int rc = in->tips && states ? 0 : EMBER_ENOMEM;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    uint8_t *dst = in->tips + in->tip_offset[i];
+    if (in->tip_partials[i]) {
+      rc = plf_alignment_tip_partials(in->aln, i, (double *)(void *)dst);
+    } else {
+      rc = plf_alignment_tip_states(in->aln, i, states);
+      for (size_t p = 0; p < P && rc == 0; p++) {
+        int32_t v = states[p];
+        memcpy(dst + p * sizeof v, &v, sizeof v);
+      }
+    }
+  }
+  free(states);
+  return rc;
+}
+
+/* Read the alignment, the model and the trees; messages name the option
+ * and "file:line". Returns 0 or CLI_FAIL. */
+static int read_input(const lnl_args *a, lnl_input *in) {
+  char err[1024];
+  int rc = plf_alignment_read(a->alignment, PLF_FORMAT_AUTO, a->type,
+                              &in->aln, err, sizeof err);
+  if (rc) {
+    cli_error(CMD, "--alignment: %s", err);
+    return CLI_FAIL;
+  }
+  size_t taxa = plf_alignment_taxa(in->aln);
+  if (taxa < 2) {
+    cli_error(CMD, "--alignment: %s: %zu taxon; a tree needs at least 2",
+              a->alignment, taxa);
+    return CLI_FAIL;
+  }
+  if (a->rates)
+    rc = plf_model_load_paml(a->rates, a->model ? a->model : "", in->aln,
+                             &in->model, err, sizeof err);
+  else
+    rc = plf_model_parse(a->model, in->aln, &in->model, err, sizeof err);
+  if (rc) {
+    cli_error(CMD, "%s: %s", a->rates ? "--rates" : "--model", err);
+    return CLI_FAIL;
+  }
+  in->names = calloc(taxa, sizeof *in->names);
+  if (!in->names) {
+    cli_error(CMD, "out of memory");
+    return CLI_FAIL;
+  }
+  for (size_t i = 0; i < taxa; i++)
+    in->names[i] = plf_alignment_name(in->aln, i);
+  rc = plf_newick_read_file(a->trees, in->names, (int)taxa, &in->trees,
+                            &in->n_trees, err, sizeof err);
+  if (rc) {
+    in->trees = NULL;
+    in->n_trees = 0;
+    name_taxon_list(err);
+    cli_error(CMD, "--trees: %s", err);
+    return CLI_FAIL;
+  }
+  if (make_tips(in) != 0) {
+    cli_error(CMD, "out of memory for the tips of %zu taxa", taxa);
+    return CLI_FAIL;
+  }
+  return 0;
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+typedef struct lnl_out {
+  int json;
+  size_t rows;               /* trees written */
+  size_t non_finite;
+  FILE *site;                /* --site-lnl's lines, before their header */
+  const uint32_t *site_patterns;
+  size_t sites;
+} lnl_out;
+
+static int write_row(lnl_out *o, size_t tree, double lnl) {
+  if (!isfinite(lnl)) o->non_finite++;
+  if (o->json) {
+    fputs(o->rows ? ",\n  " : "[\n  ", stdout);
+    if (isfinite(lnl)) printf("{\"tree\": %zu, \"lnl\": %.17g}", tree, lnl);
+    else printf("{\"tree\": %zu, \"lnl\": null}", tree);
+  } else {
+    if (o->rows == 0) fputs("tree\tlnl\n", stdout);
+    printf("%zu\t%.10f\n", tree, lnl);
+  }
+  o->rows++;
+  return ferror(stdout) ? -1 : 0;
+}
+
+/* Tree number tree's site log-likelihoods from its pattern values. */
+static int write_sites(lnl_out *o, size_t tree, const double *pattern_lnl) {
+  char name[32];
+  snprintf(name, sizeof name, "Tree%zu", tree);
+  fprintf(o->site, "%-10s", name);
+  for (size_t s = 0; s < o->sites; s++)
+    fprintf(o->site, " %.10f", pattern_lnl[o->site_patterns[s]]);
+  fputc('\n', o->site);
+  return ferror(o->site) ? -1 : 0;
+}
+
+/* --site-lnl FILE: the header (the trees written), then the lines. */
+static int finish_sites(lnl_out *o, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    cli_error(CMD, "--site-lnl: cannot write '%s': %s", path, strerror(errno));
+    return -1;
+  }
+  fprintf(f, "%zu %zu\n", o->rows, o->sites);
+  rewind(o->site);
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, o->site)) > 0)
+    if (fwrite(buf, 1, n, f) != n) break;
+  int bad = ferror(o->site) || ferror(f);
+  if (fclose(f) != 0 || bad) {
+    cli_error(CMD, "--site-lnl: cannot write '%s': %s", path, strerror(errno));
+    remove(path);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- progress and summary -------------------------------------------------- */
+
+typedef struct progress {
+  int tty;
+  uint64_t start_ns, last_ns;
+  int shown, width;
+} progress;
+
+static void show_progress(progress *pr, size_t done, size_t total) {
+  if (!pr->tty || total == 0) return;
+  uint64_t now = now_ns();
+  if (!pr->shown && total <= PROGRESS_MIN_TREES &&
+      now - pr->start_ns < PROGRESS_MIN_NS)
+    return;
+  if (pr->shown && now - pr->last_ns < PROGRESS_EVERY_NS && done != total)
+    return;
+  char d[32], t[32];
+  int w = fprintf(stderr, "\rscored %s/%s trees (%d%%)",
+                  cli_group_digits(done, d, sizeof d),
+                  cli_group_digits(total, t, sizeof t),
+                  (int)((double)done * 100.0 / (double)total));
+  if (w > 0 && w - 1 < pr->width) fprintf(stderr, "%*s", pr->width - (w - 1), "");
+  if (w > 0 && w - 1 > pr->width) pr->width = w - 1;
+  fflush(stderr);
+  pr->shown = 1;
+  pr->last_ns = now;
+}
+
+static void progress_clear(progress *pr) {
+  if (pr->shown) fprintf(stderr, "\r%*s\r", pr->width, "");
+}
+
+static void print_summary(const lnl_input *in, const lnl_args *a,
+                          const lnl_stats *st, size_t trees,
+                          const char *address, uint64_t wall_ns) {
+  char tasks[256];
+  size_t used = 0;
+  tasks[0] = '\0';
+  const struct {
+    const char *kind;
+    size_t n;
+  } by_kind[] = {{"cpu", st->tasks_cpu},
+                 {"opencl", st->tasks_opencl},
+                 {"fpga-emu", st->tasks_fpga_emu},
+                 {"other", st->tasks_other}};
+  for (size_t i = 0; i < sizeof by_kind / sizeof *by_kind; i++) {
+    if (!by_kind[i].n) continue;
+    int n = snprintf(tasks + used, sizeof tasks - used, "%s%s %zu",
+                     used ? ", " : "", by_kind[i].kind, by_kind[i].n);
+    if (n < 0 || (size_t)n >= sizeof tasks - used) break;
+    used += (size_t)n;
+  }
+  char t[32], sites[32], pats[32], rec[32], wall[32];
+  double ms = (double)wall_ns / 1e6;
+  snprintf(wall, sizeof wall, ms < 10 ? "%.1f ms" : ms < 10000 ? "%.0f ms" : "%.1f s",
+           ms < 10000 ? ms : ms / 1000);
+  fprintf(stderr,
+          "ember: %s tree%s, %zu taxa, %s sites (%s patterns), %s, %s, "
+          "%zu task%s%s%s%s, %zu failed, %d partials buffers (%s "
+          "recomputed), via %s, %s\n",
+          cli_group_digits(trees, t, sizeof t), trees == 1 ? "" : "s",
+          plf_alignment_taxa(in->aln),
+          cli_group_digits(plf_alignment_sites(in->aln), sites, sizeof sites),
+          cli_group_digits(plf_alignment_patterns(in->aln), pats, sizeof pats),
+          plf_model_name(in->model), a->single ? "single" : "double",
+          st->tasks, st->tasks == 1 ? "" : "s", used ? " (" : "", tasks,
+          used ? ")" : "", st->tasks_failed, st->vectors,
+          cli_group_digits(st->recomputed, rec, sizeof rec), address, wall);
+}
+
+/* ---- the run ------------------------------------------------------------- */
+
+/* Connect; a NAM that cannot be reached leaves the work to the embedded
+ * engine (state blocks never fall back on their own), unless --platform
+ * asks for a kind the embedded engine lacks. */
+static int open_client(const lnl_args *a, ember_client **client) {
+  ember_options opts = {.size = sizeof opts, .client_name = "ember lnl"};
+  const char *address = a->embedded ? "embedded" : a->nam;
+  int rc = ember_connect(address, &opts, client);
+  if (rc) {
+    cli_error(CMD, "cannot open a client for %s: %s%s%s",
+              address ? address : "the default address", ember_strerror(rc),
+              ember_last_error()[0] ? ": " : "", ember_last_error());
+    return CLI_FAIL;
+  }
+  const char *used = ember_client_address(*client);
+  if (strcmp(used, "embedded") == 0 || ember_is_connected(*client)) return 0;
+  char why[512];
+  snprintf(why, sizeof why, "%s", ember_last_error());
+  if (a->platform && strcmp(a->platform, "cpu") != 0) {
+    cli_error(CMD, "the NAM at %s cannot be reached%s%s; --platform %s needs "
+              "it", used, why[0] ? ": " : "", why, a->platform);
+    ember_close(*client);
+    *client = NULL;
+    return CLI_FAIL;
+  }
+  cli_error(CMD, "the NAM at %s cannot be reached%s%s; scoring in-process",
+            used, why[0] ? ": " : "", why);
+  ember_close(*client);
+  *client = NULL;
+  rc = ember_connect("embedded", &opts, client);
+  if (rc) {
+    cli_error(CMD, "cannot start the embedded engine: %s", ember_strerror(rc));
+    return CLI_FAIL;
+  }
+  return 0;
+}
+
+/* --max-vectors, or the default: what the file needs, within memory. */
+static int choose_vectors(const lnl_args *a, const lnl_input *in,
+                          const lnl_setup *s, const char *address,
+                          int site_lnl, int *vectors) {
+  int taxa = s->taxa;
+  int min = lnl_min_vectors(taxa);
+  if (a->max_vectors) {
+    if (a->max_vectors < min)
+      return cli_usage_error(CMD, "--max-vectors: %d is below the minimum %d "
+                             "for %d taxa (ceil(log2 taxa) + 2)",
+                             a->max_vectors, min, taxa);
+    *vectors = a->max_vectors;
+    return 0;
+  }
+  uint64_t per = lnl_partials_bytes(s);
+  uint64_t cap = per ? DEFAULT_PARTIALS_BYTES / per : (uint64_t)1 << 20;
+  if (strncmp(address, "tcp:", 4) == 0) {
+    /* the state block crosses TCP in one frame: keep it below max_frame */
+    char err[256];
+    uint64_t fixed = lnl_state_bytes(s, min, err, sizeof err);
+    /* each more slot: a partials buffer and a scale buffer */
+    uint64_t slot = per + (uint64_t)s->patterns * (a->single ? 4 : 8) + 128;
+    uint64_t room = fixed && fixed < DEFAULT_TCP_STATE_BYTES
+                        ? (DEFAULT_TCP_STATE_BYTES - fixed) / slot
+                        : 0;
+    if (room + (uint64_t)min < cap) cap = room + (uint64_t)min;
+  }
+  if (cap > (uint64_t)1 << 20) cap = (uint64_t)1 << 20;
+  if (cap < (uint64_t)min) cap = (uint64_t)min;
+  *vectors = lnl_vectors_needed(in->trees, (size_t)in->n_trees, taxa,
+                                lnl_run_batch_size(s, site_lnl), (int)cap);
+  if (*vectors < 0) {
+    cli_error(CMD, "out of memory planning %d trees", in->n_trees);
+    return CLI_FAIL;
+  }
+  return 0;
+}
+
+static int score(const lnl_args *a, lnl_input *in, lnl_out *o) {
+  ember_client *client = NULL;
+  int rc = open_client(a, &client);
+  if (rc) return rc;
+  const char *address = ember_client_address(client);
+  const plf_alignment *aln = in->aln;
+  const plf_model *m = in->model;
+  lnl_setup s = {
+      .taxa = (int)plf_alignment_taxa(aln),
+      .states = plf_model_states(m),
+      .patterns = (int)plf_alignment_patterns(aln),
+      .categories = (int)plf_model_categories(m),
+      .single = a->single,
+      .threads = (unsigned)a->threads,
+      .platform = a->platform,
+      .tips = in->tips,
+      .tips_size = in->tips_size,
+      .tip_offset = in->tip_offset,
+      .tip_partials = in->tip_partials,
+      .evec = plf_model_eigenvectors(m),
+      .ivec = plf_model_inverse_eigenvectors(m),
+      .eval = plf_model_eigenvalues(m),
+      .freqs = plf_model_freqs(m),
+      .cat_rates = plf_model_category_rates(m),
+      .cat_weights = plf_model_category_weights(m),
+      .pattern_weights = plf_alignment_weights(aln)};
+  int vectors = 0;
+  lnl_run *run = NULL;
+  double *lnl = NULL, *site = NULL;
+  uint64_t start = now_ns();
+  if ((rc = choose_vectors(a, in, &s, address, o->site != NULL, &vectors)))
+    goto done;
+  char err[1024] = "";
+  int erc = lnl_run_create(client, &s, vectors, &run, err, sizeof err);
+  if (erc) {
+    cli_error(CMD, "%s", err);
+    rc = CLI_FAIL;
+    goto done;
+  }
+  size_t total = (size_t)in->n_trees;
+  size_t batch = lnl_run_batch_size(&s, o->site != NULL);
+  lnl = malloc(batch * sizeof *lnl);
+  if (o->site) site = malloc(batch * (size_t)s.patterns * sizeof *site);
+  if (!lnl || (o->site && !site)) {
+    cli_error(CMD, "out of memory");
+    rc = CLI_FAIL;
+    goto done;
+  }
+  progress pr = {.tty = isatty(STDERR_FILENO), .start_ns = start};
+  size_t failed = 0, done_trees = 0;
+  char first_error[1024] = "";
+  int fatal = 0;
+  for (size_t i = 0; i < total; i += batch) {
+    size_t n = total - i < batch ? total - i : batch;
+    if (fatal) {
+      failed += n;
+      continue;
+    }
+    erc = lnl_run_batch(run, in->trees + i, n, lnl, site, &fatal, err,
+                        sizeof err);
+    if (erc) {
+      if (!first_error[0]) snprintf(first_error, sizeof first_error, "%s", err);
+      failed += n;
+    } else {
+      for (size_t k = 0; k < n; k++) {
+        if (write_row(o, i + k + 1, lnl[k]) != 0 ||
+            (site && write_sites(o, i + k + 1,
+                                 site + k * (size_t)s.patterns) != 0)) {
+          progress_clear(&pr);
+          cli_error(CMD, "cannot write %s: %s",
+                    ferror(stdout) ? "standard output" : "--site-lnl",
+                    strerror(errno));
+          rc = CLI_FAIL;
+          goto done;
+        }
+      }
+    }
+    done_trees += n;
+    show_progress(&pr, done_trees, total);
+  }
+  progress_clear(&pr);
+  if (o->json && o->rows) fputs("\n]\n", stdout);
+  if (fflush(stdout) != 0) {
+    cli_error(CMD, "cannot write standard output: %s", strerror(errno));
+    rc = CLI_FAIL;
+    goto done;
+  }
+  if (failed) {
+    cli_error(CMD, "%s", first_error);
+    if (failed == total) {
+      rc = CLI_FAIL;
+      goto done;
+    }
+  }
+  lnl_stats st;
+  lnl_run_stats(run, &st);
+  print_summary(in, a, &st, o->rows, address, now_ns() - start);
+  if (o->non_finite)
+    cli_error(CMD, "%zu tree%s a log-likelihood that is not finite (a site "
+              "of probability 0 under the model?)", o->non_finite,
+              o->non_finite == 1 ? " has" : "s have");
+  rc = CLI_OK;
+  if (failed) {
+    char f[32], all[32];
+    cli_error(CMD, "%s of %s trees were not scored; the other trees were "
+              "written", cli_group_digits(failed, f, sizeof f),
+              cli_group_digits(total, all, sizeof all));
+    rc = CLI_PARTIAL;
+  }
+done:
+  free(lnl);
+  free(site);
+  lnl_run_destroy(run);
+  ember_close(client);
+  return rc;
+}
+
+static int lnl_main(int argc, char **argv) {
+  lnl_args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc < 0) return CLI_OK;
+  if (rc) return rc;
+
+  lnl_input in = {0};
+  lnl_out o = {.json = a.json};
+  FILE *site_file = NULL;
+  if ((rc = read_input(&a, &in))) goto done;
+  if (a.site_lnl) {
+    /* refuse a path that cannot be written before any work */
+    site_file = fopen(a.site_lnl, "w");
+    if (!site_file) {
+      cli_error(CMD, "--site-lnl: cannot write '%s': %s", a.site_lnl,
+                strerror(errno));
+      rc = CLI_FAIL;
+      goto done;
+    }
+    o.site = tmpfile();
+    if (!o.site) {
+      cli_error(CMD, "--site-lnl: no temporary file: %s", strerror(errno));
+      rc = CLI_FAIL;
+      goto done;
+    }
+    o.site_patterns = plf_alignment_site_patterns(in.aln);
+    o.sites = plf_alignment_sites(in.aln);
+  }
+  rc = score(&a, &in, &o);
+  if (site_file) {
+    fclose(site_file);
+    site_file = NULL;
+    if ((rc == CLI_OK || rc == CLI_PARTIAL) && finish_sites(&o, a.site_lnl))
+      rc = CLI_FAIL;
+    if (rc != CLI_OK && rc != CLI_PARTIAL) remove(a.site_lnl);
+  }
+done:
+  if (site_file) {
+    fclose(site_file);
+    remove(a.site_lnl);
+  }
+  if (o.site) fclose(o.site);
+  input_free(&in);
+  return rc;
+}
+
+const cli_command cli_cmd_lnl = {
+    .name = "lnl",
+    .summary = "log-likelihoods of fixed trees for an alignment (plf)",
+    .help = lnl_help,
+    .run = lnl_main,
+};
