@@ -49,8 +49,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sodium.h>
-
+#include "cl_cache.h"
 #include "ember/ember_errors.h"
 #include "plf_cl_source.h"
 #include "plf_exec.h"
@@ -58,10 +57,6 @@
 #include "plf_result.h"
 #include "plf_task.h"
 
-#define CACHE_MAGIC "EMBPLFC1"
-#define CACHE_SUM_BYTES crypto_generichash_BYTES
-#define CACHE_KEY_BYTES 16
-#define CACHE_MAX_BYTES (256u << 20)
 
 /* work-items per group (at most; the kernel and device may allow fewer) */
 #define PLF_WG 64
@@ -120,94 +115,6 @@ static void device_string(cl_device_id dev, cl_device_info what, char *buf,
   buf[len - 1] = '\0';
 }
 
-/* ---- binary cache ------------------------------------------------------
- * As sw's (sw_opencl.c): the file is named by BLAKE2b of the device (name,
- * driver, version) and of the program (source, options); it holds
- * "EMBPLFC1", the payload size (uint64), BLAKE2b-256 of the payload and
- * the payload (the program binary). */
-
-static void hash_hex(char hex[2 * CACHE_KEY_BYTES + 1],
-                     const char *const *parts, size_t n) {
-  crypto_generichash_state st;
-  unsigned char key[CACHE_KEY_BYTES];
-  crypto_generichash_init(&st, NULL, 0, sizeof key);
-  for (size_t i = 0; i < n; i++)
-    crypto_generichash_update(&st, (const unsigned char *)parts[i],
-                              strlen(parts[i]) + 1);
-  crypto_generichash_final(&st, key, sizeof key);
-  sodium_bin2hex(hex, 2 * CACHE_KEY_BYTES + 1, key, sizeof key);
-}
-
-static void cache_path(const plf_ocl *o, plf_prog *p, const char *dir) {
-  p->cache_path[0] = '\0';
-  if (sodium_init() < 0) return;
-  char driver[256], version[256];
-  device_string(o->dev, CL_DRIVER_VERSION, driver, sizeof driver);
-  device_string(o->dev, CL_DEVICE_VERSION, version, sizeof version);
-  const char *device[] = {o->name, driver, version};
-  const char *program[] = {acc_plf_cl_source, p->options};
-  char key[2 * CACHE_KEY_BYTES + 1], src[2 * CACHE_KEY_BYTES + 1];
-  hash_hex(key, device, 3);
-  hash_hex(src, program, 2);
-  int n = snprintf(p->cache_path, sizeof p->cache_path,
-                   "%s/ember-plf-%s-%s.clbin", dir, key, src);
-  if (n < 0 || (size_t)n >= sizeof p->cache_path) p->cache_path[0] = '\0';
-}
-
-static unsigned char *cache_read(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  unsigned char hdr[16 + CACHE_SUM_BYTES], sum[CACHE_SUM_BYTES];
-  unsigned char *data = NULL;
-  uint64_t len;
-  if (fread(hdr, 1, sizeof hdr, f) != sizeof hdr ||
-      memcmp(hdr, CACHE_MAGIC, 8) != 0)
-    goto fail;
-  memcpy(&len, hdr + 8, 8);
-  if (len == 0 || len > CACHE_MAX_BYTES) goto fail;
-  data = malloc((size_t)len);
-  if (!data || fread(data, 1, (size_t)len, f) != len || fgetc(f) != EOF)
-    goto fail;
-  crypto_generichash(sum, sizeof sum, data, (unsigned long long)len, NULL, 0);
-  if (sodium_memcmp(sum, hdr + 16, sizeof sum) != 0) goto fail;
-  fclose(f);
-  *size = (size_t)len;
-  return data;
-fail:
-  free(data);
-  fclose(f);
-  return NULL;
-}
-
-static void cache_write(const plf_prog *p) {
-  size_t size = 0;
-  if (clGetProgramInfo(p->prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size,
-                       NULL) != CL_SUCCESS ||
-      size == 0 || size > CACHE_MAX_BYTES)
-    return;
-  unsigned char *bin = malloc(size);
-  if (!bin) return;
-  unsigned char *bins[1] = {bin};
-  char tmp[1100];
-  if (clGetProgramInfo(p->prog, CL_PROGRAM_BINARIES, sizeof bins, bins,
-                       NULL) != CL_SUCCESS)
-    goto out;
-  snprintf(tmp, sizeof tmp, "%s.%ld.%p.tmp", p->cache_path, (long)getpid(),
-           (const void *)p);
-  FILE *f = fopen(tmp, "wb");
-  if (!f) goto out;
-  uint64_t len = size;
-  unsigned char sum[CACHE_SUM_BYTES];
-  crypto_generichash(sum, sizeof sum, bin, size, NULL, 0);
-  bool ok = fwrite(CACHE_MAGIC, 1, 8, f) == 8 && fwrite(&len, 8, 1, f) == 1 &&
-            fwrite(sum, 1, sizeof sum, f) == sizeof sum &&
-            fwrite(bin, 1, size, f) == size;
-  ok = fclose(f) == 0 && ok;
-  if (!ok || rename(tmp, p->cache_path) != 0) remove(tmp);
-out:
-  free(bin);
-}
-
 /* ---- programs ------------------------------------------------------------ */
 
 static int build_log(const plf_ocl *o, plf_prog *p, cl_int rc, char *err,
@@ -226,24 +133,6 @@ static int build_log(const plf_ocl *o, plf_prog *p, cl_int rc, char *err,
          p->options, (int)rc, log ? log : "");
   free(log);
   return EMBER_EPLATFORM;
-}
-
-static bool from_cache(const plf_ocl *o, plf_prog *p) {
-  size_t size;
-  unsigned char *bin = cache_read(p->cache_path, &size);
-  if (!bin) return false;
-  const unsigned char *bins[1] = {bin};
-  cl_int status = CL_SUCCESS, rc;
-  p->prog = clCreateProgramWithBinary(o->ctx, 1, &o->dev, &size, bins,
-                                      &status, &rc);
-  free(bin);
-  if (rc == CL_SUCCESS && status == CL_SUCCESS &&
-      clBuildProgram(p->prog, 1, &o->dev, p->options, NULL, NULL) ==
-          CL_SUCCESS)
-    return true;
-  if (p->prog) clReleaseProgram(p->prog);
-  p->prog = NULL;
-  return false;
 }
 
 static int make_kernels(const plf_ocl *o, plf_prog *p, char *err,
@@ -290,8 +179,12 @@ static int build_program(const plf_ocl *o, plf_prog *p, int prec,
            prec == PREC_SINGLE && exact_div
                ? " -cl-fp32-correctly-rounded-divide-sqrt"
                : "");
-  if (cache_dir && *cache_dir) cache_path(o, p, cache_dir);
-  if (p->cache_path[0] && from_cache(o, p)) {
+  if (cache_dir && *cache_dir)
+    acc_cl_cache_name(p->cache_path, sizeof p->cache_path, cache_dir, "plf",
+                      o->dev, acc_plf_cl_source, p->options);
+  if (p->cache_path[0] && (p->prog = acc_cl_cache_load(o->ctx, o->dev,
+                                                       p->cache_path,
+                                                       p->options))) {
     p->from_cache = true;
   } else {
     const char *src = acc_plf_cl_source;
@@ -305,7 +198,7 @@ static int build_program(const plf_ocl *o, plf_prog *p, int prec,
     }
     rc = clBuildProgram(p->prog, 1, &o->dev, p->options, NULL, NULL);
     if (rc != CL_SUCCESS) return build_log(o, p, rc, err, err_len);
-    if (p->cache_path[0]) cache_write(p);
+    if (p->cache_path[0]) acc_cl_cache_store(p->prog, p->cache_path);
   }
   return make_kernels(o, p, err, err_len);
 }

@@ -1,6 +1,7 @@
 /*
  * sw_opencl.c - host side of the OpenCL sw kernels (sw.cl, embedded at
- * build time as sw_cl_source.h): program build and binary cache, the
+ * build time as sw_cl_source.h): program build (binaries cached by
+ * cl_cache.c), the
  * launch plan (pairs in classes of query length, cut into chunks), the
  * forward and reverse kernels chained by events on blocks already on the
  * device, and acc_sw_ocl_run_batch, which puts host blocks there first.
@@ -14,16 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sodium.h>
-
+#include "cl_cache.h"
 #include "ember/ember_errors.h"
 #include "sw_cl_source.h"
 
 #define BUILD_OPTIONS "-cl-std=CL1.2"
-#define CACHE_MAGIC "EMBSWCL2"  /* 2: BLAKE2b keys and checksum */
-#define CACHE_SUM_BYTES crypto_generichash_BYTES
-#define CACHE_KEY_BYTES 16       /* 128 bits of each name half */
-#define CACHE_MAX_BYTES (256u << 20)
 /* static local memory of a kernel: scores by (query index, letter) */
 #define TABLES_LOCAL_BYTES (ACC_SW_MAX_ALPHABET * 256)
 
@@ -53,112 +49,12 @@ static void seterr(char *err, size_t len, const char *fmt, ...) {
   va_end(ap);
 }
 
-static void device_string(cl_device_id dev, cl_device_info what, char *buf,
-                          size_t len) {
-  buf[0] = '\0';
-  if (clGetDeviceInfo(dev, what, len - 1, buf, NULL) != CL_SUCCESS)
-    buf[0] = '\0';
-  buf[len - 1] = '\0';
-}
-
 cl_ulong acc_sw_ocl_device_memory(cl_device_id dev) {
   cl_ulong v = 0;
   if (clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof v, &v, NULL) !=
       CL_SUCCESS)
     return 0;
   return v;
-}
-
-/* ---- binary cache ------------------------------------------------------
- * Named by two BLAKE2b hashes (libsodium's crypto_generichash): of the
- * device (name, driver, version) and of the program (source, options).
- * File: "EMBSWCL2", payload size (uint64), BLAKE2b-256 of the payload, the
- * payload (the program binary for the device). */
-
-/* Hash the NUL-terminated strings, each with its NUL, into hex. */
-static void hash_hex(char hex[2 * CACHE_KEY_BYTES + 1], const char *const *parts,
-                     size_t n) {
-  crypto_generichash_state st;
-  unsigned char key[CACHE_KEY_BYTES];
-  crypto_generichash_init(&st, NULL, 0, sizeof key);
-  for (size_t i = 0; i < n; i++)
-    crypto_generichash_update(&st, (const unsigned char *)parts[i],
-                              strlen(parts[i]) + 1);
-  crypto_generichash_final(&st, key, sizeof key);
-  sodium_bin2hex(hex, 2 * CACHE_KEY_BYTES + 1, key, sizeof key);
-}
-
-static void cache_path(acc_sw_ocl *o, const char *dir) {
-  o->cache_path[0] = '\0';
-  if (sodium_init() < 0) return;  /* no hashing: no cache */
-  char name[512], driver[256], version[256];
-  device_string(o->dev, CL_DEVICE_NAME, name, sizeof name);
-  device_string(o->dev, CL_DRIVER_VERSION, driver, sizeof driver);
-  device_string(o->dev, CL_DEVICE_VERSION, version, sizeof version);
-  const char *device[] = {name, driver, version};
-  const char *program[] = {acc_sw_cl_source, BUILD_OPTIONS};
-  char key[2 * CACHE_KEY_BYTES + 1], src[2 * CACHE_KEY_BYTES + 1];
-  hash_hex(key, device, 3);
-  hash_hex(src, program, 2);
-  int n = snprintf(o->cache_path, sizeof o->cache_path,
-                   "%s/ember-sw-%s-%s.clbin", dir, key, src);
-  if (n < 0 || (size_t)n >= sizeof o->cache_path) o->cache_path[0] = '\0';
-}
-
-/* cache_read: the payload of a sound cache file (malloc'd), or NULL. */
-static unsigned char *cache_read(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  unsigned char hdr[16 + CACHE_SUM_BYTES], sum[CACHE_SUM_BYTES];
-  unsigned char *data = NULL;
-  uint64_t len;
-  if (fread(hdr, 1, sizeof hdr, f) != sizeof hdr ||
-      memcmp(hdr, CACHE_MAGIC, 8) != 0)
-    goto fail;
-  memcpy(&len, hdr + 8, 8);
-  if (len == 0 || len > CACHE_MAX_BYTES) goto fail;
-  data = malloc((size_t)len);
-  if (!data || fread(data, 1, (size_t)len, f) != len || fgetc(f) != EOF)
-    goto fail;
-  crypto_generichash(sum, sizeof sum, data, (unsigned long long)len, NULL, 0);
-  if (sodium_memcmp(sum, hdr + 16, sizeof sum) != 0) goto fail;
-  fclose(f);
-  *size = (size_t)len;
-  return data;
-fail:
-  free(data);
-  fclose(f);
-  return NULL;
-}
-
-/* cache_write: best effort; a temporary file renamed into place. */
-static void cache_write(const acc_sw_ocl *o) {
-  size_t size = 0;
-  if (clGetProgramInfo(o->prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size,
-                       NULL) != CL_SUCCESS ||
-      size == 0 || size > CACHE_MAX_BYTES)
-    return;
-  unsigned char *bin = malloc(size);
-  if (!bin) return;
-  unsigned char *bins[1] = {bin};
-  char tmp[1100];
-  if (clGetProgramInfo(o->prog, CL_PROGRAM_BINARIES, sizeof bins, bins,
-                       NULL) != CL_SUCCESS)
-    goto out;
-  snprintf(tmp, sizeof tmp, "%s.%ld.%p.tmp", o->cache_path, (long)getpid(),
-           (const void *)o);
-  FILE *f = fopen(tmp, "wb");
-  if (!f) goto out;
-  uint64_t len = size;
-  unsigned char sum[CACHE_SUM_BYTES];
-  crypto_generichash(sum, sizeof sum, bin, size, NULL, 0);
-  bool ok = fwrite(CACHE_MAGIC, 1, 8, f) == 8 && fwrite(&len, 8, 1, f) == 1 &&
-            fwrite(sum, 1, sizeof sum, f) == sizeof sum &&
-            fwrite(bin, 1, size, f) == size;
-  ok = fclose(f) == 0 && ok;
-  if (!ok || rename(tmp, o->cache_path) != 0) remove(tmp);
-out:
-  free(bin);
 }
 
 /* ---- program ------------------------------------------------------------ */
@@ -181,26 +77,6 @@ static int build(acc_sw_ocl *o, char *err, size_t err_len) {
          log ? log : "");
   free(log);
   return EMBER_EPLATFORM;
-}
-
-/* from_cache: program from the cache file, built; false if missing,
- * damaged or rejected (nothing is left behind). */
-static bool from_cache(acc_sw_ocl *o) {
-  size_t size;
-  unsigned char *bin = cache_read(o->cache_path, &size);
-  if (!bin) return false;
-  const unsigned char *bins[1] = {bin};
-  cl_int status = CL_SUCCESS, rc;
-  o->prog = clCreateProgramWithBinary(o->ctx, 1, &o->dev, &size, bins,
-                                      &status, &rc);
-  free(bin);
-  if (rc == CL_SUCCESS && status == CL_SUCCESS &&
-      clBuildProgram(o->prog, 1, &o->dev, BUILD_OPTIONS, NULL, NULL) ==
-          CL_SUCCESS)
-    return true;
-  if (o->prog) clReleaseProgram(o->prog);
-  o->prog = NULL;
-  return false;
 }
 
 /* work-groups per compute unit a chunk holds at least */
@@ -264,7 +140,9 @@ int acc_sw_ocl_create(cl_context ctx, cl_device_id dev, const char *cache_dir,
   o->ctx = ctx;
   o->dev = dev;
   o->chunk_cells = ACC_SW_OCL_DEFAULT_CHUNK_CELLS;
-  if (cache_dir && *cache_dir) cache_path(o, cache_dir);
+  if (cache_dir && *cache_dir)
+    acc_cl_cache_name(o->cache_path, sizeof o->cache_path, cache_dir, "sw",
+                      dev, acc_sw_cl_source, BUILD_OPTIONS);
 
   int rc;
   /* the kernels read the blocks' little-endian integers as they are */
@@ -276,7 +154,8 @@ int acc_sw_ocl_create(cl_context ctx, cl_device_id dev, const char *cache_dir,
     rc = EMBER_EPLATFORM;
     goto fail;
   }
-  if (o->cache_path[0] && from_cache(o)) {
+  if (o->cache_path[0] &&
+      (o->prog = acc_cl_cache_load(ctx, dev, o->cache_path, BUILD_OPTIONS))) {
     o->from_cache = true;
   } else {
     const char *src = acc_sw_cl_source;
@@ -289,7 +168,7 @@ int acc_sw_ocl_create(cl_context ctx, cl_device_id dev, const char *cache_dir,
       goto fail;
     }
     if ((rc = build(o, err, err_len)) != 0) goto fail;
-    if (o->cache_path[0]) cache_write(o);
+    if (o->cache_path[0]) acc_cl_cache_store(o->prog, o->cache_path);
   }
   if ((rc = make_kernels(o, err, err_len)) != 0) goto fail;
   *out = o;
