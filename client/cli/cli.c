@@ -73,6 +73,27 @@ const char *cli_group_digits(uint64_t v, char *buf, size_t len) {
   return buf;
 }
 
+const char *cli_kind_counts(char *buf, size_t len, const char *const *names,
+                            const size_t *counts, size_t n) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    if (!counts[i]) continue;
+    int k = snprintf(buf + used, len - used, "%s%s %zu", used ? ", " : "",
+                     names[i], counts[i]);
+    if (k < 0 || (size_t)k >= len - used) break;
+    used += (size_t)k;
+  }
+  return buf;
+}
+
+const char *cli_format_wall(uint64_t ns, char *buf, size_t len) {
+  double ms = (double)ns / 1e6;
+  snprintf(buf, len, ms < 10 ? "%.1f ms" : ms < 10000 ? "%.0f ms" : "%.1f s",
+           ms < 10000 ? ms : ms / 1000);
+  return buf;
+}
+
 /* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
  * forms, no surrogates, nothing above U+10FFFF), or 0. s is NUL-terminated,
  * so reading stops at the terminator, which is never a continuation byte. */

@@ -55,6 +55,15 @@ int cli_parse_int(const char *cmd, const char *option, const char *text,
 /* cli_group_digits - v with thousands separators ("100,000") in buf. */
 const char *cli_group_digits(uint64_t v, char *buf, size_t len);
 
+/* cli_kind_counts - "cpu 16, fpga-emu 2": each of the n names with its
+ * count, those at 0 left out ("" when all are), in buf. Summary lines use
+ * it for tasks by platform kind. */
+const char *cli_kind_counts(char *buf, size_t len, const char *const *names,
+                            const size_t *counts, size_t n);
+
+/* cli_format_wall - ns as "4.2 ms", "120 ms" or "12.3 s", in buf. */
+const char *cli_format_wall(uint64_t ns, char *buf, size_t len);
+
 /* cli_json_text - s as a new JSON string (jansson takes only UTF-8): valid
  * UTF-8 kept, every byte that is not part of valid UTF-8 replaced by
  * U+FFFD. NULL when out of memory; the caller owns the reference. */

@@ -316,23 +316,13 @@ static int write_json(FILE *f, const seqio_set *q, const seqio_set *r,
 
 static void print_summary(const ember_sw_report *rep, size_t pairs,
                           const char *address) {
+  static const char *const kinds[] = {"cpu", "opencl", "fpga-emu",
+                                      "fallback"};
+  const size_t counts[] = {rep->tasks_cpu, rep->tasks_opencl,
+                           rep->tasks_fpga_emu, rep->tasks_fallback};
   char p[32], tasks[256];
-  size_t used = 0;
-  tasks[0] = '\0';
-  const struct {
-    const char *kind;
-    size_t tasks;
-  } by_kind[] = {{"cpu", rep->tasks_cpu},
-                 {"opencl", rep->tasks_opencl},
-                 {"fpga-emu", rep->tasks_fpga_emu},
-                 {"fallback", rep->tasks_fallback}};
-  for (size_t i = 0; i < sizeof by_kind / sizeof *by_kind; i++) {
-    if (!by_kind[i].tasks) continue;
-    int n = snprintf(tasks + used, sizeof tasks - used, "%s%s %zu",
-                     used ? ", " : "", by_kind[i].kind, by_kind[i].tasks);
-    if (n < 0 || (size_t)n >= sizeof tasks - used) break;
-    used += (size_t)n;
-  }
+  cli_kind_counts(tasks, sizeof tasks, kinds, counts, 4);
+  int used = tasks[0] != '\0';
   char cells[32], gcups[32], wall[32];
   if (rep->cells < 1000000)
     snprintf(cells, sizeof cells, "%llu cells", (unsigned long long)rep->cells);
@@ -343,9 +333,7 @@ static void print_summary(const ember_sw_report *rep, size_t pairs,
   double g = rep->wall_ns ? (double)rep->cells / (double)rep->wall_ns : 0.0;
   if (g >= 0.01 || g == 0.0) snprintf(gcups, sizeof gcups, "%.2f", g);
   else snprintf(gcups, sizeof gcups, "<0.01");
-  double ms = (double)rep->wall_ns / 1e6;
-  snprintf(wall, sizeof wall, ms < 10 ? "%.1f ms" : ms < 10000 ? "%.0f ms" : "%.1f s",
-           ms < 10000 ? ms : ms / 1000);
+  cli_format_wall(rep->wall_ns, wall, sizeof wall);
   fprintf(stderr,
           "ember: %s pair%s, %s, %s GCUPS, %zu task%s%s%s%s, %zu retried, "
           "%zu fallback%s, via %s, %s\n",

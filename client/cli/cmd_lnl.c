@@ -439,27 +439,14 @@ static void progress_clear(progress *pr) {
 static void print_summary(const lnl_input *in, const lnl_args *a,
                           const lnl_stats *st, size_t trees,
                           const char *address, uint64_t wall_ns) {
+  static const char *const kinds[] = {"cpu", "opencl", "fpga-emu", "other"};
+  const size_t counts[] = {st->tasks_cpu, st->tasks_opencl,
+                           st->tasks_fpga_emu, st->tasks_other};
   char tasks[256];
-  size_t used = 0;
-  tasks[0] = '\0';
-  const struct {
-    const char *kind;
-    size_t n;
-  } by_kind[] = {{"cpu", st->tasks_cpu},
-                 {"opencl", st->tasks_opencl},
-                 {"fpga-emu", st->tasks_fpga_emu},
-                 {"other", st->tasks_other}};
-  for (size_t i = 0; i < sizeof by_kind / sizeof *by_kind; i++) {
-    if (!by_kind[i].n) continue;
-    int n = snprintf(tasks + used, sizeof tasks - used, "%s%s %zu",
-                     used ? ", " : "", by_kind[i].kind, by_kind[i].n);
-    if (n < 0 || (size_t)n >= sizeof tasks - used) break;
-    used += (size_t)n;
-  }
+  cli_kind_counts(tasks, sizeof tasks, kinds, counts, 4);
+  int used = tasks[0] != '\0';
   char t[32], sites[32], pats[32], rec[32], wall[32];
-  double ms = (double)wall_ns / 1e6;
-  snprintf(wall, sizeof wall, ms < 10 ? "%.1f ms" : ms < 10000 ? "%.0f ms" : "%.1f s",
-           ms < 10000 ? ms : ms / 1000);
+  cli_format_wall(wall_ns, wall, sizeof wall);
   fprintf(stderr,
           "ember: %s tree%s, %zu taxa, %s sites (%s patterns), %s, %s, "
           "%zu task%s%s%s%s, %zu failed, %d partials buffers (%s "
