@@ -5,9 +5,11 @@
 # `ember align`, show where the tasks ran, how long each stage took and
 # what each platform did (cache, reprograms, errors), score the fixed trees
 # of a real alignment with `ember lnl` (the plf accelerator, also loaded on
-# the emulated board), then stop the daemon (SIGTERM drains it). Then
-# deploy/cluster.sh starts a local cluster (one ember-gam, two ember-nam),
-# places two apps by label and shows `emberctl status`.
+# the emulated board), run a short MrBayes (Debian's mb, unchanged) with its
+# likelihoods from the daemon through `ember beagle`, then stop the daemon
+# (SIGTERM drains it). Then deploy/cluster.sh starts a local cluster (one
+# ember-gam, two ember-nam), places two apps by label and shows `emberctl
+# status`.
 set -eu
 cd "$(dirname "$0")/.."
 BIN=build
@@ -105,6 +107,42 @@ if cmp -s "$WORK/lnl_cpu.tsv" "$WORK/lnl_fpga.tsv"; then
   echo "cpu (default buffers) and fpga-emu (7 buffers) log-likelihoods are identical"
 else
   echo "demo: the platforms disagree on the log-likelihoods" >&2; exit 1
+fi
+
+echo
+echo "== MrBayes unchanged (Debian's mb) with every likelihood from ember-nam:"
+echo "   \`ember beagle\` puts libember-beagle (BEAGLE's C API on the plf"
+echo "   accelerator) first on its library path; primates.nex, GTR+G, fixed"
+echo "   seeds, 2,000 generations, then the same run on Debian's libhmsbeagle"
+mkdir -p "$WORK/mb_ember" "$WORK/mb_debian"
+for dir in "$WORK/mb_ember" "$WORK/mb_debian"; do
+  cp "$PLF/primates.nex" "$dir/"
+  cat > "$dir/batch.nex" <<'NEX'
+begin mrbayes;
+  set autoclose=yes nowarn=yes seed=12345 swapseed=54321 usebeagle=yes beagleprecision=double;
+  execute primates.nex;
+  lset nst=6 rates=gamma;
+  mcmc ngen=2000 samplefreq=100 printfreq=500 nchains=2 nruns=1 diagnfreq=1000000;
+  quit;
+end;
+NEX
+done
+EMBER_ABS=$(cd "$(dirname "$EMBER")" && pwd)/ember
+(cd "$WORK/mb_ember" &&
+  "$EMBER_ABS" beagle --nam "unix:$SOCK" -- mb batch.nex > out.txt 2>&1) ||
+  { tail -n 20 "$WORK/mb_ember/out.txt" >&2; echo "demo: mb through ember failed" >&2; exit 1; }
+(cd "$WORK/mb_debian" && mb batch.nex > out.txt 2>&1) ||
+  { tail -n 20 "$WORK/mb_debian/out.txt" >&2; echo "demo: mb failed" >&2; exit 1; }
+grep -E 'Using BEAGLE' "$WORK/mb_ember/out.txt" | head -n 1 | sed 's/^ *//' || true
+# generation and the two chains' log-likelihoods (not the time left)
+chains() { grep -E '^ +[0-9]+ -- [[(]-' "$1" | sed 's/ -- [0-9:]* *$//' | tr -s ' '; }
+echo "generation, the two chains' lnL (cold chain in brackets):"
+chains "$WORK/mb_ember/out.txt"
+if [ -n "$(chains "$WORK/mb_ember/out.txt")" ] &&
+   [ "$(chains "$WORK/mb_ember/out.txt")" = "$(chains "$WORK/mb_debian/out.txt")" ]; then
+  echo "every printed log-likelihood equals Debian's libhmsbeagle run"
+else
+  echo "demo: MrBayes through ember and on Debian's BEAGLE disagree" >&2; exit 1
 fi
 
 echo
