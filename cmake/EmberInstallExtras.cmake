@@ -57,15 +57,48 @@ if(EMBER_HELP2MAN)
     list(GET spec 2 section)
     list(GET spec 3 what)
     set(page ${PROJECT_BINARY_DIR}/man/${name}.${section})
+    # cmake/man/NAME.h2m: sections --help does not give (SEE ALSO)
+    set(include)
+    set(include_file ${PROJECT_SOURCE_DIR}/cmake/man/${name}.h2m)
+    if(EXISTS ${include_file})
+      set(include --include=${include_file})
+    endif()
     add_custom_command(OUTPUT ${page}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
       COMMAND ${EMBER_HELP2MAN} --no-info --section=${section}
-              --name=${what} --output=${page} $<TARGET_FILE:${target}>
-      DEPENDS ${target}
+              --name=${what} ${include} --output=${page}
+              $<TARGET_FILE:${target}>
+      DEPENDS ${target} $<$<BOOL:${include}>:${include_file}>
       COMMENT "Man page ${name}(${section})" VERBATIM)
     list(APPEND man_pages ${page})
     install(FILES ${page}
             DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section})
+  endforeach()
+  # One page per `ember` command (ember-lnl(1) and so on, as git does),
+  # from `ember help COMMAND` through a wrapper that help2man can run.
+  foreach(spec "align;align query i with reference i (Smith-Waterman)"
+               "lnl;log-likelihoods of fixed trees for an alignment (plf)"
+               "accelerators;list the accelerators and platforms a NAM offers"
+               "beagle;run a BEAGLE program (MrBayes) on ember's plf accelerator")
+    list(GET spec 0 CMD)
+    list(GET spec 1 what)
+    set(wrapper_in ${PROJECT_BINARY_DIR}/man/wrappers/ember-${CMD}.in)
+    set(wrapper ${PROJECT_BINARY_DIR}/man/wrappers/$<CONFIG>/ember-${CMD})
+    set(EMBER "$<TARGET_FILE:ember_cli>")
+    configure_file(${PROJECT_SOURCE_DIR}/cmake/man/ember-command.sh.in
+                   ${wrapper_in} @ONLY)
+    file(GENERATE OUTPUT ${wrapper} INPUT ${wrapper_in}
+         FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ
+                          GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
+    set(page ${PROJECT_BINARY_DIR}/man/ember-${CMD}.1)
+    add_custom_command(OUTPUT ${page}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
+      COMMAND ${EMBER_HELP2MAN} --no-info --section=1 --name=${what}
+              --output=${page} ${wrapper}
+      DEPENDS ember_cli ${PROJECT_SOURCE_DIR}/cmake/man/ember-command.sh.in
+      COMMENT "Man page ember-${CMD}(1)" VERBATIM)
+    list(APPEND man_pages ${page})
+    install(FILES ${page} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
   endforeach()
   add_custom_target(ember_man_pages ALL DEPENDS ${man_pages})
 else()

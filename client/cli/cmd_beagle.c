@@ -29,7 +29,7 @@
 
 static const char beagle_help[] =
     "Usage: ember beagle [--nam ADDR | --embedded] [--] COMMAND [ARGS...]\n"
-    "       ember beagle --print-libdir\n"
+    "  or:  ember beagle --print-libdir\n"
     "\n"
     "Run COMMAND, a program built against BEAGLE 3.1 (libhmsbeagle.so.1,\n"
     "such as Debian's MrBayes), with its likelihood calls done by ember's plf\n"

@@ -28,8 +28,8 @@ static const cli_command *find_command(const char *name) {
 
 static void usage(FILE *f) {
   fputs("Usage: ember COMMAND [options]\n"
-        "       ember help COMMAND\n"
-        "       ember --version\n"
+        "  or:  ember help COMMAND\n"
+        "  or:  ember --version\n"
         "\n"
         "Run work on the accelerators of an ember node accelerator manager\n"
         "(NAM), or in-process when there is none.\n"

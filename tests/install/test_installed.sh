@@ -31,8 +31,9 @@ for f in etc/ember/nam.conf etc/ember/gam.conf \
   [ -f "$prefix/$f" ] || { echo "not installed: $f"; exit 1; }
 done
 if command -v help2man >/dev/null; then
-  for f in man1/ember.1 man1/emberctl.1 man1/ember-gam-sim.1 man8/ember-nam.8 \
-           man8/ember-gam.8; do
+  for f in man1/ember.1 man1/ember-align.1 man1/ember-lnl.1 \
+           man1/ember-accelerators.1 man1/ember-beagle.1 man1/emberctl.1 \
+           man1/ember-gam-sim.1 man8/ember-nam.8 man8/ember-gam.8; do
     [ -f "$prefix/share/man/$f" ] || { echo "not installed: man $f"; exit 1; }
   done
 fi
