@@ -158,6 +158,39 @@ int bg_lnl_multi(bg_instance *in, const bg_term *terms, int n, int scaled,
 
 /* ---- BEAGLE's calls ----------------------------------------------------------- */
 
+/* The terms of a root (children NULL) or edge log-likelihood call, checked
+ * and computed: by partition when partitions is given (count terms, one
+ * per partition), else summed over count subsets (bg_lnl_multi). */
+static int lnl_terms(bg_instance *in, int count, const int *buffers,
+                     const int *children, const int *matrices,
+                     const int *weights, const int *freqs, const int *scales,
+                     const int *partitions, double *by_partition,
+                     double *sum) {
+  if (count < 1) return BEAGLE_ERROR_OUT_OF_RANGE;
+  bg_term *t = calloc((size_t)count, sizeof *t);
+  if (!t) return BEAGLE_ERROR_OUT_OF_MEMORY;
+  for (int i = 0; i < count; i++) {
+    t[i] = (bg_term){buffers[i], children ? children[i] : -1,
+                     children ? matrices[i] : -1, weights[i], freqs[i],
+                     scales ? scales[i] : -1, partitions ? partitions[i] : -1};
+    if ((children && t[i].child < 0) || (partitions && t[i].partition < 0) ||
+        !term_ok(in, &t[i])) {
+      free(t);
+      return BEAGLE_ERROR_OUT_OF_RANGE;
+    }
+  }
+  int rc;
+  if (partitions)
+    rc = bg_lnl(in, t, count, 1, by_partition, sum);
+  else if (count == 1)
+    rc = bg_lnl(in, t, 1, 0, NULL, sum);
+  else
+    rc = bg_lnl_multi(in, t, count, scales && scales[0] != BEAGLE_OP_NONE,
+                      sum);
+  free(t);
+  return rc;
+}
+
 int beagleCalculateRootLogLikelihoods(int instance, const int *bufferIndices,
                                       const int *categoryWeightsIndices,
                                       const int *stateFrequenciesIndices,
@@ -165,27 +198,10 @@ int beagleCalculateRootLogLikelihoods(int instance, const int *bufferIndices,
                                       int count,
                                       double *outSumLogLikelihood) {
   GET_OR_RETURN(in, instance);
-  if (count < 1) return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
-  bg_term *t = calloc((size_t)count, sizeof *t);
-  if (!t) return done(in, BEAGLE_ERROR_OUT_OF_MEMORY);
-  for (int i = 0; i < count; i++) {
-    t[i] = (bg_term){bufferIndices[i], -1, -1, categoryWeightsIndices[i],
-                     stateFrequenciesIndices[i],
-                     cumulativeScaleIndices ? cumulativeScaleIndices[i] : -1,
-                     -1};
-    if (!term_ok(in, &t[i])) {
-      free(t);
-      return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
-    }
-  }
-  int rc = count == 1
-               ? bg_lnl(in, t, 1, 0, NULL, outSumLogLikelihood)
-               : bg_lnl_multi(in, t, count,
-                              cumulativeScaleIndices &&
-                                  cumulativeScaleIndices[0] != BEAGLE_OP_NONE,
-                              outSumLogLikelihood);
-  free(t);
-  return done(in, rc);
+  return done(in, lnl_terms(in, count, bufferIndices, NULL, NULL,
+                            categoryWeightsIndices, stateFrequenciesIndices,
+                            cumulativeScaleIndices, NULL, NULL,
+                            outSumLogLikelihood));
 }
 
 int beagleCalculateRootLogLikelihoodsByPartition(
@@ -195,23 +211,11 @@ int beagleCalculateRootLogLikelihoodsByPartition(
     double *outSumLogLikelihoodByPartition, double *outSumLogLikelihood) {
   GET_OR_RETURN(in, instance);
   if (count != 1) return done(in, BEAGLE_ERROR_NO_IMPLEMENTATION);
-  if (partitionCount < 1) return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
-  bg_term *t = calloc((size_t)partitionCount, sizeof *t);
-  if (!t) return done(in, BEAGLE_ERROR_OUT_OF_MEMORY);
-  for (int i = 0; i < partitionCount; i++) {
-    t[i] = (bg_term){bufferIndices[i], -1, -1, categoryWeightsIndices[i],
-                     stateFrequenciesIndices[i],
-                     cumulativeScaleIndices ? cumulativeScaleIndices[i] : -1,
-                     partitionIndices[i]};
-    if (t[i].partition < 0 || !term_ok(in, &t[i])) {
-      free(t);
-      return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
-    }
-  }
-  int rc = bg_lnl(in, t, partitionCount, 1, outSumLogLikelihoodByPartition,
-                  outSumLogLikelihood);
-  free(t);
-  return done(in, rc);
+  return done(in, lnl_terms(in, partitionCount, bufferIndices, NULL, NULL,
+                            categoryWeightsIndices, stateFrequenciesIndices,
+                            cumulativeScaleIndices, partitionIndices,
+                            outSumLogLikelihoodByPartition,
+                            outSumLogLikelihood));
 }
 
 int beagleCalculateEdgeLogLikelihoods(
@@ -225,28 +229,11 @@ int beagleCalculateEdgeLogLikelihoods(
   GET_OR_RETURN(in, instance);
   if (firstDerivativeIndices || secondDerivativeIndices)
     return done(in, BEAGLE_ERROR_NO_IMPLEMENTATION);   /* no derivatives */
-  if (count < 1) return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
-  bg_term *t = calloc((size_t)count, sizeof *t);
-  if (!t) return done(in, BEAGLE_ERROR_OUT_OF_MEMORY);
-  for (int i = 0; i < count; i++) {
-    t[i] = (bg_term){parentBufferIndices[i], childBufferIndices[i],
-                     probabilityIndices[i], categoryWeightsIndices[i],
-                     stateFrequenciesIndices[i],
-                     cumulativeScaleIndices ? cumulativeScaleIndices[i] : -1,
-                     -1};
-    if (!term_ok(in, &t[i]) || t[i].child < 0) {
-      free(t);
-      return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
-    }
-  }
-  int rc = count == 1
-               ? bg_lnl(in, t, 1, 0, NULL, outSumLogLikelihood)
-               : bg_lnl_multi(in, t, count,
-                              cumulativeScaleIndices &&
-                                  cumulativeScaleIndices[0] != BEAGLE_OP_NONE,
-                              outSumLogLikelihood);
-  free(t);
-  return done(in, rc);
+  return done(in, lnl_terms(in, count, parentBufferIndices,
+                            childBufferIndices, probabilityIndices,
+                            categoryWeightsIndices, stateFrequenciesIndices,
+                            cumulativeScaleIndices, NULL, NULL,
+                            outSumLogLikelihood));
 }
 
 int beagleCalculateEdgeLogLikelihoodsByPartition(
@@ -262,24 +249,12 @@ int beagleCalculateEdgeLogLikelihoodsByPartition(
   GET_OR_RETURN(in, instance);
   if (firstDerivativeIndices || secondDerivativeIndices || count != 1)
     return done(in, BEAGLE_ERROR_NO_IMPLEMENTATION);
-  if (partitionCount < 1) return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
-  bg_term *t = calloc((size_t)partitionCount, sizeof *t);
-  if (!t) return done(in, BEAGLE_ERROR_OUT_OF_MEMORY);
-  for (int i = 0; i < partitionCount; i++) {
-    t[i] = (bg_term){parentBufferIndices[i], childBufferIndices[i],
-                     probabilityIndices[i], categoryWeightsIndices[i],
-                     stateFrequenciesIndices[i],
-                     cumulativeScaleIndices ? cumulativeScaleIndices[i] : -1,
-                     partitionIndices[i]};
-    if (t[i].partition < 0 || t[i].child < 0 || !term_ok(in, &t[i])) {
-      free(t);
-      return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
-    }
-  }
-  int rc = bg_lnl(in, t, partitionCount, 1, outSumLogLikelihoodByPartition,
-                  outSumLogLikelihood);
-  free(t);
-  return done(in, rc);
+  return done(in, lnl_terms(in, partitionCount, parentBufferIndices,
+                            childBufferIndices, probabilityIndices,
+                            categoryWeightsIndices, stateFrequenciesIndices,
+                            cumulativeScaleIndices, partitionIndices,
+                            outSumLogLikelihoodByPartition,
+                            outSumLogLikelihood));
 }
 
 int beagleGetLogLikelihood(int instance, double *outSumLogLikelihood) {
