@@ -116,6 +116,33 @@ lines=$(awk 'NR > 1 && NF >= 7' "$tmp/align.tsv" | wc -l)  # after the header
 echo "ember align --embedded: $lines results for $pairs pairs"
 [ "$lines" -eq "$pairs" ] || { echo "packages: expected $pairs results" >&2; exit 1; }
 
+# ember lnl: IQ-TREE's example alignment under GTR+G4 against BEAGLE's
+# double-precision log-likelihood (tests/data/plf/reference_lnl.tsv)
+plf=$(pwd)/tests/data/plf
+/usr/bin/ember lnl --embedded --alignment "$plf/example.phy" \
+  --trees "$plf/example.tree" \
+  --model 'GTR{1.2,3.9,0.8,1.1,4.5}+F{0.3,0.2,0.25,0.25}+G4{0.5}' >"$tmp/lnl.tsv"
+got=$(awk 'NR == 2 { print $2 }' "$tmp/lnl.tsv")
+awk -v g="$got" 'BEGIN { d = (g + 21911.735297) / 21911.735297;
+  exit !(d < 1e-6 && d > -1e-6) }' ||
+  { echo "packages: ember lnl gave '$got', BEAGLE -21911.735297" >&2; exit 1; }
+echo "ember lnl --embedded: $got (BEAGLE: -21911.735297)"
+
+# ember beagle: the installed libember-beagle under Debian's MrBayes
+if command -v mb >/dev/null; then
+  cp "$plf/primates.nex" "$tmp/"
+  printf '%s\n' 'begin mrbayes;' \
+    '  set autoclose=yes nowarn=yes seed=7 swapseed=7 usebeagle=yes beagleprecision=double;' \
+    '  execute primates.nex;' '  lset nst=6 rates=gamma;' \
+    '  mcmc ngen=200 samplefreq=100 printfreq=100 nchains=1 nruns=1 diagnfreq=1000000;' \
+    '  quit;' 'end;' >"$tmp/batch.nex"
+  (cd "$tmp" && /usr/bin/ember beagle --embedded -- mb batch.nex >mb.txt 2>&1) ||
+    { tail -n 20 "$tmp/mb.txt" >&2; echo "packages: mb under ember beagle failed" >&2; exit 1; }
+  grep -q 'Using BEAGLE v.*-ember-' "$tmp/mb.txt" ||
+    { echo "packages: mb did not use libember-beagle" >&2; exit 1; }
+  echo "ember beagle --embedded -- mb: ok ($(grep -c '^ *[0-9]* -- [[(]*-[0-9]' "$tmp/mb.txt") chain lines)"
+fi
+
 /usr/sbin/ember-nam --config /etc/ember/nam.conf --check-config
 echo "ember-nam --config /etc/ember/nam.conf --check-config: ok"
 
