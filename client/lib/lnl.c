@@ -463,8 +463,9 @@ static void mark_failed(scoring *sc, size_t first, size_t n) {
 }
 
 /* A scored batch into the caller's arrays and tree_cb; EMBER_ECANCELED
- * when the callback stopped it. */
-static int deliver(scoring *sc, size_t first, size_t n) {
+ * when the callback stopped it, *delivered the trees handed over. */
+static int deliver(scoring *sc, size_t first, size_t n, size_t *delivered) {
+  *delivered = n;
   for (size_t k = 0; k < n; k++) {
     const double *pat = sc->batch_site ? sc->batch_site + k * sc->patterns
                                        : NULL;
@@ -481,6 +482,7 @@ static int deliver(scoring *sc, size_t first, size_t n) {
                        sc->p->tree_user) != 0) {
       ember__client_set_error("stopped by the tree callback at tree %zu",
                               first + k);
+      *delivered = k + 1;
       return EMBER_ECANCELED;
     }
   }
@@ -570,7 +572,7 @@ static int score(ember_client *client, const ember_lnl_params *p,
     rc = EMBER_ENOMEM;
     goto done;
   }
-  size_t failed = 0, done_trees = 0;
+  size_t failed = 0, done_trees = 0, given;
   int first_rc = 0, fatal = 0;
   char first_error[1024] = "";
   for (size_t i = 0; i < total; i += batch) {
@@ -589,9 +591,9 @@ static int score(ember_client *client, const ember_lnl_params *p,
       }
       mark_failed(&sc, i, n);
       failed += n;
-    } else if ((rc = deliver(&sc, i, n)) != 0) {
-      mark_failed(&sc, i + n, total - i - n);
-      failed += total - i - n;
+    } else if ((rc = deliver(&sc, i, n, &given)) != 0) {
+      mark_failed(&sc, i + given, total - i - given);
+      failed += total - i - given;
       break;
     }
     done_trees += n;

@@ -584,7 +584,8 @@ void ember_lnl_params_default(ember_lnl_params *params);
 typedef struct ember_lnl_report {
   size_t size;               /* sizeof(ember_lnl_report), or 0 */
   size_t trees;              /* trees scored */
-  size_t trees_failed;       /* trees whose task failed twice */
+  size_t trees_failed;       /* trees not scored: their task failed
+                                twice, or tree_cb stopped the call */
   size_t patterns;           /* the alignment's */
   size_t tasks;              /* tasks that succeeded, setups included */
   size_t tasks_cpu;          /* ... on a platform of each kind */
