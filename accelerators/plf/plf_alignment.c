@@ -81,6 +81,34 @@ int plf_alignment_parse(const void *data, size_t len, const char *source,
   return rc;
 }
 
+int plf_alignment_from_sequences(const char *const *names,
+                                 const char *const *seqs, size_t n,
+                                 plf_datatype type, plf_alignment **out,
+                                 char *err, size_t err_len) {
+  if (out) *out = NULL;
+  if (err && err_len) err[0] = '\0';
+  if (!out || (n && (!names || !seqs)) || type < PLF_DATA_AUTO ||
+      type > PLF_DATA_PROTEIN) {
+    if (err && err_len) snprintf(err, err_len, "invalid arguments");
+    return EMBER_EINVAL;
+  }
+  plf_aln_builder b;
+  plf_aln_builder_init(&b, "sequences", err, err_len, PLF_FORMAT_FASTA, type);
+  for (size_t i = 0; i < n && !b.rc; i++) {
+    unsigned long line = (unsigned long)i + 1;
+    size_t taxon;
+    if (!names[i] || !seqs[i])
+      plf_aln_fail(&b, EMBER_EINVAL, line, "a NULL name or sequence");
+    else if (plf_aln_add_taxon(&b, names[i], strlen(names[i]), line,
+                               &taxon) == 0)
+      plf_aln_append(&b, taxon, seqs[i], strlen(seqs[i]), line);
+  }
+  if (!b.rc) plf_aln_finish(&b, out);
+  int rc = b.rc;
+  plf_aln_builder_free(&b);
+  return rc;
+}
+
 /* The whole file, inflated, in *buf (NUL-terminated; *len without it). */
 static int slurp(plf_aln_builder *b, const char *path, char **buf,
                  size_t *len) {

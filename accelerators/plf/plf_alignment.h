@@ -87,6 +87,18 @@ int plf_alignment_parse(const void *data, size_t len, const char *source,
 int plf_alignment_read(const char *path, plf_format format, plf_datatype type,
                        plf_alignment **out, char *err, size_t err_len);
 
+/*
+ * plf_alignment_from_sequences - an alignment of n named sequences given
+ * in memory (NUL-terminated names and residue letters, read as a FASTA
+ * record's), with format PLF_FORMAT_FASTA. Messages read
+ * "sequences:N: reason", N counting the sequences from 1. Returns as
+ * plf_alignment_parse().
+ */
+int plf_alignment_from_sequences(const char *const *names,
+                                 const char *const *seqs, size_t n,
+                                 plf_datatype type, plf_alignment **out,
+                                 char *err, size_t err_len);
+
 /* plf_alignment_destroy - free an alignment; NULL is a no-op. */
 void plf_alignment_destroy(plf_alignment *aln);
 

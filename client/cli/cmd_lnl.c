@@ -1,7 +1,9 @@
 /*
  * cmd_lnl.c - `ember lnl`: the log-likelihood of each tree of a Newick file
- * for an alignment under one substitution model, on the plf accelerator
- * (lnl_run.c holds the instance, the tasks and the planner).
+ * for an alignment under one substitution model, on the plf accelerator:
+ * the options, the output files and the summary around libember's
+ * ember_lnl (client/lib/lnl.c holds the instance, the tasks and the
+ * planner).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,24 +15,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "cli.h"
 #include "ember/ember.h"
-#include "lnl_run.h"
-#include "plf_alignment.h"
-#include "plf_model.h"
 
 #define CMD "lnl"
 
 #define PROGRESS_MIN_TREES 1000
 #define PROGRESS_MIN_NS (2000 * 1000000ull)
 #define PROGRESS_EVERY_NS (100 * 1000000ull)
-
-/* The default --max-vectors: the fewest that recompute nothing, within
- * these bytes. */
-#define DEFAULT_PARTIALS_BYTES ((uint64_t)256 << 20)
-#define DEFAULT_TCP_STATE_BYTES ((uint64_t)48 << 20) /* under max_frame */
 
 static const char lnl_help[] =
     "Usage: ember lnl --alignment FILE --trees FILE --model MODEL [options]\n"
@@ -128,7 +120,7 @@ static const struct option lnl_options[] = {
 
 typedef struct lnl_args {
   const char *alignment, *trees, *model, *rates, *site_lnl, *nam, *platform;
-  plf_datatype type;
+  const char *type;                 /* "dna", "protein" or NULL */
   int single, embedded, json, threads, max_vectors;
 } lnl_args;
 
@@ -165,8 +157,8 @@ static int parse_args(int argc, char **argv, lnl_args *a) {
     case OPT_RATES: a->rates = optarg; break;
     case OPT_SITE_LNL: a->site_lnl = optarg; break;
     case OPT_TYPE:
-      if (strcmp(optarg, "dna") == 0) a->type = PLF_DATA_DNA;
-      else if (strcmp(optarg, "protein") == 0) a->type = PLF_DATA_PROTEIN;
+      if (strcmp(optarg, "dna") == 0 || strcmp(optarg, "protein") == 0)
+        a->type = optarg;
       else
         return cli_usage_error(CMD, "--type: '%s' is not dna or protein",
                                optarg);
@@ -228,119 +220,38 @@ static uint64_t now_ns(void) {
 /* ---- input ---------------------------------------------------------------- */
 
 typedef struct lnl_input {
-  plf_alignment *aln;
-  plf_model *model;
-  plf_tree **trees;
-  int n_trees;
-  const char **names;
-  /* the tips' input block */
-  uint8_t *tips;
-  size_t tips_size;
-  uint64_t *tip_offset;
-  unsigned char *tip_partials;
+  ember_alignment *aln;
+  ember_model *model;
+  ember_trees *trees;
 } lnl_input;
 
 static void input_free(lnl_input *in) {
-  plf_trees_destroy(in->trees, in->n_trees);
-  plf_model_destroy(in->model);
-  plf_alignment_destroy(in->aln);
-  free(in->names);
-  free(in->tips);
-  free(in->tip_offset);
-  free(in->tip_partials);
+  ember_trees_free(in->trees);
+  ember_model_free(in->model);
+  ember_alignment_free(in->aln);
   memset(in, 0, sizeof *in);
-}
-
-/* The Newick reader speaks of "the taxon list": here it is the alignment. */
-static void name_taxon_list(char *msg) {
-  static const char from[] = "the taxon list", to[] = "the alignment";
-  char *p;
-  while ((p = strstr(msg, from)) != NULL) {
-    memmove(p + strlen(to), p + strlen(from), strlen(p + strlen(from)) + 1);
-    memcpy(p, to, strlen(to));
-  }
-}
-
-/* The tips' input block: per taxon int32 states, or doubles (patterns x
- * states) for a taxon with partial ambiguity codes, each 8-byte aligned. */
-static int make_tips(lnl_input *in) {
-  size_t n = plf_alignment_taxa(in->aln);
-  size_t P = plf_alignment_patterns(in->aln);
-  size_t S = (size_t)plf_alignment_states(in->aln);
-  in->tip_offset = calloc(n, sizeof *in->tip_offset);
-  in->tip_partials = calloc(n, 1);
-  if (!in->tip_offset || !in->tip_partials) return EMBER_ENOMEM;
-  size_t at = 0;
-  for (size_t i = 0; i < n; i++) {
-    in->tip_partials[i] = plf_alignment_tip_ambiguous(in->aln, i) == 1;
-    in->tip_offset[i] = at;
-    size_t bytes = in->tip_partials[i] ? P * S * sizeof(double)
-                                       : P * sizeof(int32_t);
-    at += (bytes + 7) & ~(size_t)7;
-  }
-  in->tips_size = at;
-  in->tips = calloc(at ? at : 1, 1);
-  int *states = malloc(P * sizeof *states);
-  int rc = in->tips && states ? 0 : EMBER_ENOMEM;
-  for (size_t i = 0; i < n && rc == 0; i++) {
-    uint8_t *dst = in->tips + in->tip_offset[i];
-    if (in->tip_partials[i]) {
-      rc = plf_alignment_tip_partials(in->aln, i, (double *)(void *)dst);
-    } else {
-      rc = plf_alignment_tip_states(in->aln, i, states);
-      for (size_t p = 0; p < P && rc == 0; p++) {
-        int32_t v = states[p];
-        memcpy(dst + p * sizeof v, &v, sizeof v);
-      }
-    }
-  }
-  free(states);
-  return rc;
 }
 
 /* Read the alignment, the model and the trees; messages name the option
  * and "file:line". Returns 0 or CLI_FAIL. */
 static int read_input(const lnl_args *a, lnl_input *in) {
-  char err[1024];
-  int rc = plf_alignment_read(a->alignment, PLF_FORMAT_AUTO, a->type,
-                              &in->aln, err, sizeof err);
-  if (rc) {
-    cli_error(CMD, "--alignment: %s", err);
+  if (ember_alignment_read(a->alignment, a->type, &in->aln) != 0) {
+    cli_error(CMD, "--alignment: %s", ember_last_error());
     return CLI_FAIL;
   }
-  size_t taxa = plf_alignment_taxa(in->aln);
+  size_t taxa = ember_alignment_taxa(in->aln);
   if (taxa < 2) {
     cli_error(CMD, "--alignment: %s: %zu taxon; a tree needs at least 2",
               a->alignment, taxa);
     return CLI_FAIL;
   }
-  if (a->rates)
-    rc = plf_model_load_paml(a->rates, a->model ? a->model : "", in->aln,
-                             &in->model, err, sizeof err);
-  else
-    rc = plf_model_parse(a->model, in->aln, &in->model, err, sizeof err);
-  if (rc) {
-    cli_error(CMD, "%s: %s", a->rates ? "--rates" : "--model", err);
+  if (ember_model_parse(a->model, a->rates, in->aln, &in->model) != 0) {
+    cli_error(CMD, "%s: %s", a->rates ? "--rates" : "--model",
+              ember_last_error());
     return CLI_FAIL;
   }
-  in->names = calloc(taxa, sizeof *in->names);
-  if (!in->names) {
-    cli_error(CMD, "out of memory");
-    return CLI_FAIL;
-  }
-  for (size_t i = 0; i < taxa; i++)
-    in->names[i] = plf_alignment_name(in->aln, i);
-  rc = plf_newick_read_file(a->trees, in->names, (int)taxa, &in->trees,
-                            &in->n_trees, err, sizeof err);
-  if (rc) {
-    in->trees = NULL;
-    in->n_trees = 0;
-    name_taxon_list(err);
-    cli_error(CMD, "--trees: %s", err);
-    return CLI_FAIL;
-  }
-  if (make_tips(in) != 0) {
-    cli_error(CMD, "out of memory for the tips of %zu taxa", taxa);
+  if (ember_trees_read(a->trees, in->aln, &in->trees) != 0) {
+    cli_error(CMD, "--trees: %s", ember_last_error());
     return CLI_FAIL;
   }
   return 0;
@@ -353,8 +264,8 @@ typedef struct lnl_out {
   size_t rows;               /* trees written */
   size_t non_finite;
   FILE *site;                /* --site-lnl's lines, before their header */
-  const uint32_t *site_patterns;
   size_t sites;
+  int write_failed;          /* standard output or --site-lnl */
 } lnl_out;
 
 static int write_row(lnl_out *o, size_t tree, double lnl) {
@@ -371,13 +282,13 @@ static int write_row(lnl_out *o, size_t tree, double lnl) {
   return ferror(stdout) ? -1 : 0;
 }
 
-/* Tree number tree's site log-likelihoods from its pattern values. */
-static int write_sites(lnl_out *o, size_t tree, const double *pattern_lnl) {
+/* Tree number tree's site log-likelihoods. */
+static int write_sites(lnl_out *o, size_t tree, const double *site_lnl) {
   char name[32];
   snprintf(name, sizeof name, "Tree%zu", tree);
   fprintf(o->site, "%-10s", name);
   for (size_t s = 0; s < o->sites; s++)
-    fprintf(o->site, " %.10f", pattern_lnl[o->site_patterns[s]]);
+    fprintf(o->site, " %.10f", site_lnl[s]);
   fputc('\n', o->site);
   return ferror(o->site) ? -1 : 0;
 }
@@ -437,7 +348,7 @@ static void progress_clear(progress *pr) {
 }
 
 static void print_summary(const lnl_input *in, const lnl_args *a,
-                          const lnl_stats *st, size_t trees,
+                          const ember_lnl_report *st, size_t trees,
                           const char *address, uint64_t wall_ns) {
   static const char *const kinds[] = {"cpu", "opencl", "fpga-emu", "other"};
   const size_t counts[] = {st->tasks_cpu, st->tasks_opencl,
@@ -449,13 +360,14 @@ static void print_summary(const lnl_input *in, const lnl_args *a,
   cli_format_wall(wall_ns, wall, sizeof wall);
   fprintf(stderr,
           "ember: %s tree%s, %zu taxa, %s sites (%s patterns), %s, %s, "
-          "%zu task%s%s%s%s, %zu failed, %d partials buffers (%s "
+          "%zu task%s%s%s%s, %zu failed, %zu partials buffers (%s "
           "recomputed), via %s, %s\n",
           cli_group_digits(trees, t, sizeof t), trees == 1 ? "" : "s",
-          plf_alignment_taxa(in->aln),
-          cli_group_digits(plf_alignment_sites(in->aln), sites, sizeof sites),
-          cli_group_digits(plf_alignment_patterns(in->aln), pats, sizeof pats),
-          plf_model_name(in->model), a->single ? "single" : "double",
+          ember_alignment_taxa(in->aln),
+          cli_group_digits(ember_alignment_sites(in->aln), sites, sizeof sites),
+          cli_group_digits(ember_alignment_patterns(in->aln), pats,
+                           sizeof pats),
+          ember_model_name(in->model), a->single ? "single" : "double",
           st->tasks, st->tasks == 1 ? "" : "s", used ? " (" : "", tasks,
           used ? ")" : "", st->tasks_failed, st->vectors,
           cli_group_digits(st->recomputed, rec, sizeof rec), address, wall);
@@ -499,42 +411,40 @@ static int open_client(const lnl_args *a, ember_client **client) {
   return 0;
 }
 
-/* --max-vectors, or the default: what the file needs, within memory. */
-static int choose_vectors(const lnl_args *a, const lnl_input *in,
-                          const lnl_setup *s, const char *address,
-                          int site_lnl, int *vectors) {
-  int taxa = s->taxa;
-  int min = lnl_min_vectors(taxa);
-  if (a->max_vectors) {
-    if (a->max_vectors < min)
-      return cli_usage_error(CMD, "--max-vectors: %d is below the minimum %d "
-                             "for %d taxa (ceil(log2 taxa) + 2)",
-                             a->max_vectors, min, taxa);
-    *vectors = a->max_vectors;
-    return 0;
-  }
-  uint64_t per = lnl_partials_bytes(s);
-  uint64_t cap = per ? DEFAULT_PARTIALS_BYTES / per : (uint64_t)1 << 20;
-  if (strncmp(address, "tcp:", 4) == 0) {
-    /* the state block crosses TCP in one frame: keep it below max_frame */
-    char err[256];
-    uint64_t fixed = lnl_state_bytes(s, min, err, sizeof err);
-    /* each more slot: a partials buffer and a scale buffer */
-    uint64_t slot = per + (uint64_t)s->patterns * (a->single ? 4 : 8) + 128;
-    uint64_t room = fixed && fixed < DEFAULT_TCP_STATE_BYTES
-                        ? (DEFAULT_TCP_STATE_BYTES - fixed) / slot
-                        : 0;
-    if (room + (uint64_t)min < cap) cap = room + (uint64_t)min;
-  }
-  if (cap > (uint64_t)1 << 20) cap = (uint64_t)1 << 20;
-  if (cap < (uint64_t)min) cap = (uint64_t)min;
-  *vectors = lnl_vectors_needed(in->trees, (size_t)in->n_trees, taxa,
-                                lnl_run_batch_size(s, site_lnl), (int)cap);
-  if (*vectors < 0) {
-    cli_error(CMD, "out of memory planning %d trees", in->n_trees);
-    return CLI_FAIL;
+/* --max-vectors below the minimum is bad usage (ember_lnl would refuse it
+ * too, without naming the option). */
+static int check_vectors(const lnl_args *a, const lnl_input *in) {
+  size_t taxa = ember_alignment_taxa(in->aln);
+  size_t min = ember_lnl_min_vectors(taxa);
+  if (a->max_vectors && (size_t)a->max_vectors < min)
+    return cli_usage_error(CMD, "--max-vectors: %d is below the minimum %zu "
+                           "for %zu taxa (ceil(log2 taxa) + 2)",
+                           a->max_vectors, min, taxa);
+  return 0;
+}
+
+/* ember_lnl's callbacks: each tree's row (and sites), then the progress
+ * of its batch. */
+typedef struct scoring {
+  lnl_out *o;
+  progress pr;
+} scoring;
+
+static int on_tree(size_t tree, double lnl, const double *site_lnl,
+                   size_t sites, void *user) {
+  scoring *sc = user;
+  (void)sites;
+  if (write_row(sc->o, tree + 1, lnl) != 0 ||
+      (site_lnl && write_sites(sc->o, tree + 1, site_lnl) != 0)) {
+    sc->o->write_failed = 1;
+    return -1;
   }
   return 0;
+}
+
+static void on_progress(size_t done, size_t total, void *user) {
+  scoring *sc = user;
+  show_progress(&sc->pr, done, total);
 }
 
 static int score(const lnl_args *a, lnl_input *in, lnl_out *o) {
@@ -542,82 +452,38 @@ static int score(const lnl_args *a, lnl_input *in, lnl_out *o) {
   int rc = open_client(a, &client);
   if (rc) return rc;
   const char *address = ember_client_address(client);
-  const plf_alignment *aln = in->aln;
-  const plf_model *m = in->model;
-  lnl_setup s = {
-      .taxa = (int)plf_alignment_taxa(aln),
-      .states = plf_model_states(m),
-      .patterns = (int)plf_alignment_patterns(aln),
-      .categories = (int)plf_model_categories(m),
-      .single = a->single,
-      .threads = (unsigned)a->threads,
-      .platform = a->platform,
-      .tips = in->tips,
-      .tips_size = in->tips_size,
-      .tip_offset = in->tip_offset,
-      .tip_partials = in->tip_partials,
-      .evec = plf_model_eigenvectors(m),
-      .ivec = plf_model_inverse_eigenvectors(m),
-      .eval = plf_model_eigenvalues(m),
-      .freqs = plf_model_freqs(m),
-      .cat_rates = plf_model_category_rates(m),
-      .cat_weights = plf_model_category_weights(m),
-      .pattern_weights = plf_alignment_weights(aln)};
-  int vectors = 0;
-  lnl_run *run = NULL;
-  double *lnl = NULL, *site = NULL;
   uint64_t start = now_ns();
-  if ((rc = choose_vectors(a, in, &s, address, o->site != NULL, &vectors)))
-    goto done;
-  char err[1024] = "";
-  int erc = lnl_run_create(client, &s, vectors, &run, err, sizeof err);
-  if (erc) {
-    cli_error(CMD, "%s", err);
+  if ((rc = check_vectors(a, in))) goto done;
+  ember_lnl_params p;
+  ember_lnl_params_default(&p);
+  p.precision = a->single ? EMBER_LNL_SINGLE : EMBER_LNL_DOUBLE;
+  p.max_vectors = (size_t)a->max_vectors;
+  p.threads = (unsigned)a->threads;
+  p.platform = a->platform;
+  p.site_lnl = o->site != NULL;
+  p.tree_cb = on_tree;
+  scoring sc = {.o = o, .pr = {.tty = isatty(STDERR_FILENO), .start_ns = start}};
+  p.tree_user = &sc;
+  ember_lnl_report st = {.size = sizeof st};
+  int erc = ember_lnl(client, &p, in->model, in->trees, NULL, NULL, &st,
+                      on_progress, &sc);
+  if (o->write_failed) {
+    progress_clear(&sc.pr);
+    cli_error(CMD, "cannot write %s: %s",
+              ferror(stdout) ? "standard output" : "--site-lnl",
+              strerror(errno));
     rc = CLI_FAIL;
     goto done;
   }
-  size_t total = (size_t)in->n_trees;
-  size_t batch = lnl_run_batch_size(&s, o->site != NULL);
-  lnl = malloc(batch * sizeof *lnl);
-  if (o->site) site = malloc(batch * (size_t)s.patterns * sizeof *site);
-  if (!lnl || (o->site && !site)) {
-    cli_error(CMD, "out of memory");
+  size_t total = ember_trees_count(in->trees), failed = st.trees_failed;
+  if (erc && failed == 0) { /* nothing was scored */
+    cli_error(CMD, "%s", ember_last_error());
     rc = CLI_FAIL;
     goto done;
   }
-  progress pr = {.tty = isatty(STDERR_FILENO), .start_ns = start};
-  size_t failed = 0, done_trees = 0;
-  char first_error[1024] = "";
-  int fatal = 0;
-  for (size_t i = 0; i < total; i += batch) {
-    size_t n = total - i < batch ? total - i : batch;
-    if (fatal) {
-      failed += n;
-      continue;
-    }
-    erc = lnl_run_batch(run, in->trees + i, n, lnl, site, &fatal, err,
-                        sizeof err);
-    if (erc) {
-      if (!first_error[0]) snprintf(first_error, sizeof first_error, "%s", err);
-      failed += n;
-    } else {
-      for (size_t k = 0; k < n; k++) {
-        if (write_row(o, i + k + 1, lnl[k]) != 0 ||
-            (site && write_sites(o, i + k + 1,
-                                 site + k * (size_t)s.patterns) != 0)) {
-          progress_clear(&pr);
-          cli_error(CMD, "cannot write %s: %s",
-                    ferror(stdout) ? "standard output" : "--site-lnl",
-                    strerror(errno));
-          rc = CLI_FAIL;
-          goto done;
-        }
-      }
-    }
-    done_trees += n;
-    show_progress(&pr, done_trees, total);
-  }
-  progress_clear(&pr);
+  char first_error[1024];
+  snprintf(first_error, sizeof first_error, "%s", erc ? ember_last_error() : "");
+  progress_clear(&sc.pr);
   if (o->json && o->rows) fputs("\n]\n", stdout);
   if (fflush(stdout) != 0) {
     cli_error(CMD, "cannot write standard output: %s", strerror(errno));
@@ -631,8 +497,6 @@ static int score(const lnl_args *a, lnl_input *in, lnl_out *o) {
       goto done;
     }
   }
-  lnl_stats st;
-  lnl_run_stats(run, &st);
   print_summary(in, a, &st, o->rows, address, now_ns() - start);
   if (o->non_finite)
     cli_error(CMD, "%zu tree%s a log-likelihood that is not finite (a site "
@@ -647,9 +511,6 @@ static int score(const lnl_args *a, lnl_input *in, lnl_out *o) {
     rc = CLI_PARTIAL;
   }
 done:
-  free(lnl);
-  free(site);
-  lnl_run_destroy(run);
   ember_close(client);
   return rc;
 }
@@ -679,8 +540,7 @@ static int lnl_main(int argc, char **argv) {
       rc = CLI_FAIL;
       goto done;
     }
-    o.site_patterns = plf_alignment_site_patterns(in.aln);
-    o.sites = plf_alignment_sites(in.aln);
+    o.sites = ember_alignment_sites(in.aln);
   }
   rc = score(&a, &in, &o);
   if (site_file) {

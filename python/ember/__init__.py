@@ -6,6 +6,8 @@ accelerator service (client/include/ember/ember.h is the manual).
         res = c.sw_align(["ACGTACGT"], ["TTACGTACGTTT"])
         print(res["score"][0], res[0])
 
+    lnl = ember.lnl("primates.fasta", "primates.tree", "HKY{2}+F+G4{0.5}")
+
 Built on the installed libember.so.0 through ctypes; set EMBER_LIBRARY to
 a path to use another build of it. Errors raise ember.Error (.code is the
 negative EMBER_E* value, .name its symbol); wrong argument types raise
@@ -16,7 +18,7 @@ from . import _lib
 from ._client import (Block, Client, Task, RESULT_DTYPE, EMBER_BLOCK_CACHE,
                       EMBER_BLOCK_BROADCAST, EMBER_BLOCK_STATE)
 from .errors import *  # noqa: F401,F403  (Error, EMBER_E* constants)
-from .errors import Error, CODES
+from .errors import Error, CODES, EMBER_ECONNECT
 
 __version__ = "0.1.0"  # the ember release this binding belongs to
 
@@ -70,7 +72,37 @@ def connect(address=None, *, client_name=None, no_fallback=False, threads=0,
                   reconnect_window_ms=reconnect_window_ms)
 
 
-__all__ = ["connect", "version", "strerror", "platform_kinds", "Client",
+def lnl(alignment, trees, model=None, *, type=None, rates=None,
+        site_lnl=False, precision="double", max_vectors=None, threads=None,
+        platform=None, address=None, report=False, progress=None):
+    """Log-likelihoods of fixed trees on the plf accelerator, as
+    Client.lnl (its docstring has the arguments and the result), on a
+    client opened for the call: address as for connect() (None: the
+    default). A NAM that cannot be reached leaves the work to the embedded
+    engine, as `ember lnl` does, unless platform asks for a kind other
+    than "cpu" (then ember.Error EMBER_ECONNECT).
+
+        lnl = ember.lnl({"a": "ACGT", "b": "ACGA", "c": "ACCA"},
+                        "(a:0.1,b:0.2,c:0.3);", "JC")
+        lnl, site = ember.lnl("aln.phy", "trees.nwk", "GTR+G4",
+                              site_lnl=True)
+    """
+    kw = dict(type=type, rates=rates, site_lnl=site_lnl,
+              precision=precision, max_vectors=max_vectors, threads=threads,
+              platform=platform, report=report, progress=progress)
+    with Client(address, client_name="python ember.lnl") as c:
+        if c.address == "embedded" or c.connected:
+            return c.lnl(alignment, trees, model, **kw)
+        why = c.connect_warnings
+    if platform is not None and platform != "cpu":
+        raise Error(EMBER_ECONNECT, "the NAM cannot be reached%s;"
+                    " platform %s needs it" % (": " + why if why else "",
+                                               platform))
+    with Client("embedded", client_name="python ember.lnl") as c:
+        return c.lnl(alignment, trees, model, **kw)
+
+
+__all__ = ["connect", "version", "lnl", "strerror", "platform_kinds", "Client",
            "Block", "Task", "Error", "RESULT_DTYPE", "EMBER_BLOCK_CACHE",
            "EMBER_BLOCK_BROADCAST", "EMBER_BLOCK_STATE", "CODES",
            "EMBER_PROTOCOL_VERSION", "EMBER_DEFAULT_SOCKET", "__version__"] + \

@@ -16,7 +16,7 @@ import weakref
 
 import numpy as np
 
-from . import _lib
+from . import _lib, _lnl
 from ._lib import lib
 from .errors import Error, check
 
@@ -670,6 +670,44 @@ class Client:
         if raised:
             raise raised[0]
         return (results, _lib.struct_dict(rep)) if report else results
+
+    def lnl(self, alignment, trees, model=None, *, type=None, rates=None,
+            site_lnl=False, precision="double", max_vectors=None,
+            threads=None, platform=None, report=False, progress=None):
+        """Log-likelihoods of fixed trees (ember_lnl): every tree scored for
+        the alignment under one substitution model on the plf accelerator
+        (branch lengths and parameters as given, nothing optimised).
+
+        alignment: a path (PHYLIP, FASTA or NEXUS, plain or gzip'd), a dict
+        name -> sequence, or a list of (name, sequence) pairs. type: "dna",
+        "protein" or None (detected from the letters).
+        trees: a path (an os.PathLike, or a str not starting with "("), one
+        Newick string, or a list of them; each tree holds every taxon once,
+        every branch with its length.
+        model: IQ-TREE syntax ("JC", "HKY{2}+F+G4{0.5}", "LG+I{0.1}", ...);
+        rates: a PAML rate file as the protein matrix, model then only its
+        modifiers ("+G4{0.5}") or None.
+        precision: "double" or "single"; max_vectors: partials buffers for
+        ancestral vectors (None: the fewest that recompute nothing);
+        threads: CPU threads per task (None: 1); platform: require a
+        platform kind ("cpu", "opencl", "fpga-emu"). progress: called as
+        progress(done, total) on this thread after each batch of trees.
+
+        Returns a float64 numpy array of the trees' log-likelihoods; with
+        site_lnl=True a tuple (lnl, site) where site has shape (trees,
+        sites), each site's log-likelihood (a row sums to its lnl); with
+        report=True the ember_lnl_report as a dict is appended (a tuple).
+
+        Raises ember.Error (EMBER_EPARAM for a bad model or tree, with the
+        detail naming it: "newick[2]: taxon 'Toad' is not in the
+        alignment"; EMBER_EFORMAT or EMBER_EIO for files, "path:line:
+        reason"), TypeError or ValueError. Tasks on state never fall back:
+        a client in fallback fails (EMBER_ESTATE); ember.lnl handles that.
+        """
+        return _lnl.score(self._handle(), alignment, trees, model, type=type,
+                          rates=rates, site_lnl=site_lnl, precision=precision,
+                          max_vectors=max_vectors, threads=threads,
+                          platform=platform, report=report, progress=progress)
 
     # -- introspection ---------------------------------------------------
 

@@ -127,6 +127,49 @@ class EmberSwReport(ctypes.Structure):
     ]
 
 
+EMBER_LNL_DOUBLE = 0
+EMBER_LNL_SINGLE = 1
+
+LNL_TREE_CB = ctypes.CFUNCTYPE(c_int, c_size_t, c_double, POINTER(c_double),
+                               c_size_t, c_void_p)
+
+
+class EmberLnlParams(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("precision", c_int),         # enum ember_lnl_precision
+        ("max_vectors", c_size_t),
+        ("threads", c_uint),
+        ("platform", c_char_p),
+        ("site_lnl", c_int),
+        ("tree_cb", LNL_TREE_CB),
+        ("tree_user", c_void_p),
+    ]
+
+
+class EmberLnlReport(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("trees", c_size_t),
+        ("trees_failed", c_size_t),
+        ("patterns", c_size_t),
+        ("tasks", c_size_t),
+        ("tasks_cpu", c_size_t),
+        ("tasks_opencl", c_size_t),
+        ("tasks_fpga_emu", c_size_t),
+        ("tasks_other", c_size_t),
+        ("tasks_failed", c_size_t),
+        ("setups", c_size_t),
+        ("ops", c_uint64),
+        ("recomputed", c_uint64),
+        ("hits", c_uint64),
+        ("vectors", c_size_t),
+        ("state_bytes", c_uint64),
+        ("exec_ns", c_uint64),
+        ("wall_ns", c_uint64),
+    ]
+
+
 class EmberPairInfo(ctypes.Structure):
     _fields_ = [
         ("size", c_size_t),
@@ -208,6 +251,8 @@ STRUCTS = {
     "ember_seq": EmberSeq,
     "ember_sw_result": EmberSwResult,
     "ember_sw_report": EmberSwReport,
+    "ember_lnl_params": EmberLnlParams,
+    "ember_lnl_report": EmberLnlReport,
     "ember_pair_info": EmberPairInfo,
     "ember_platform_info": EmberPlatformInfo,
     "ember_accel_info": EmberAccelInfo,
@@ -253,6 +298,30 @@ _PROTOTYPES = {
                                c_void_p, c_size_t, c_void_p,
                                POINTER(EmberSwReport), PROGRESS_CB,
                                c_void_p]),
+    "ember_alignment_read": (c_int, [c_char_p, c_char_p, POINTER(c_void_p)]),
+    "ember_alignment_from_sequences": (c_int, [POINTER(c_char_p),
+                                               POINTER(c_char_p), c_size_t,
+                                               c_char_p, POINTER(c_void_p)]),
+    "ember_alignment_taxa": (c_size_t, [c_void_p]),
+    "ember_alignment_sites": (c_size_t, [c_void_p]),
+    "ember_alignment_patterns": (c_size_t, [c_void_p]),
+    "ember_alignment_name": (c_char_p, [c_void_p, c_size_t]),
+    "ember_alignment_type": (c_char_p, [c_void_p]),
+    "ember_alignment_free": (None, [c_void_p]),
+    "ember_model_parse": (c_int, [c_char_p, c_char_p, c_void_p,
+                                  POINTER(c_void_p)]),
+    "ember_model_name": (c_char_p, [c_void_p]),
+    "ember_model_free": (None, [c_void_p]),
+    "ember_trees_read": (c_int, [c_char_p, c_void_p, POINTER(c_void_p)]),
+    "ember_trees_parse": (c_int, [POINTER(c_char_p), c_size_t, c_void_p,
+                                  POINTER(c_void_p)]),
+    "ember_trees_count": (c_size_t, [c_void_p]),
+    "ember_trees_free": (None, [c_void_p]),
+    "ember_lnl_min_vectors": (c_size_t, [c_size_t]),
+    "ember_lnl_params_default": (None, [POINTER(EmberLnlParams)]),
+    "ember_lnl": (c_int, [c_void_p, POINTER(EmberLnlParams), c_void_p,
+                          c_void_p, c_void_p, c_void_p,
+                          POINTER(EmberLnlReport), PROGRESS_CB, c_void_p]),
     "ember_list_accelerators": (c_int, [c_void_p, POINTER(c_void_p)]),
     "ember_listing_accelerators": (c_size_t, [c_void_p]),
     "ember_listing_accelerator": (POINTER(EmberAccelInfo),

@@ -60,6 +60,23 @@ int main(void) {
   F(ember_sw_report, tasks_failed);
   F(ember_sw_report, pairs_failed);
 
+  S(ember_lnl_params);
+  F(ember_lnl_params, size); F(ember_lnl_params, precision);
+  F(ember_lnl_params, max_vectors); F(ember_lnl_params, threads);
+  F(ember_lnl_params, platform); F(ember_lnl_params, site_lnl);
+  F(ember_lnl_params, tree_cb); F(ember_lnl_params, tree_user);
+
+  S(ember_lnl_report);
+  F(ember_lnl_report, size); F(ember_lnl_report, trees);
+  F(ember_lnl_report, trees_failed); F(ember_lnl_report, patterns);
+  F(ember_lnl_report, tasks); F(ember_lnl_report, tasks_cpu);
+  F(ember_lnl_report, tasks_opencl); F(ember_lnl_report, tasks_fpga_emu);
+  F(ember_lnl_report, tasks_other); F(ember_lnl_report, tasks_failed);
+  F(ember_lnl_report, setups); F(ember_lnl_report, ops);
+  F(ember_lnl_report, recomputed); F(ember_lnl_report, hits);
+  F(ember_lnl_report, vectors); F(ember_lnl_report, state_bytes);
+  F(ember_lnl_report, exec_ns); F(ember_lnl_report, wall_ns);
+
   S(ember_pair_info);
   F(ember_pair_info, size); F(ember_pair_info, accelerator);
   F(ember_pair_info, state); F(ember_pair_info, completed);

@@ -414,6 +414,230 @@ int ember_sw_align(ember_client *client, const ember_sw_params *params,
                    ember_progress_cb progress, void *progress_user);
 
 /* ------------------------------------------------------------------------ */
+/* The plf accelerator: log-likelihoods of fixed trees                      */
+
+/*
+ * Scoring trees (what `ember lnl` does): an alignment, a substitution model
+ * and trees, each read into its own handle and checked there, then
+ * ember_lnl computes every tree's log-likelihood (branch lengths and model
+ * parameters as given, nothing optimised) on the plf accelerator of the
+ * client's NAM or embedded engine:
+ *
+ *   ember_alignment *aln; ember_model *m; ember_trees *t;
+ *   ember_alignment_read("primates.fasta", NULL, &aln);
+ *   ember_model_parse("HKY{2}+F+G4{0.5}", NULL, aln, &m);
+ *   ember_trees_parse(newick, n, aln, &t);
+ *   ember_lnl(client, NULL, m, t, lnl, NULL, NULL, NULL, NULL);
+ *
+ * The handles are immutable once made: any number of threads may use them
+ * at once. A model and trees keep a pointer to their alignment, which must
+ * outlive them. Errors are EMBER_E* codes with ember_last_error() saying
+ * why: "path:line: reason" for files.
+ */
+typedef struct ember_alignment ember_alignment;
+typedef struct ember_model ember_model;
+typedef struct ember_trees ember_trees;
+
+/*
+ * ember_alignment_read - read an alignment file: PHYLIP (sequential or
+ * interleaved), FASTA or NEXUS, plain or gzip'd, the format detected.
+ * type: "dna", "protein", or NULL to detect it from the letters (DNA when
+ * at least 90% of them are A, C, G, T, U or N; a NEXUS DATATYPE= wins).
+ * Gaps and '?' are missing data; IUPAC codes are ambiguities. Sites are
+ * compressed into patterns (distinct columns).
+ *
+ * Returns 0 and *out (free it with ember_alignment_free), or EMBER_EFORMAT
+ * (malformed: "path:line: unequal lengths"), EMBER_EIO (cannot be read),
+ * EMBER_ETOOBIG, EMBER_EPARAM (an unknown type), EMBER_EINVAL (NULL
+ * arguments) or EMBER_ENOMEM.
+ */
+int ember_alignment_read(const char *path, const char *type,
+                         ember_alignment **out);
+
+/*
+ * ember_alignment_from_sequences - an alignment of n sequences in memory:
+ * names[i] (NUL-terminated, distinct, no blanks) and seqs[i] (residue
+ * letters, NUL-terminated, all of one length; blanks are skipped); type as
+ * for ember_alignment_read. Returns 0 and *out, or EMBER_EPARAM with
+ * "sequences:N: reason" (N counting from 1: "unequal lengths", "unknown
+ * character '!'", a duplicate name), EMBER_EINVAL (NULL arguments) or
+ * EMBER_ENOMEM. The strings are copied.
+ */
+int ember_alignment_from_sequences(const char *const *names,
+                                   const char *const *seqs, size_t n,
+                                   const char *type, ember_alignment **out);
+
+/* Sizes: taxa (sequences), sites (columns), patterns (distinct columns). */
+size_t ember_alignment_taxa(const ember_alignment *aln);
+size_t ember_alignment_sites(const ember_alignment *aln);
+size_t ember_alignment_patterns(const ember_alignment *aln);
+
+/* ember_alignment_name - taxon i's name (in the input's order), owned by
+ * the alignment; NULL past the last. */
+const char *ember_alignment_name(const ember_alignment *aln, size_t i);
+
+/* ember_alignment_type - "dna" or "protein". */
+const char *ember_alignment_type(const ember_alignment *aln);
+
+/* ember_alignment_free - free an alignment (after its models and trees);
+ * NULL is a no-op. */
+void ember_alignment_free(ember_alignment *aln);
+
+/*
+ * ember_model_parse - a substitution model for aln.
+ *
+ * model: IQ-TREE's syntax: JC, F81, K80{k}, HKY{k}, GTR{ac,ag,at,cg,ct}
+ * (DNA), LG, WAG, JTT (protein), then any of +F (counted from aln),
+ * +F{f1,...}, +FQ, +G4{alpha}, +I{p}; e.g.
+ * "GTR{1.2,3.9,0.8,1.1,4.5}+F+G4{0.5}". Values left out take IQ-TREE's starting values.
+ * rates_file: NULL, or a PAML rate file (190 exchangeabilities, then 20
+ * frequencies, as PAML's lg.dat) as the protein matrix; model then gives
+ * only the modifiers ("+G4{0.5}+I{0.1}") or is NULL.
+ *
+ * Returns 0 and *out (free it with ember_model_free), or EMBER_EPARAM
+ * ("model 'GTR{1,2}': GTR takes 5 rates", a protein model for DNA, no
+ * model at all), EMBER_EFORMAT or EMBER_EIO (the rate file:
+ * "path:line: reason"), EMBER_EINVAL (NULL aln or out), EMBER_ENOMEM.
+ */
+int ember_model_parse(const char *model, const char *rates_file,
+                      const ember_alignment *aln, ember_model **out);
+
+/* ember_model_name - the model written out with all its values
+ * ("HKY{2}+F{0.3,...}+G4{0.5}"), owned by the model. */
+const char *ember_model_name(const ember_model *model);
+
+/* ember_model_free - NULL is a no-op. */
+void ember_model_free(ember_model *model);
+
+/*
+ * ember_trees_read - the Newick trees of a file, one per line ending with
+ * ';' (blank lines skipped), over aln's taxa: each tree holds every taxon
+ * of the alignment once, names matching exactly, and every branch has a
+ * length. Returns 0 and *out (free it with ember_trees_free), or
+ * EMBER_EFORMAT ("path:line: taxon 'Toad' is not in the alignment",
+ * "path:line: taxon 'Frog' has no branch length"), EMBER_EIO,
+ * EMBER_ETOOBIG, EMBER_EPARAM (aln has fewer than 2 taxa), EMBER_EINVAL
+ * (NULL arguments) or EMBER_ENOMEM.
+ */
+int ember_trees_read(const char *path, const ember_alignment *aln,
+                     ember_trees **out);
+
+/*
+ * ember_trees_parse - n trees given as Newick strings, newick[i] holding
+ * exactly one tree; the same rules as ember_trees_read. A bad tree is
+ * EMBER_EPARAM with "newick[i]: reason" (i counting from 0).
+ */
+int ember_trees_parse(const char *const *newick, size_t n,
+                      const ember_alignment *aln, ember_trees **out);
+
+/* ember_trees_count - the number of trees. */
+size_t ember_trees_count(const ember_trees *trees);
+
+/* ember_trees_free - NULL is a no-op. */
+void ember_trees_free(ember_trees *trees);
+
+/* ember_lnl_min_vectors - the fewest partials buffers for ancestral
+ * vectors that ember_lnl takes for taxa: ceil(log2 taxa) + 2. */
+size_t ember_lnl_min_vectors(size_t taxa);
+
+typedef enum ember_lnl_precision {
+  EMBER_LNL_DOUBLE = 0,      /* the accelerator's buffers in double */
+  EMBER_LNL_SINGLE = 1       /* in single precision (half the memory) */
+} ember_lnl_precision;
+
+/* Called by ember_lnl for each tree scored, in order, on the calling
+ * thread, before the progress callback of its batch: tree (from 0), its
+ * log-likelihood and, when site log-likelihoods are computed, its sites
+ * values (sites of them, valid during the call only; else NULL and 0).
+ * Return 0 to go on; anything else stops ember_lnl (EMBER_ECANCELED). */
+typedef int (*ember_lnl_tree_cb)(size_t tree, double lnl,
+                                 const double *site_lnl, size_t sites,
+                                 void *user);
+
+/* How ember_lnl computes; ember_lnl_params_default gives the defaults. */
+typedef struct ember_lnl_params {
+  size_t size;               /* sizeof(ember_lnl_params), or 0 */
+  ember_lnl_precision precision; /* default EMBER_LNL_DOUBLE */
+  /* partials buffers for ancestral vectors, at least
+   * ember_lnl_min_vectors(taxa): fewer take less memory and recompute what
+   * had to be dropped. 0: the fewest with which scoring the trees
+   * recomputes nothing (planned ahead on the first trees), within 256 MiB
+   * of partials (48 MiB of state over tcp:, one frame) */
+  size_t max_vectors;
+  unsigned threads;          /* CPU threads of each task, over patterns;
+                                0: 1 */
+  const char *platform;      /* require a platform kind ("cpu", "opencl",
+                                "fpga-emu"); NULL: any */
+  int site_lnl;              /* nonzero: compute site log-likelihoods for
+                                tree_cb (a site_lnl array asks for them
+                                too) */
+  ember_lnl_tree_cb tree_cb; /* NULL: none */
+  void *tree_user;           /* tree_cb's user */
+} ember_lnl_params;
+
+/* ember_lnl_params_default - double precision, the default vectors, one
+ * thread, any platform, no callback (sets size too). */
+void ember_lnl_params_default(ember_lnl_params *params);
+
+/* What an ember_lnl call did. Set size (or leave it 0) before the call;
+ * the library fills the fields your size covers. */
+typedef struct ember_lnl_report {
+  size_t size;               /* sizeof(ember_lnl_report), or 0 */
+  size_t trees;              /* trees scored */
+  size_t trees_failed;       /* trees not scored: their task failed
+                                twice, or tree_cb stopped the call */
+  size_t patterns;           /* the alignment's */
+  size_t tasks;              /* tasks that succeeded, setups included */
+  size_t tasks_cpu;          /* ... on a platform of each kind */
+  size_t tasks_opencl;
+  size_t tasks_fpga_emu;
+  size_t tasks_other;
+  size_t tasks_failed;       /* tasks that failed (redone or not) */
+  size_t setups;             /* 1 + one per recovery after a failure */
+  uint64_t ops;              /* partials operations run */
+  uint64_t recomputed;       /* of them, vectors computed again because
+                                they had been dropped */
+  uint64_t hits;             /* vectors found resident, not computed */
+  size_t vectors;            /* partials buffers for ancestral vectors */
+  uint64_t state_bytes;      /* the instance's state block */
+  uint64_t exec_ns;          /* the tasks' time on their platforms */
+  uint64_t wall_ns;          /* the call's */
+} ember_lnl_report;
+
+/*
+ * ember_lnl - the log-likelihood of every tree of trees for model's
+ * alignment, on the plf accelerator of client (a NAM, or the embedded
+ * engine; tasks on state blocks never fall back in-process, so a client
+ * in fallback fails with EMBER_ESTATE). model and trees must belong to
+ * the same alignment.
+ *
+ * One instance (a state block) holds the alignment's tips and the model;
+ * the trees go in batches, each one task, the planner keeping vectors that
+ * later trees share resident within params->max_vectors. A failed task is
+ * redone once on the instance set up again (ember_block_restore).
+ *
+ * lnl (may be NULL): receives ember_trees_count(trees) values. site_lnl
+ * (may be NULL): count x ember_alignment_sites values, tree by tree, each
+ * site's log-likelihood (patterns expanded: a tree's row sums to its lnl).
+ * params, report, progress (called with trees done and their total after
+ * each batch, on the calling thread) and user may be NULL.
+ *
+ * Returns 0; or EMBER_EPARAM (model and trees of different alignments,
+ * max_vectors below the minimum, an instance out of the accelerator's
+ * bounds), EMBER_EINVAL (NULL client, model or trees), EMBER_ECANCELED
+ * (tree_cb stopped it), EMBER_ENOMEM, or what the tasks failed with
+ * (EMBER_ENOPLATFORM: no platform of params->platform's kind). When some
+ * batches failed twice, the other trees are still scored: the failed
+ * trees' lnl and site_lnl values are NaN, tree_cb is not called for them,
+ * report->trees_failed counts them and the first failure is returned
+ * (ember_last_error() says why). Synchronous; thread-safe.
+ */
+int ember_lnl(ember_client *client, const ember_lnl_params *params,
+              const ember_model *model, const ember_trees *trees, double *lnl,
+              double *site_lnl, ember_lnl_report *report,
+              ember_progress_cb progress, void *user);
+
+/* ------------------------------------------------------------------------ */
 /* Introspection                                                            */
 
 /* What a NAM (or the embedded engine) offers: a listing made by

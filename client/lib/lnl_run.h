@@ -1,8 +1,8 @@
 /*
- * lnl_run.h - `ember lnl`'s side of the plf accelerator: one instance (a
- * state block) on the NAM or the embedded engine, its tips in one cacheable
- * input block, and trees scored in batches through plf_plan's budgeted
- * planner.
+ * lnl_run.h - ember_lnl's side of the plf accelerator (lnl.c, and so
+ * `ember lnl`): one instance (a state block) on the NAM or the embedded
+ * engine, its tips in one cacheable input block, and trees scored in
+ * batches through plf_plan's budgeted planner. Internal to libember.
  *
  * The instance: tips = taxa, all of them compact (tip states) unless a tip
  * has partial ambiguity codes (then its partials); partials = taxa +
@@ -21,12 +21,12 @@
  * was lost with its connection), the setup runs again and the batch is
  * tried once more.
  *
- * This file knows nothing of alignments or models: cmd_lnl.c hands it the
+ * This file knows nothing of alignments or models: lnl.c hands it the
  * numbers. It does not include plf_alignment.h (whose PLF_MAX_STATES
  * differs from plf_layout.h's).
  */
-#ifndef EMBER_CLI_LNL_RUN_H
-#define EMBER_CLI_LNL_RUN_H
+#ifndef EMBER_LIB_LNL_RUN_H
+#define EMBER_LIB_LNL_RUN_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -68,47 +68,50 @@ typedef struct lnl_stats {
 
 typedef struct lnl_run lnl_run;
 
-/* lnl_min_vectors - the fewest slots the planner takes for taxa:
+/* ember__lnl_min_vectors - the fewest slots the planner takes for taxa:
  * ceil(log2 taxa) + 2. */
-int lnl_min_vectors(int taxa);
+int ember__lnl_min_vectors(int taxa);
 
-/* lnl_partials_bytes - bytes of one partials buffer of this shape. */
-uint64_t lnl_partials_bytes(const lnl_setup *s);
+/* ember__lnl_partials_bytes - bytes of one partials buffer of this shape. */
+uint64_t ember__lnl_partials_bytes(const lnl_setup *s);
 
-/* lnl_state_bytes - the state block's size for vectors slots; 0 when the
+/* ember__lnl_state_bytes - the state block's size for vectors slots; 0 when the
  * shape is out of the accelerator's bounds (err says why). */
-uint64_t lnl_state_bytes(const lnl_setup *s, int vectors, char *err,
-                         size_t err_len);
+uint64_t ember__lnl_state_bytes(const lnl_setup *s, int vectors, char *err,
+                                size_t err_len);
 
-/* lnl_vectors_needed - the default slots for scoring trees in batches of
+/* ember__lnl_vectors_needed - the default slots for scoring trees in batches of
  * batch: the fewest with which the planner recomputes nothing (found by
  * planning without running, on the file's first 2^21 / taxa trees at
  * most), but no more than cap (unless the minimum is); -1 when out of
  * memory. */
-int lnl_vectors_needed(plf_tree *const *trees, size_t n, int taxa,
-                       size_t batch, int cap);
+int ember__lnl_vectors_needed(plf_tree *const *trees, size_t n, int taxa,
+                              size_t batch, int cap);
 
-/* lnl_run_create - make the input and state blocks and run the setup.
+/* ember__lnl_run_create - make the input and state blocks and run the setup.
  * Returns 0, or an EMBER_E* code with the reason in err. */
-int lnl_run_create(ember_client *client, const lnl_setup *s, int vectors,
-                   lnl_run **out, char *err, size_t err_len);
+int ember__lnl_run_create(ember_client *client, const lnl_setup *s,
+                          int vectors, lnl_run **out, char *err,
+                          size_t err_len);
 
-/* lnl_run_batch - score n trees (over the run's taxa): lnl[i] gets tree
+/* ember__lnl_run_batch - score n trees (over the run's taxa): lnl[i] gets tree
  * i's log-likelihood, site (when not NULL) n x patterns pattern
  * log-likelihoods. Returns 0; or, after the retry failed too, an EMBER_E*
  * code with the reason in err, *fatal set when the run cannot go on (the
  * instance could not be set up again). */
-int lnl_run_batch(lnl_run *r, plf_tree *const *trees, size_t n, double *lnl,
-                  double *site, int *fatal, char *err, size_t err_len);
+int ember__lnl_run_batch(lnl_run *r, plf_tree *const *trees, size_t n,
+                         double *lnl, double *site, int *fatal, char *err,
+                         size_t err_len);
 
-/* lnl_run_batch_size - trees per task for this shape: enough work per
+/* ember__lnl_run_batch_size - trees per task for this shape: enough work per
  * round trip, results well within a frame. */
-size_t lnl_run_batch_size(const lnl_setup *s, int site_lnl);
+size_t ember__lnl_run_batch_size(const lnl_setup *s, int site_lnl);
 
-/* lnl_run_stats - what the run did so far. */
-void lnl_run_stats(const lnl_run *r, lnl_stats *out);
+/* ember__lnl_run_stats - what the run did so far. */
+void ember__lnl_run_stats(const lnl_run *r, lnl_stats *out);
 
-/* lnl_run_destroy - release the blocks and the planner; NULL is a no-op. */
-void lnl_run_destroy(lnl_run *r);
+/* ember__lnl_run_destroy - release the blocks and the planner; NULL is a
+ * no-op. */
+void ember__lnl_run_destroy(lnl_run *r);
 
 #endif

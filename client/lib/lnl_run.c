@@ -1,4 +1,4 @@
-/* lnl_run.c - `ember lnl`'s instance, tasks and planner (lnl_run.h). */
+/* lnl_run.c - ember_lnl's instance, tasks and planner (lnl_run.h). */
 #include "lnl_run.h"
 
 #include <stdio.h>
@@ -43,15 +43,15 @@ static void shape_of(const lnl_setup *s, int vectors, plf_shape *d) {
   d->single = s->single;
 }
 
-int lnl_min_vectors(int taxa) { return plf_plan_min_vectors(taxa); }
+int ember__lnl_min_vectors(int taxa) { return plf_plan_min_vectors(taxa); }
 
-uint64_t lnl_partials_bytes(const lnl_setup *s) {
+uint64_t ember__lnl_partials_bytes(const lnl_setup *s) {
   return (uint64_t)s->categories * (uint64_t)s->patterns *
          (uint64_t)s->states * (s->single ? sizeof(float) : sizeof(double));
 }
 
-uint64_t lnl_state_bytes(const lnl_setup *s, int vectors, char *err,
-                         size_t err_len) {
+uint64_t ember__lnl_state_bytes(const lnl_setup *s, int vectors, char *err,
+                                size_t err_len) {
   plf_shape d;
   plf_layout l;
   shape_of(s, vectors, &d);
@@ -84,8 +84,8 @@ static int dry_run(plf_tree *const *trees, size_t n, int taxa, size_t batch,
   return rc;
 }
 
-int lnl_vectors_needed(plf_tree *const *trees, size_t n, int taxa,
-                       size_t batch, int cap) {
+int ember__lnl_vectors_needed(plf_tree *const *trees, size_t n, int taxa,
+                              size_t batch, int cap) {
   /* a sample of the file bounds the search's cost */
   size_t sample = ((size_t)1 << 21) / (size_t)taxa;
   if (sample < batch) sample = batch;
@@ -111,7 +111,7 @@ int lnl_vectors_needed(plf_tree *const *trees, size_t n, int taxa,
   return hi;
 }
 
-size_t lnl_run_batch_size(const lnl_setup *s, int site_lnl) {
+size_t ember__lnl_run_batch_size(const lnl_setup *s, int site_lnl) {
   size_t per_tree = (size_t)s->taxa; /* partials ops of a tree, at most */
   size_t n = BATCH_OPS / per_tree;
   if (n > BATCH_TREES) n = BATCH_TREES;
@@ -326,8 +326,9 @@ static int recover(lnl_run *r, char *err, size_t err_len) {
   return rc;
 }
 
-int lnl_run_create(ember_client *client, const lnl_setup *s, int vectors,
-                   lnl_run **out, char *err, size_t err_len) {
+int ember__lnl_run_create(ember_client *client, const lnl_setup *s,
+                          int vectors, lnl_run **out, char *err,
+                          size_t err_len) {
   *out = NULL;
   lnl_run *r = calloc(1, sizeof *r);
   if (!r) {
@@ -338,7 +339,7 @@ int lnl_run_create(ember_client *client, const lnl_setup *s, int vectors,
   r->s = *s;
   r->vectors = vectors;
   plf_plan_init(&r->plan);
-  r->stats.state_bytes = lnl_state_bytes(s, vectors, err, err_len);
+  r->stats.state_bytes = ember__lnl_state_bytes(s, vectors, err, err_len);
   if (r->stats.state_bytes == 0) {
     free(r);
     return EMBER_EPARAM;
@@ -365,7 +366,7 @@ int lnl_run_create(ember_client *client, const lnl_setup *s, int vectors,
   int rc = plf_planner_create(s->taxa, vectors, 0, &r->planner);
   if (rc) {
     snprintf(err, err_len, "planner: %s", ember_strerror(rc));
-    lnl_run_destroy(r);
+    ember__lnl_run_destroy(r);
     return rc;
   }
   rc = ember_block_create(client, s->tips, s->tips_size, EMBER_BLOCK_CACHE,
@@ -373,14 +374,14 @@ int lnl_run_create(ember_client *client, const lnl_setup *s, int vectors,
   if (rc) {
     set_error(err, err_len, "cannot make the tips' input block", rc,
               ember_last_error());
-    lnl_run_destroy(r);
+    ember__lnl_run_destroy(r);
     return rc;
   }
   if ((rc = make_state(r, err, err_len)) == 0 &&
       (rc = run_setup(r, err, err_len)) != 0)
     rc = recover(r, err, err_len); /* a failed setup is tried again too */
   if (rc) {
-    lnl_run_destroy(r);
+    ember__lnl_run_destroy(r);
     return rc;
   }
   *out = r;
@@ -577,8 +578,9 @@ static int try_batch(lnl_run *r, plf_tree *const *trees, size_t n,
   return 0;
 }
 
-int lnl_run_batch(lnl_run *r, plf_tree *const *trees, size_t n, double *lnl,
-                  double *site, int *fatal, char *err, size_t err_len) {
+int ember__lnl_run_batch(lnl_run *r, plf_tree *const *trees, size_t n,
+                         double *lnl, double *site, int *fatal, char *err,
+                         size_t err_len) {
   *fatal = 0;
   int rc = try_batch(r, trees, n, lnl, site, err, err_len);
   for (int attempt = 0; rc && attempt < 2; attempt++) {
@@ -600,7 +602,7 @@ int lnl_run_batch(lnl_run *r, plf_tree *const *trees, size_t n, double *lnl,
   return rc;
 }
 
-void lnl_run_stats(const lnl_run *r, lnl_stats *out) {
+void ember__lnl_run_stats(const lnl_run *r, lnl_stats *out) {
   *out = r->stats;
   plf_plan_counts c;
   plf_planner_counts(r->planner, &c);
@@ -610,7 +612,7 @@ void lnl_run_stats(const lnl_run *r, lnl_stats *out) {
   out->vectors = plf_planner_vectors(r->planner);
 }
 
-void lnl_run_destroy(lnl_run *r) {
+void ember__lnl_run_destroy(lnl_run *r) {
   if (!r) return;
   ember_block_release(r->state);
   ember_block_release(r->tips);
