@@ -64,6 +64,9 @@ static int src_read(src *s, void *buf, size_t n, size_t *got, char *err,
     r = gzread(s->gz, (uint8_t *)buf + *got, (unsigned)want);
     if (r < 0) {
       const char *why = gzerror(s->gz, &errnum);
+      size_t nl = strlen(s->name);
+      if (strncmp(why, s->name, nl) == 0 && strncmp(why + nl, ": ", 2) == 0)
+        why += nl + 2; /* zlib's message names the file too */
       err_fmt(err, err_len, "%s: cannot read: %s", s->name,
               errnum == Z_ERRNO ? strerror(errno) : why);
       return EMBER_EIO;
