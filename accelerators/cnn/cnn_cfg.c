@@ -91,9 +91,8 @@ typedef struct cfg_ctx {
   const char *p, *end;     /* what is left of the text */
   const char *source;
   int line;                /* lines handed to libinih so far */
-  int err_line;            /* line of the first error, 0: none yet */
-  int rc;                  /* its code */
-  bool failed;             /* an error was reported (err_line may be 0) */
+  int rc;                  /* the first error's code */
+  bool failed;             /* an error was reported */
   char *err;
   size_t err_len;
   cnn_net *net;
@@ -121,7 +120,6 @@ static void fail_at(cfg_ctx *c, int line, int rc, const char *f, ...) {
       snprintf(c->err, c->err_len, "%s: %s", c->source, reason);
   }
   c->failed = true;
-  c->err_line = line;
   c->rc = rc;
 }
 
@@ -367,9 +365,10 @@ static bool parse_value(cfg_ctx *c, const key_def *k, const char *v,
       return false;
     }
     if (i < (long long)k->lo || i > (long long)k->hi) {
+      /* the upper bounds from 1024 up are cnn_net.h's CNN_MAX_* limits */
       fail_at(c, c->line,
-              i > (long long)k->hi && k->hi >= 1024 ? EMBER_ETOOBIG
-                                                   : EMBER_EFORMAT,
+              i > (long long)k->hi && k->hi >= CNN_MAX_KERNEL
+                  ? EMBER_ETOOBIG : EMBER_EFORMAT,
               "%s in [%s]: %lld out of range %lld..%lld", k->name, sec, i,
               (long long)k->lo, (long long)k->hi);
       return false;
