@@ -1,0 +1,357 @@
+/*
+ * cnn_net.c - a CNN's layers: shapes chained and checked, parameter and
+ * work counts, the limits of cnn_net.h, and the network printed as text.
+ */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cnn_net_internal.h"
+
+struct cnn_net {
+  cnn_shape input;
+  cnn_train train;
+  cnn_layer *layers;
+  size_t count, cap;
+  uint64_t params, activations, macs;
+};
+
+static void why_fmt(char *why, size_t len, const char *f, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void why_fmt(char *why, size_t len, const char *f, ...) {
+  va_list ap;
+  if (!why || !len) return;
+  va_start(ap, f);
+  vsnprintf(why, len, f, ap);
+  va_end(ap);
+}
+
+/* a * b, or false when it would be over limit (no overflow: a, b and
+ * limit are below 2^63). */
+static bool mul_le(uint64_t a, uint64_t b, uint64_t limit, uint64_t *out) {
+  if (b && a > limit / b) return false;
+  *out = a * b;
+  return true;
+}
+
+static uint64_t elements(cnn_shape s) {
+  return (uint64_t)s.h * s.w * s.c; /* each < 2^25: no overflow */
+}
+
+const char *cnn_layer_kind_name(cnn_layer_kind kind) {
+  switch (kind) {
+  case CNN_LAYER_CONV: return "convolutional";
+  case CNN_LAYER_MAXPOOL: return "maxpool";
+  case CNN_LAYER_CONNECTED: return "connected";
+  case CNN_LAYER_SOFTMAX: return "softmax";
+  }
+  return "?";
+}
+
+cnn_net *cnn_net_new(void) {
+  return calloc(1, sizeof(cnn_net));
+}
+
+void cnn_net_destroy(cnn_net *net) {
+  if (!net) return;
+  free(net->layers);
+  free(net);
+}
+
+int cnn_net_set_input(cnn_net *net, cnn_shape in, const cnn_train *train,
+                      char *why, size_t why_len) {
+  uint64_t n = elements(in), batch_acts;
+  if (in.h < 1 || in.w < 1 || in.c < 1) {
+    why_fmt(why, why_len, "input %ux%ux%u: every side must be at least 1",
+            in.h, in.w, in.c);
+    return EMBER_EFORMAT;
+  }
+  if (in.h > CNN_MAX_SIDE || in.w > CNN_MAX_SIDE ||
+      in.c > CNN_MAX_CHANNELS || n > CNN_MAX_ACTIVATIONS) {
+    why_fmt(why, why_len,
+            "input %ux%ux%u over the limit (sides %d, channels %d, "
+            "%d values)", in.h, in.w, in.c, CNN_MAX_SIDE, CNN_MAX_CHANNELS,
+            CNN_MAX_ACTIVATIONS);
+    return EMBER_ETOOBIG;
+  }
+  if (!mul_le(n, train->batch, CNN_MAX_BATCH_ACTIVATIONS, &batch_acts)) {
+    why_fmt(why, why_len,
+            "batch %u x %llu input values over the limit of %llu",
+            train->batch, (unsigned long long)n,
+            (unsigned long long)CNN_MAX_BATCH_ACTIVATIONS);
+    return EMBER_ETOOBIG;
+  }
+  net->input = in;
+  net->train = *train;
+  net->activations = n;
+  return 0;
+}
+
+/* The output side of a window of size over in + pad with stride, or 0
+ * when the window does not fit. */
+static uint32_t out_side(uint32_t in, uint64_t pad, uint32_t size,
+                         uint32_t stride) {
+  uint64_t padded = in + pad;
+  if (padded < size) return 0;
+  return (uint32_t)((padded - size) / stride + 1);
+}
+
+/* Shapes and counts of a conv or maxpool layer. */
+static int window_layer(cnn_layer *l, const cnn_layer_spec *s, char *why,
+                        size_t why_len) {
+  bool conv = s->kind == CNN_LAYER_CONV;
+  uint64_t pad = conv ? 2 * (uint64_t)s->padding : s->padding;
+  uint64_t kk = (uint64_t)s->size * s->size, per_out;
+  l->out.h = out_side(l->in.h, pad, s->size, s->stride);
+  l->out.w = out_side(l->in.w, pad, s->size, s->stride);
+  l->out.c = conv ? s->filters : l->in.c;
+  if (!l->out.h || !l->out.w) {
+    why_fmt(why, why_len,
+            "[%s] kernel %ux%u larger than its input %ux%ux%u with "
+            "padding %u%s", cnn_layer_kind_name(s->kind), s->size, s->size,
+            l->in.h, l->in.w, l->in.c, s->padding,
+            conv ? " on each side" : " in all");
+    return EMBER_EFORMAT;
+  }
+  if (elements(l->out) > CNN_MAX_ACTIVATIONS) {
+    why_fmt(why, why_len, "[%s] output %ux%ux%u over the limit of %d values",
+            cnn_layer_kind_name(s->kind), l->out.h, l->out.w, l->out.c,
+            CNN_MAX_ACTIVATIONS);
+    return EMBER_ETOOBIG;
+  }
+  /* from here out elements <= 2^26 and kk <= 2^20: no overflow */
+  if (!conv) {
+    l->elem_ops = elements(l->out) * kk;
+    return 0;
+  }
+  /* weights = filters x size^2 x in.c: each factor is bounded, the
+   * product is checked against the parameter limit */
+  if (!mul_le(kk, l->in.c, CNN_MAX_PARAMS, &per_out) ||
+      !mul_le(per_out, s->filters, CNN_MAX_PARAMS, &l->weights)) {
+    why_fmt(why, why_len,
+            "[convolutional] %u filters of %ux%ux%u: over the limit of %d "
+            "parameters", s->filters, s->size, s->size, l->in.c,
+            CNN_MAX_PARAMS);
+    return EMBER_ETOOBIG;
+  }
+  l->biases = s->filters;
+  /* out elements <= 2^26 and per_out <= 2^28 */
+  l->fp_macs = elements(l->out) * per_out;
+  l->pg_macs = l->fp_macs;
+  l->eb_macs = l->fp_macs;
+  if (s->act == CNN_ACT_RELU) l->elem_ops = elements(l->out);
+  return 0;
+}
+
+static int connected_layer(cnn_layer *l, const cnn_layer_spec *s, char *why,
+                           size_t why_len) {
+  uint64_t in = elements(l->in);
+  l->out = (cnn_shape){1, 1, s->filters};
+  if (!mul_le(in, s->filters, CNN_MAX_PARAMS, &l->weights)) {
+    why_fmt(why, why_len,
+            "[connected] %llu inputs x %u outputs: over the limit of %d "
+            "parameters", (unsigned long long)in, s->filters,
+            CNN_MAX_PARAMS);
+    return EMBER_ETOOBIG;
+  }
+  l->biases = s->filters;
+  l->fp_macs = l->eb_macs = l->pg_macs = l->weights;
+  if (s->act == CNN_ACT_RELU) l->elem_ops = s->filters;
+  return 0;
+}
+
+int cnn_net_add_layer(cnn_net *net, const cnn_layer_spec *spec, int line,
+                      char *why, size_t why_len) {
+  cnn_layer l;
+  uint64_t params, acts, batch_acts, out_n;
+  int rc = 0;
+  if (net->count && net->layers[net->count - 1].kind == CNN_LAYER_SOFTMAX) {
+    why_fmt(why, why_len,
+            "[%s] after [softmax] (line %d): [softmax] must be the last "
+            "layer", cnn_layer_kind_name(spec->kind),
+            net->layers[net->count - 1].line);
+    return EMBER_EFORMAT;
+  }
+  if (net->count >= CNN_MAX_LAYERS) {
+    why_fmt(why, why_len, "more than %d layers", CNN_MAX_LAYERS);
+    return EMBER_ETOOBIG;
+  }
+  memset(&l, 0, sizeof l);
+  l.kind = spec->kind;
+  l.line = line;
+  l.in = net->count ? net->layers[net->count - 1].out : net->input;
+  l.size = spec->size;
+  l.stride = spec->stride;
+  l.padding = spec->padding;
+  l.act = spec->act;
+  switch (spec->kind) {
+  case CNN_LAYER_CONV:
+  case CNN_LAYER_MAXPOOL:
+    rc = window_layer(&l, spec, why, why_len);
+    break;
+  case CNN_LAYER_CONNECTED:
+    rc = connected_layer(&l, spec, why, why_len);
+    break;
+  case CNN_LAYER_SOFTMAX:
+    l.out = l.in;
+    l.act = CNN_ACT_LINEAR;
+    if (elements(l.in) < 2) {
+      why_fmt(why, why_len, "[softmax] over %llu value: at least 2 classes",
+              (unsigned long long)elements(l.in));
+      return EMBER_EFORMAT;
+    }
+    l.elem_ops = 3 * elements(l.in);
+    break;
+  default:
+    why_fmt(why, why_len, "unknown layer kind %d", (int)spec->kind);
+    return EMBER_EINVAL;
+  }
+  if (rc) return rc;
+  if (net->count == 0) l.eb_macs = 0;
+  out_n = elements(l.out);
+  params = net->params + l.weights + l.biases;
+  acts = net->activations + out_n;
+  if (l.out.h > CNN_MAX_SIDE || l.out.w > CNN_MAX_SIDE ||
+      l.out.c > (spec->kind == CNN_LAYER_CONNECTED ? CNN_MAX_OUTPUTS
+                                                   : CNN_MAX_CHANNELS)) {
+    why_fmt(why, why_len, "[%s] output %ux%ux%u over the limit",
+            cnn_layer_kind_name(l.kind), l.out.h, l.out.w, l.out.c);
+    return EMBER_ETOOBIG;
+  }
+  if (params > CNN_MAX_PARAMS) {
+    why_fmt(why, why_len,
+            "[%s] brings the parameters to %llu, over the limit of %d",
+            cnn_layer_kind_name(l.kind), (unsigned long long)params,
+            CNN_MAX_PARAMS);
+    return EMBER_ETOOBIG;
+  }
+  if (acts > CNN_MAX_ACTIVATIONS ||
+      !mul_le(acts, net->train.batch, CNN_MAX_BATCH_ACTIVATIONS,
+              &batch_acts)) {
+    why_fmt(why, why_len,
+            "[%s] output %ux%ux%u brings the activations to %llu per "
+            "sample (batch %u), over the limit of %d per sample and %llu "
+            "per batch", cnn_layer_kind_name(l.kind), l.out.h, l.out.w,
+            l.out.c, (unsigned long long)acts, net->train.batch,
+            CNN_MAX_ACTIVATIONS,
+            (unsigned long long)CNN_MAX_BATCH_ACTIVATIONS);
+    return EMBER_ETOOBIG;
+  }
+  if (net->count == net->cap) {
+    size_t cap = net->cap ? 2 * net->cap : 8;
+    cnn_layer *grown = realloc(net->layers, cap * sizeof *grown);
+    if (!grown) {
+      why_fmt(why, why_len, "out of memory");
+      return EMBER_ENOMEM;
+    }
+    net->layers = grown;
+    net->cap = cap;
+  }
+  net->layers[net->count++] = l;
+  net->params = params;
+  net->activations = acts;
+  net->macs += l.fp_macs + l.eb_macs + l.pg_macs;
+  return 0;
+}
+
+int cnn_net_finish(cnn_net *net, int *line, char *why, size_t why_len) {
+  const cnn_layer *last;
+  *line = 0;
+  if (net->count == 0) {
+    why_fmt(why, why_len, "no layers after [net]");
+    return EMBER_EFORMAT;
+  }
+  last = &net->layers[net->count - 1];
+  if (last->kind != CNN_LAYER_SOFTMAX) {
+    *line = last->line;
+    why_fmt(why, why_len,
+            "the last layer is [%s]: a network ends in [softmax] (its "
+            "cross-entropy loss is what training minimises)",
+            cnn_layer_kind_name(last->kind));
+    return EMBER_EFORMAT;
+  }
+  return 0;
+}
+
+cnn_shape cnn_net_input(const cnn_net *net) { return net->input; }
+
+const cnn_train *cnn_net_train(const cnn_net *net) { return &net->train; }
+
+const cnn_layer *cnn_net_layers(const cnn_net *net, size_t *count) {
+  if (count) *count = net->count;
+  return net->layers;
+}
+
+uint32_t cnn_net_classes(const cnn_net *net) {
+  if (!net->count) return 0;
+  return (uint32_t)elements(net->layers[net->count - 1].in);
+}
+
+uint64_t cnn_net_params(const cnn_net *net) { return net->params; }
+uint64_t cnn_net_activations(const cnn_net *net) { return net->activations; }
+uint64_t cnn_net_macs(const cnn_net *net) { return net->macs; }
+
+/* ---- printing ------------------------------------------------------------ */
+
+typedef struct out_buf {
+  char *buf;
+  size_t len, need;
+} out_buf;
+
+static void put(out_buf *o, const char *f, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void put(out_buf *o, const char *f, ...) {
+  va_list ap;
+  size_t room = o->need < o->len ? o->len - o->need : 0;
+  int n;
+  va_start(ap, f);
+  n = vsnprintf(room ? o->buf + o->need : NULL, room, f, ap);
+  va_end(ap);
+  if (n > 0) o->need += (size_t)n;
+}
+
+static const char *shape_str(cnn_shape s, char *b, size_t n) {
+  snprintf(b, n, "%ux%ux%u", s.h, s.w, s.c);
+  return b;
+}
+
+size_t cnn_net_format(const cnn_net *net, char *buf, size_t len) {
+  out_buf o = {buf, len, 0};
+  char in[48], out[48], kernel[48];
+  uint64_t fp = 0;
+  if (buf && len) buf[0] = '\0';
+  put(&o, "input %s, batch %u, learning_rate %g, momentum %g, decay %g, "
+          "max_epochs %u\n",
+      shape_str(net->input, in, sizeof in), net->train.batch,
+      net->train.learning_rate, net->train.momentum, net->train.decay,
+      net->train.max_epochs);
+  put(&o, "%5s %-13s %14s    %-14s %-10s %-6s %12s %15s\n", "layer", "kind",
+      "input", "output", "kernel", "act", "params", "FP MACs");
+  for (size_t i = 0; i < net->count; i++) {
+    const cnn_layer *l = &net->layers[i];
+    bool window = l->kind == CNN_LAYER_CONV || l->kind == CNN_LAYER_MAXPOOL;
+    bool act = l->kind == CNN_LAYER_CONV || l->kind == CNN_LAYER_CONNECTED;
+    if (window)
+      snprintf(kernel, sizeof kernel, "%ux%u/%u/%u", l->size, l->size,
+               l->stride, l->padding);
+    else
+      snprintf(kernel, sizeof kernel, "-");
+    put(&o, "%5zu %-13s %14s -> %-14s %-10s %-6s %12llu %15llu\n", i,
+        cnn_layer_kind_name(l->kind), shape_str(l->in, in, sizeof in),
+        shape_str(l->out, out, sizeof out), kernel,
+        act ? (l->act == CNN_ACT_RELU ? "relu" : "linear") : "-",
+        (unsigned long long)(l->weights + l->biases),
+        (unsigned long long)l->fp_macs);
+    fp += l->fp_macs;
+  }
+  put(&o, "total: %zu layers, %llu parameters, %llu activations and %llu "
+          "FP multiply-adds per sample (%llu with EB and PG), %u classes\n",
+      net->count, (unsigned long long)net->params,
+      (unsigned long long)net->activations, (unsigned long long)fp,
+      (unsigned long long)net->macs, cnn_net_classes(net));
+  return o.need;
+}

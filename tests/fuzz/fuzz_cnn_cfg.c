@@ -1,0 +1,118 @@
+/*
+ * fuzz_cnn_cfg.c - libFuzzer target for the cnn accelerator's darknet
+ * .cfg reader (accelerators/cnn: cnn_cfg.c with libinih, cnn_net.c).
+ *
+ * The input is the file. A failure must leave no network, say
+ * "fuzz:..." why and be a format, limit or memory error; a success must
+ * keep cnn_net.h's promises: 1 to CNN_MAX_LAYERS layers, the last a
+ * softmax over at least 2 classes and no softmax before it, each layer's
+ * input the previous one's output (the first's the network's input),
+ * every side and count within the limits, the totals the sums of the
+ * layers', shapes as darknet's arithmetic gives them, lines increasing,
+ * and cnn_net_format's text as long as it says.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cnn_net.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int same(cnn_shape a, cnn_shape b) {
+  return a.h == b.h && a.w == b.w && a.c == b.c;
+}
+
+static uint64_t n_of(cnn_shape s) { return (uint64_t)s.h * s.w * s.c; }
+
+static void check(const cnn_net *net) {
+  size_t count;
+  const cnn_layer *l = cnn_net_layers(net, &count);
+  const cnn_train *t = cnn_net_train(net);
+  cnn_shape in = cnn_net_input(net);
+  uint64_t params = 0, acts = n_of(in), macs = 0;
+  if (count < 1 || count > CNN_MAX_LAYERS) abort();
+  if (t->batch < 1 || t->batch > CNN_MAX_BATCH || !(t->learning_rate > 0) ||
+      !(t->momentum >= 0 && t->momentum < 1) ||
+      !(t->decay >= 0 && t->decay < 1) || t->max_epochs < 1)
+    abort();
+  if (in.h < 1 || in.w < 1 || in.c < 1) abort();
+  for (size_t i = 0; i < count; i++) {
+    cnn_shape prev = i ? l[i - 1].out : in;
+    if (!same(l[i].in, prev)) abort();
+    if (i && l[i].line <= l[i - 1].line) abort();
+    if ((l[i].kind == CNN_LAYER_SOFTMAX) != (i == count - 1)) abort();
+    if (l[i].out.h < 1 || l[i].out.w < 1 || l[i].out.c < 1 ||
+        l[i].out.h > CNN_MAX_SIDE || l[i].out.w > CNN_MAX_SIDE)
+      abort();
+    switch (l[i].kind) {
+    case CNN_LAYER_CONV:
+    case CNN_LAYER_MAXPOOL: {
+      uint64_t pad = l[i].kind == CNN_LAYER_CONV ? 2ull * l[i].padding
+                                                 : l[i].padding;
+      if (l[i].size < 1 || l[i].stride < 1 ||
+          l[i].in.h + pad < l[i].size || l[i].in.w + pad < l[i].size ||
+          l[i].out.h != (l[i].in.h + pad - l[i].size) / l[i].stride + 1 ||
+          l[i].out.w != (l[i].in.w + pad - l[i].size) / l[i].stride + 1)
+        abort();
+      if (l[i].kind == CNN_LAYER_MAXPOOL &&
+          (l[i].out.c != l[i].in.c || l[i].weights || l[i].fp_macs))
+        abort();
+      if (l[i].kind == CNN_LAYER_CONV &&
+          (l[i].weights != (uint64_t)l[i].out.c * l[i].size * l[i].size *
+                               l[i].in.c ||
+           l[i].fp_macs != n_of(l[i].out) * l[i].size * l[i].size *
+                               l[i].in.c))
+        abort();
+      break;
+    }
+    case CNN_LAYER_CONNECTED:
+      if (l[i].out.h != 1 || l[i].out.w != 1 ||
+          l[i].weights != n_of(l[i].in) * l[i].out.c ||
+          l[i].fp_macs != l[i].weights)
+        abort();
+      break;
+    case CNN_LAYER_SOFTMAX:
+      if (!same(l[i].out, l[i].in) || n_of(l[i].in) < 2) abort();
+      break;
+    default:
+      abort();
+    }
+    if (l[i].pg_macs != l[i].fp_macs ||
+        l[i].eb_macs != (i ? l[i].fp_macs : 0))
+      abort();
+    params += l[i].weights + l[i].biases;
+    acts += n_of(l[i].out);
+    macs += l[i].fp_macs + l[i].eb_macs + l[i].pg_macs;
+  }
+  if (params != cnn_net_params(net) || params > CNN_MAX_PARAMS ||
+      acts != cnn_net_activations(net) || acts > CNN_MAX_ACTIVATIONS ||
+      acts * t->batch > CNN_MAX_BATCH_ACTIVATIONS ||
+      macs != cnn_net_macs(net) ||
+      cnn_net_classes(net) != n_of(l[count - 1].in))
+    abort();
+  size_t need = cnn_net_format(net, NULL, 0);
+  char *text = malloc(need + 1);
+  if (!text) abort();
+  if (cnn_net_format(net, text, need + 1) != need || strlen(text) != need ||
+      text[need - 1] != '\n')
+    abort();
+  free(text);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  cnn_net *net = NULL;
+  char err[512] = "";
+  int rc = cnn_cfg_parse((const char *)data, size, "fuzz", &net, err,
+                         sizeof err);
+  if (rc != 0) {
+    if (net != NULL || strncmp(err, "fuzz", 4) != 0) abort();
+    if (rc != EMBER_EFORMAT && rc != EMBER_ETOOBIG && rc != EMBER_ENOMEM)
+      abort();
+    return 0;
+  }
+  if (!net) abort();
+  check(net);
+  cnn_net_destroy(net);
+  return 0;
+}

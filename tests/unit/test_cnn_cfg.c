@@ -1,0 +1,489 @@
+/* test_cnn_cfg.c - darknet .cfg networks for the cnn accelerator
+ * (accelerators/cnn: cnn_cfg.c, cnn_net.c): the shipped LeNet with its
+ * shapes, parameters and multiply-adds; darknet's defaults and short
+ * names; every error with its file:line; the limits; the printed plan;
+ * allocation failures. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "alloc_fail.h"
+#include "cnn_net.h"
+
+#define LENET EMBER_SOURCE_DIR "/accelerators/cnn/nets/lenet.cfg"
+
+#define assert_contains(text, needle)                                        \
+  do {                                                                       \
+    if (!strstr((text), (needle)))                                           \
+      fail_msg("\"%s\" does not contain \"%s\"", (text), (needle));          \
+  } while (0)
+
+#define assert_shape(s, H, W, C)                                             \
+  do {                                                                       \
+    cnn_shape s_ = (s);                                                      \
+    if (s_.h != (H) || s_.w != (W) || s_.c != (C))                           \
+      fail_msg("%s = %ux%ux%u, expected %ux%ux%u", #s, s_.h, s_.w, s_.c,     \
+               (unsigned)(H), (unsigned)(W), (unsigned)(C));                 \
+  } while (0)
+
+#define assert_u64(a, b)                                                     \
+  do {                                                                       \
+    unsigned long long a_ = (a), b_ = (b);                                   \
+    if (a_ != b_) fail_msg("%s = %llu, expected %llu", #a, a_, b_);          \
+  } while (0)
+
+static cnn_net *parse_ok(const char *text) {
+  cnn_net *n = NULL;
+  char err[512];
+  int rc = cnn_cfg_parse(text, strlen(text), "t.cfg", &n, err, sizeof err);
+  if (rc) fail_msg("parse failed: %d %s\n%s", rc, err, text);
+  assert_non_null(n);
+  return n;
+}
+
+/* text must fail with rc and a message starting "t.cfg:LINE: " (or
+ * "t.cfg: " for line 0) that contains want. */
+static void parse_fails(const char *text, int rc, int line,
+                        const char *want) {
+  cnn_net *n = (cnn_net *)1;
+  char err[512], prefix[64];
+  int got = cnn_cfg_parse(text, strlen(text), "t.cfg", &n, err, sizeof err);
+  if (got != rc)
+    fail_msg("rc %d (%s), expected %d, for:\n%s", got, err, rc, text);
+  assert_null(n);
+  if (line > 0)
+    snprintf(prefix, sizeof prefix, "t.cfg:%d: ", line);
+  else
+    snprintf(prefix, sizeof prefix, "t.cfg: ");
+  if (strncmp(err, prefix, strlen(prefix)) != 0)
+    fail_msg("\"%s\" does not start with \"%s\"", err, prefix);
+  assert_contains(err, want);
+}
+
+#define NET "[net]\nheight=28\nwidth=28\nchannels=1\n" /* lines 1-4 */
+
+/* ---- the shipped network ----------------------------------------------- */
+static void test_lenet(void **state) {
+  (void)state;
+  cnn_net *n = NULL;
+  char err[512];
+  size_t count;
+  int rc = cnn_cfg_read(LENET, &n, err, sizeof err);
+  if (rc) fail_msg("%s", err);
+  const cnn_layer *l = cnn_net_layers(n, &count);
+  const cnn_train *t = cnn_net_train(n);
+  assert_shape(cnn_net_input(n), 28, 28, 1);
+  assert_int_equal(t->batch, 64);
+  assert_true(t->learning_rate == 0.01 && t->momentum == 0.9 &&
+              t->decay == 0.0005);
+  assert_int_equal(t->max_epochs, 10);
+  assert_int_equal(count, 7);
+  static const cnn_layer_kind kinds[] = {
+      CNN_LAYER_CONV, CNN_LAYER_MAXPOOL, CNN_LAYER_CONV, CNN_LAYER_MAXPOOL,
+      CNN_LAYER_CONNECTED, CNN_LAYER_CONNECTED, CNN_LAYER_SOFTMAX};
+  static const uint32_t out[7][3] = {{24, 24, 20}, {12, 12, 20}, {8, 8, 50},
+                                     {4, 4, 50},   {1, 1, 500},  {1, 1, 10},
+                                     {1, 1, 10}};
+  static const uint64_t params[7] = {520, 0, 25050, 0, 400500, 5010, 0};
+  static const uint64_t macs[7] = {24 * 24 * 20 * 25, 0, 8 * 8 * 50 * 500,
+                                   0, 800 * 500, 500 * 10, 0};
+  for (size_t i = 0; i < count; i++) {
+    assert_int_equal(l[i].kind, kinds[i]);
+    assert_shape(l[i].out, out[i][0], out[i][1], out[i][2]);
+    if (i) assert_shape(l[i].in, l[i - 1].out.h, l[i - 1].out.w,
+                        l[i - 1].out.c);
+    assert_u64(l[i].weights + l[i].biases, params[i]);
+    assert_u64(l[i].fp_macs, macs[i]);
+    assert_u64(l[i].pg_macs, macs[i]);
+    assert_u64(l[i].eb_macs, i == 0 ? 0 : macs[i]);
+  }
+  assert_int_equal(l[0].act, CNN_ACT_RELU);
+  assert_int_equal(l[4].act, CNN_ACT_RELU);
+  assert_int_equal(l[5].act, CNN_ACT_LINEAR);
+  assert_int_equal(l[0].size, 5);
+  assert_int_equal(l[1].stride, 2);
+  assert_u64(l[1].elem_ops, 12 * 12 * 20 * 4);
+  assert_u64(l[6].elem_ops, 30);
+  assert_u64(cnn_net_params(n), 431080);
+  assert_u64(cnn_net_activations(n),
+             784 + 11520 + 2880 + 3200 + 800 + 500 + 10 + 10);
+  assert_u64(cnn_net_macs(n), 3 * 2293000 - 288000);
+  assert_int_equal(cnn_net_classes(n), 10);
+  /* its line numbers, as a partitioner's messages would quote them */
+  for (size_t i = 0; i < count; i++) assert_true(l[i].line > 10);
+  cnn_net_destroy(n);
+  cnn_net_destroy(NULL);
+}
+
+/* ---- darknet's meaning of keys ------------------------------------------- */
+static void test_defaults(void **state) {
+  (void)state;
+  size_t count;
+  /* [net] defaults; conv defaults (1 filter, 1x1, stride 1, no padding);
+   * maxpool's padding defaults to size-1 in all (7 -> 4, not 3); size
+   * defaults to stride; connected output defaults to 1, which a softmax
+   * refuses, so it is written */
+  cnn_net *n = parse_ok("[net]\nheight=7\nwidth=9\nchannels=3\n"
+                        "[convolutional]\nactivation=linear\n"
+                        "[maxpool]\nsize=2\nstride=2\n"
+                        "[maxpool]\nstride=1\n"
+                        "[connected]\noutput=4\nactivation=relu\n"
+                        "[softmax]\n");
+  const cnn_layer *l = cnn_net_layers(n, &count);
+  const cnn_train *t = cnn_net_train(n);
+  assert_int_equal(t->batch, 1);
+  assert_true(t->learning_rate == 0.001 && t->momentum == 0.9 &&
+              t->decay == 0.0001);
+  assert_int_equal(t->max_epochs, 10);
+  assert_int_equal(count, 5);
+  assert_shape(l[0].out, 7, 9, 1);
+  assert_int_equal(l[0].size, 1);
+  assert_int_equal(l[0].padding, 0);
+  assert_u64(l[0].weights, 3);
+  assert_int_equal(l[1].padding, 1);
+  assert_shape(l[1].out, 4, 5, 1);
+  assert_int_equal(l[2].size, 1);
+  assert_int_equal(l[2].padding, 0);
+  assert_shape(l[2].out, 4, 5, 1);
+  assert_shape(l[3].out, 1, 1, 4);
+  assert_u64(l[3].weights, 80);
+  assert_int_equal(cnn_net_classes(n), 4);
+  cnn_net_destroy(n);
+
+  /* pad=1 is size/2 on each side; padding=N; stride; the short names;
+   * comments, blank and indented lines, CRLF, a byte order mark */
+  n = parse_ok("\xEF\xBB\xBF# a comment\r\n[network]\r\n"
+               "  height = 32\nwidth=32\nchannels=3 ; inline\n\n"
+               "; another comment\n"
+               "[conv]\nfilters=16\nsize=3\npad=1\nactivation=relu\n"
+               "[conv]\nfilters=8\nsize=5\nstride=2\npadding=1\n"
+               "activation=linear\n"
+               "[conv]\nfilters=4\nsize=3\npad=1\npadding=1\n"
+               "activation=linear\n"
+               "[max]\nsize=3\nstride=3\npadding=0\n"
+               "[conn]\noutput=10\nactivation=linear\n[soft]\n");
+  l = cnn_net_layers(n, &count);
+  assert_int_equal(count, 6);
+  assert_shape(l[0].out, 32, 32, 16);
+  assert_int_equal(l[0].padding, 1);
+  assert_u64(l[0].weights, 16 * 9 * 3);
+  assert_shape(l[1].out, 15, 15, 8); /* (32 + 2 - 5) / 2 + 1 */
+  assert_shape(l[2].out, 15, 15, 4);
+  assert_shape(l[3].out, 5, 5, 4);
+  assert_u64(l[3].elem_ops, 5 * 5 * 4 * 9);
+  assert_u64(l[4].weights, 100 * 10);
+  cnn_net_destroy(n);
+
+  /* a file without a final newline; keys with ':' as libinih reads them */
+  n = parse_ok(NET "[connected]\noutput: 3\nactivation=linear\n[softmax]");
+  assert_int_equal(cnn_net_classes(n), 3);
+  cnn_net_destroy(n);
+}
+
+/* ---- errors, each with its line -------------------------------------------- */
+static void test_errors(void **state) {
+  (void)state;
+  const int F = EMBER_EFORMAT;
+  /* values */
+  parse_fails("[net]\nheight=2x8\n", F, 2,
+              "height in [net]: '2x8' is not an integer");
+  parse_fails("[net]\nheight=\n", F, 2, "'' is not an integer");
+  parse_fails(NET "learning_rate=fast\n", F, 5,
+              "learning_rate in [net]: 'fast' is not a number");
+  parse_fails(NET "learning_rate=nan\n", F, 5, "'nan' is not a number");
+  parse_fails(NET "momentum=1\n", F, 5,
+              "momentum in [net]: 1 out of range [0, 1)");
+  parse_fails(NET "learning_rate=0\n", F, 5, "out of range (0, 10]");
+  parse_fails(NET "[convolutional]\nsize=0\n", F, 6,
+              "size in [convolutional]: 0 out of range 1..1024");
+  parse_fails(NET "[convolutional]\npad=2\n", F, 6, "2 out of range 0..1");
+  parse_fails(NET "[convolutional]\nfilters=-3\n", F, 6,
+              "-3 out of range 1..65536");
+  parse_fails(NET "[convolutional]\nactivation=leaky\n", F, 6,
+              "activation 'leaky' in [convolutional] not supported "
+              "(relu or linear)");
+  /* keys and sections */
+  parse_fails(NET "[convolutional]\ngroups=1\n", F, 6,
+              "unknown key 'groups' in [convolutional]");
+  parse_fails(NET "batch_normalize=1\n", F, 5,
+              "unknown key 'batch_normalize' in [net]");
+  parse_fails(NET "[softmax]\ngroups=1\n", F, 6,
+              "unknown key 'groups' in [softmax]");
+  parse_fails(NET "[convolutional]\nsize=3\nsize=5\n", F, 7,
+              "key 'size' repeated in [convolutional] (first on line 6)");
+  parse_fails(NET "[convolutional]\nsize=3\nactivation=relu\n[dropout]\n"
+                  "probability=.5\n", F, 8,
+              "section [dropout] not supported (ember's cnn reads [net], "
+              "[convolutional], [maxpool], [connected] and [softmax])");
+  parse_fails(NET "[Convolutional]\n", F, 5, "section [Convolutional] not");
+  parse_fails(NET "[convolutional\n", F, 5, "'[' without ']'");
+  parse_fails(NET "[softmax] x\n", F, 5, "'x' after the section name");
+  parse_fails(NET "[convolutional]\nsize 3\n", F, 6,
+              "syntax error: expected key=value or [section]");
+  parse_fails("height=28\n[net]\n", F, 1,
+              "key 'height' outside a section: a network begins with [net]");
+  /* structure */
+  parse_fails("# nothing\n\n", F, 0, "no [net] section");
+  parse_fails("", F, 0, "no [net] section");
+  parse_fails("[convolutional]\nsize=3\n" NET, F, 1,
+              "[convolutional] before [net]: a network begins with [net]");
+  parse_fails(NET "[softmax]\n[net]\n", F, 6, "[net] repeated (first on "
+                                              "line 1)");
+  parse_fails("[net]\nheight=28\nchannels=1\n[softmax]\n", F, 1,
+              "[net] needs height, width and channels (missing: width)");
+  parse_fails("[net]\n[softmax]\n", F, 1,
+              "(missing: height, width, channels)");
+  parse_fails(NET, F, 0, "no layers after [net]");
+  parse_fails(NET "[softmax]\n[connected]\noutput=2\nactivation=relu\n", F,
+              6, "[connected] after [softmax] (line 5): [softmax] must be "
+                 "the last layer");
+  parse_fails(NET "[connected]\noutput=10\nactivation=relu\n", F, 5,
+              "the last layer is [connected]: a network ends in [softmax]");
+  parse_fails(NET "[convolutional]\nfilters=2\n[softmax]\n", F, 5,
+              "[convolutional] needs an activation: relu or linear "
+              "(darknet's default, logistic, is not supported)");
+  parse_fails(NET "[connected]\noutput=4\n[softmax]\n", F, 5,
+              "[connected] needs an activation");
+  parse_fails(NET "[convolutional]\nsize=5\npad=1\npadding=3\n"
+                  "activation=relu\n",
+              F, 8, "padding=3 contradicts pad=1 (line 7), which means "
+                    "size/2 = 2");
+  parse_fails(NET "[connected]\nactivation=linear\n[softmax]\n", F, 7,
+              "[softmax] over 1 value: at least 2 classes");
+  /* shapes: a kernel larger than its input, a chain that does not */
+  parse_fails(NET "[convolutional]\nsize=29\nactivation=relu\n", F, 5,
+              "[convolutional] kernel 29x29 larger than its input 28x28x1 "
+              "with padding 0 on each side");
+  parse_fails(NET "[maxpool]\nsize=30\npadding=1\n", F, 5,
+              "[maxpool] kernel 30x30 larger than its input 28x28x1 with "
+              "padding 1 in all");
+  parse_fails(NET "[connected]\noutput=10\nactivation=relu\n"
+                  "[convolutional]\nsize=3\nactivation=relu\n[softmax]\n",
+              F, 8, "[convolutional] kernel 3x3 larger than its input "
+                    "1x1x10");
+  /* bytes */
+  {
+    static const char nul[] = "[net]\nheight=28\0\n";
+    cnn_net *n = NULL;
+    char err[256];
+    assert_int_equal(cnn_cfg_parse(nul, sizeof nul - 1, "t.cfg", &n, err,
+                                   sizeof err),
+                     F);
+    assert_string_equal(err, "t.cfg:2: NUL byte in the text");
+    assert_null(n);
+  }
+  {
+    char line[400];
+    memset(line, 'x', sizeof line);
+    memcpy(line, "[net]\nheight=", 13);
+    line[sizeof line - 1] = '\0';
+    parse_fails(line, F, 2, "line longer than");
+  }
+}
+
+/* The same kernel of 29 fits 28 with padding 1 on each side. */
+static void test_padding_fits(void **state) {
+  (void)state;
+  cnn_net *n = parse_ok(NET "[convolutional]\nsize=29\npadding=1\n"
+                            "activation=relu\n[softmax]\n");
+  size_t count;
+  const cnn_layer *l = cnn_net_layers(n, &count);
+  assert_shape(l[0].out, 2, 2, 1);
+  assert_int_equal(cnn_net_classes(n), 4);
+  cnn_net_destroy(n);
+}
+
+/* ---- limits ------------------------------------------------------------------ */
+static void test_limits(void **state) {
+  (void)state;
+  const int B = EMBER_ETOOBIG;
+  parse_fails("[net]\nheight=65537\n", B, 2,
+              "height in [net]: 65537 out of range 1..65536");
+  parse_fails(NET "batch=100000\n", B, 5, "out of range 1..65536");
+  parse_fails(NET "[connected]\noutput=16777217\n", B, 6,
+              "out of range 1..16777216");
+  parse_fails(NET "[convolutional]\nsize=99999999999999999999\n", EMBER_EFORMAT,
+              6, "is not an integer");
+  /* parameters: 4096 x 4096 inputs x 100 outputs */
+  parse_fails("[net]\nheight=4096\nwidth=4096\nchannels=1\n"
+              "[connected]\noutput=100\nactivation=relu\n[softmax]\n",
+              B, 5, "[connected] 16777216 inputs x 100 outputs: over the "
+                    "limit of 268435456 parameters");
+  /* parameters summed over layers */
+  parse_fails("[net]\nheight=1\nwidth=1\nchannels=16384\n"
+              "[connected]\noutput=10000\nactivation=relu\n"
+              "[connected]\noutput=16384\nactivation=relu\n"
+              "[connected]\noutput=10000\nactivation=relu\n[softmax]\n",
+              B, 8, "brings the parameters to 327706384, over the limit");
+  /* activations per sample: 1024 x 1024 x 65536 */
+  parse_fails("[net]\nheight=1024\nwidth=1024\nchannels=1\n"
+              "[convolutional]\nfilters=65536\nactivation=relu\n",
+              B, 5, "[convolutional] output 1024x1024x65536 over the limit "
+                    "of 67108864 values");
+  parse_fails("[net]\nheight=4096\nwidth=4096\nchannels=8\n", B, 1,
+              "input 4096x4096x8 over the limit");
+  /* batch x activations */
+  parse_fails("[net]\nheight=1024\nwidth=1024\nchannels=3\nbatch=1024\n"
+              "[softmax]\n", B, 1, "batch 1024 x 3145728 input values over "
+                                   "the limit of 2147483648");
+  parse_fails("[net]\nheight=1024\nwidth=1024\nchannels=1\nbatch=512\n"
+              "[convolutional]\nfilters=4\nactivation=relu\n",
+              B, 6, "brings the activations to 5242880 per sample "
+                    "(batch 512)");
+  /* layers */
+  {
+    size_t cap = 64 + (CNN_MAX_LAYERS + 2) * 40;
+    char *text = malloc(cap), *p = text;
+    assert_non_null(text);
+    p += sprintf(p, "[net]\nheight=1\nwidth=1\nchannels=2\n");
+    for (int i = 0; i <= CNN_MAX_LAYERS; i++)
+      p += sprintf(p, "[maxpool]\n");
+    parse_fails(text, B, 5 + CNN_MAX_LAYERS, "more than 1024 layers");
+    free(text);
+  }
+  /* the file */
+  {
+    char *big = malloc(CNN_CFG_MAX_BYTES + 2);
+    cnn_net *n = NULL;
+    char err[256];
+    assert_non_null(big);
+    memset(big, '\n', CNN_CFG_MAX_BYTES + 1);
+    assert_int_equal(cnn_cfg_parse(big, CNN_CFG_MAX_BYTES + 1, "t.cfg", &n,
+                                   err, sizeof err),
+                     B);
+    assert_string_equal(err, "t.cfg: larger than 1048576 bytes");
+    free(big);
+  }
+}
+
+/* ---- files, arguments, the printed plan ------------------------------------- */
+static void test_files(void **state) {
+  (void)state;
+  cnn_net *n = (cnn_net *)1;
+  char err[512], path[] = "/tmp/test_cnn_cfg_XXXXXX";
+  assert_int_equal(cnn_cfg_read("/nonexistent/x.cfg", &n, err, sizeof err),
+                   EMBER_EIO);
+  assert_null(n);
+  assert_contains(err, "/nonexistent/x.cfg: cannot open: ");
+  assert_int_equal(cnn_cfg_read("/tmp", &n, err, sizeof err), EMBER_EIO);
+  assert_contains(err, "/tmp: cannot read: ");
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  const char *bad = NET "[convolutional]\nsize=3\nactivation=tanh\n";
+  assert_int_equal(write(fd, bad, strlen(bad)), (ssize_t)strlen(bad));
+  close(fd);
+  assert_int_equal(cnn_cfg_read(path, &n, err, sizeof err), EMBER_EFORMAT);
+  char want[128];
+  snprintf(want, sizeof want, "%s:7: activation 'tanh'", path);
+  assert_contains(err, want);
+  unlink(path);
+  assert_int_equal(cnn_cfg_parse(NULL, 3, "t", &n, err, sizeof err),
+                   EMBER_EINVAL);
+  assert_int_equal(cnn_cfg_parse("", 0, "t", NULL, err, sizeof err),
+                   EMBER_EINVAL);
+  assert_int_equal(cnn_cfg_parse("[x]", 3, NULL, &n, err, sizeof err),
+                   EMBER_EFORMAT);
+  assert_contains(err, "input:1: ");
+  assert_int_equal(cnn_cfg_parse("[x]", 3, "t", &n, NULL, 0), EMBER_EFORMAT);
+}
+
+static void test_format(void **state) {
+  (void)state;
+  cnn_net *n = NULL;
+  char err[512];
+  if (cnn_cfg_read(LENET, &n, err, sizeof err)) fail_msg("%s", err);
+  size_t need = cnn_net_format(n, NULL, 0);
+  char *text = malloc(need + 1);
+  assert_non_null(text);
+  assert_int_equal(cnn_net_format(n, text, need + 1), need);
+  assert_int_equal(strlen(text), need);
+  assert_contains(text, "input 28x28x1, batch 64, learning_rate 0.01");
+  assert_contains(text, "convolutional        28x28x1 -> 24x24x20       "
+                        "5x5/1/0    relu            520          288000\n");
+  assert_contains(text, "maxpool             24x24x20 -> 12x12x20");
+  assert_contains(text, "connected             4x4x50 -> 1x1x500");
+  assert_contains(text, "softmax               1x1x10 -> 1x1x10");
+  assert_contains(text, "total: 7 layers, 431080 parameters, 19704 "
+                        "activations and 2293000 FP multiply-adds per "
+                        "sample (6591000 with EB and PG), 10 classes\n");
+  int lines = 0;
+  for (const char *p = text; *p; p++) lines += *p == '\n';
+  assert_int_equal(lines, 2 + 7 + 1);
+  /* a short buffer gets a NUL-terminated prefix and the same answer */
+  char small[40];
+  assert_int_equal(cnn_net_format(n, small, sizeof small), need);
+  assert_int_equal(strlen(small), sizeof small - 1);
+  assert_memory_equal(small, text, sizeof small - 1);
+  free(text);
+  assert_string_equal(cnn_layer_kind_name(CNN_LAYER_MAXPOOL), "maxpool");
+  assert_string_equal(cnn_layer_kind_name((cnn_layer_kind)0), "?");
+  cnn_net_destroy(n);
+}
+
+/* ---- allocation failures ------------------------------------------------------- */
+static void test_alloc_failures(void **state) {
+  (void)state;
+  FILE *f = fopen(LENET, "rb");
+  assert_non_null(f);
+  char base[4096];
+  size_t len = fread(base, 1, sizeof base - 1, f);
+  fclose(f);
+  base[len] = '\0';
+  /* and enough layers to grow the array more than once */
+  char text[8192];
+  snprintf(text, sizeof text, "%s", base);
+  char *end = strstr(text, "[softmax]");
+  assert_non_null(end);
+  for (int i = 0; i < 20; i++)
+    end += sprintf(end, "[connected]\noutput=10\nactivation=relu\n");
+  sprintf(end, "[softmax]\n");
+  int done = 0;
+  for (int k = 1; !done && k < 10000; k++) {
+    long live = alloc_live;
+    alloc_count = 0;
+    alloc_fail_at = k;
+    cnn_net *n = NULL;
+    char err[256];
+    int rc = cnn_cfg_parse(text, strlen(text), "t", &n, err, sizeof err);
+    int calls = alloc_count;
+    alloc_fail_at = 0;
+    if (rc == 0) {
+      assert_non_null(n);
+      size_t count;
+      cnn_net_layers(n, &count);
+      assert_int_equal(count, 27);
+      cnn_net_destroy(n);
+      done = calls < k;
+    } else {
+      if (rc != EMBER_ENOMEM)
+        fail_msg("allocation %d failed: rc %d (%s)", k, rc, err);
+      assert_null(n);
+      assert_contains(err, "out of memory");
+    }
+    if (alloc_live != live)
+      fail_msg("allocation %d failed: %ld blocks leaked", k,
+               alloc_live - live);
+  }
+  assert_true(done);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_lenet),
+      cmocka_unit_test(test_defaults),
+      cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_padding_fits),
+      cmocka_unit_test(test_limits),
+      cmocka_unit_test(test_files),
+      cmocka_unit_test(test_format),
+      cmocka_unit_test(test_alloc_failures),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
