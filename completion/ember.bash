@@ -26,7 +26,7 @@ _ember() {
       COMPREPLY=($(compgen -W "JC F81 K80 HKY GTR LG WAG JTT" -- "$cur"))
       return ;;
     --nam|--gam|--label|--match|--mismatch|--gap-open|--gap-extend|\
-    --threads|--reconnect-window|--max-vectors)
+    --threads|--instances|--reconnect-window|--max-vectors)
       return ;;
   esac
   case $cmd in
@@ -41,7 +41,7 @@ _ember() {
     lnl)
       COMPREPLY=($(compgen -W "--alignment --trees --model --type --rates
         --site-lnl --max-vectors --precision --platform --nam --embedded
-        --threads --json --help" -- "$cur")) ;;
+        --threads --instances --json --help" -- "$cur")) ;;
     accelerators)
       COMPREPLY=($(compgen -W "--nam --embedded --json --help" -- "$cur")) ;;
     beagle)

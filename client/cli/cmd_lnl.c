@@ -59,6 +59,9 @@ static const char lnl_help[] =
     "                      (planned ahead on the file's first trees), within\n"
     "                      256 MiB of partials (48 MiB of state over tcp)\n"
     "  --threads N         CPU threads of each task, over patterns (default 1)\n"
+    "  --instances N       instances scoring trees at once, over trees: each\n"
+    "                      its own state block and --max-vectors buffers, the\n"
+    "                      batches of trees dealt out in turn (default 1)\n"
     "\n"
     "Where it runs:\n"
     "  --nam ADDR          the NAM at unix:PATH or tcp:HOST:PORT\n"
@@ -83,9 +86,9 @@ static const char lnl_help[] =
     "The TSV has the header line \"tree<TAB>lnl\" and one line per tree: its\n"
     "number in the file (from 1) and its log-likelihood with 10 decimals. A\n"
     "summary line goes to standard error: trees, taxa, sites and patterns, the\n"
-    "model, tasks per platform, failed tasks, partials buffers, recomputed\n"
-    "vectors, the address used and the time. Errors in the input name the\n"
-    "file and line.\n"
+    "model, tasks per platform, failed tasks, partials buffers (of each\n"
+    "instance), recomputed vectors, the address used and the time. Errors in\n"
+    "the input name the file and line.\n"
     "\n"
     "A failed task is redone: the instance is set up again on a restored\n"
     "state block and the batch of trees run once more. When some trees cannot\n"
@@ -98,7 +101,7 @@ static const char lnl_help[] =
 enum {
   OPT_ALIGNMENT = 256, OPT_TREES, OPT_MODEL, OPT_TYPE, OPT_RATES,
   OPT_SITE_LNL, OPT_MAX_VECTORS, OPT_PRECISION, OPT_PLATFORM, OPT_NAM,
-  OPT_EMBEDDED, OPT_THREADS, OPT_JSON
+  OPT_EMBEDDED, OPT_THREADS, OPT_INSTANCES, OPT_JSON
 };
 
 static const struct option lnl_options[] = {
@@ -114,6 +117,7 @@ static const struct option lnl_options[] = {
     {"nam", required_argument, NULL, OPT_NAM},
     {"embedded", no_argument, NULL, OPT_EMBEDDED},
     {"threads", required_argument, NULL, OPT_THREADS},
+    {"instances", required_argument, NULL, OPT_INSTANCES},
     {"json", no_argument, NULL, OPT_JSON},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
@@ -121,7 +125,7 @@ static const struct option lnl_options[] = {
 typedef struct lnl_args {
   const char *alignment, *trees, *model, *rates, *site_lnl, *nam, *platform;
   const char *type;                 /* "dna", "protein" or NULL */
-  int single, embedded, json, threads, max_vectors;
+  int single, embedded, json, threads, instances, max_vectors;
 } lnl_args;
 
 static int is_platform_kind(const char *kind) {
@@ -179,6 +183,9 @@ static int parse_args(int argc, char **argv, lnl_args *a) {
     case OPT_EMBEDDED: a->embedded = 1; break;
     case OPT_THREADS:
       rc = cli_parse_int(CMD, "--threads", optarg, 1, 1024, &a->threads);
+      break;
+    case OPT_INSTANCES:
+      rc = cli_parse_int(CMD, "--instances", optarg, 1, 256, &a->instances);
       break;
     case OPT_JSON: a->json = 1; break;
     case 'h': fputs(lnl_help, stdout); return -1;
@@ -356,11 +363,13 @@ static void print_summary(const lnl_input *in, const lnl_args *a,
   char tasks[256];
   cli_kind_counts(tasks, sizeof tasks, kinds, counts, 4);
   int used = tasks[0] != '\0';
-  char t[32], sites[32], pats[32], rec[32], wall[32];
+  char t[32], sites[32], pats[32], rec[32], wall[32], inst[48] = "";
   cli_format_wall(wall_ns, wall, sizeof wall);
+  if (st->instances > 1)
+    snprintf(inst, sizeof inst, " x %zu instances", st->instances);
   fprintf(stderr,
           "ember: %s tree%s, %zu taxa, %s sites (%s patterns), %s, %s, "
-          "%zu task%s%s%s%s, %zu failed, %zu partials buffers (%s "
+          "%zu task%s%s%s%s, %zu failed, %zu partials buffers%s (%s "
           "recomputed), via %s, %s\n",
           cli_group_digits(trees, t, sizeof t), trees == 1 ? "" : "s",
           ember_alignment_taxa(in->aln),
@@ -369,7 +378,7 @@ static void print_summary(const lnl_input *in, const lnl_args *a,
                            sizeof pats),
           ember_model_name(in->model), a->single ? "single" : "double",
           st->tasks, st->tasks == 1 ? "" : "s", used ? " (" : "", tasks,
-          used ? ")" : "", st->tasks_failed, st->vectors,
+          used ? ")" : "", st->tasks_failed, st->vectors, inst,
           cli_group_digits(st->recomputed, rec, sizeof rec), address, wall);
 }
 
@@ -459,6 +468,7 @@ static int score(const lnl_args *a, lnl_input *in, lnl_out *o) {
   p.precision = a->single ? EMBER_LNL_SINGLE : EMBER_LNL_DOUBLE;
   p.max_vectors = (size_t)a->max_vectors;
   p.threads = (unsigned)a->threads;
+  p.instances = (unsigned)a->instances;
   p.platform = a->platform;
   p.site_lnl = o->site != NULL;
   p.tree_cb = on_tree;

@@ -5,6 +5,7 @@
  * front end to these calls.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +15,8 @@
 #include "plf_alignment.h"
 #include "plf_model.h"
 
-#define EMBER__LNL_PARAMS_V0 EMBER__V0_SIZE(ember_lnl_params, tree_user)
-#define EMBER__LNL_REPORT_V0 EMBER__V0_SIZE(ember_lnl_report, wall_ns)
+#define EMBER__LNL_PARAMS_V0 EMBER__V0_SIZE(ember_lnl_params, instances)
+#define EMBER__LNL_REPORT_V0 EMBER__V0_SIZE(ember_lnl_report, instances)
 
 /* The default max_vectors: the fewest that recompute nothing, within these
  * bytes. */
@@ -437,6 +438,10 @@ static int check_args(ember_client *client, const ember_lnl_params *p,
                             "EMBER_LNL_SINGLE", (int)p->precision);
     return EMBER_EPARAM;
   }
+  if (p->instances > 256) {
+    ember__client_set_error("instances: %u is over 256", p->instances);
+    return EMBER_EPARAM;
+  }
   if (p->threads > 1024) {
     ember__client_set_error("threads: %u is over 1024", p->threads);
     return EMBER_EPARAM;
@@ -489,26 +494,134 @@ static int deliver(scoring *sc, size_t first, size_t n, size_t *delivered) {
   return 0;
 }
 
-static void fill_report(ember_lnl_report *r, const lnl_run *run,
-                        size_t scored, size_t failed, size_t patterns) {
+/* One instance: its state block and planner (run) on a thread of its own,
+ * scoring the batches j = index, index + k, ... into its buffers, each
+ * kept until the calling thread has delivered it. */
+typedef struct instance {
+  struct scorer *sc;
+  unsigned index;
+  pthread_t thread;
+  lnl_run *run;
+  int create_rc;               /* the run could not be made: its batches fail */
+  double *batch_lnl, *batch_site;
+  /* the batch in the buffers (-1: none) and how it went; under sc->lock */
+  long ready;
+  int ready_rc;
+  char err[1024];
+} instance;
+
+/* What the instances share with the calling thread. */
+typedef struct scorer {
+  ember_client *client;
+  const lnl_setup *setup;
+  int vectors;
+  plf_tree *const *trees;
+  size_t total, batch, batches;
+  unsigned k;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int go;                      /* the instances' threads all started */
+  int stop;                    /* the tree callback stopped the call */
+} scorer;
+
+static void *instance_main(void *arg) {
+  instance *in = arg;
+  scorer *sc = in->sc;
+  int fatal = 0, fatal_rc = 0;
+  in->create_rc = ember__lnl_run_create(sc->client, sc->setup, sc->vectors,
+                                        &in->run, in->err, sizeof in->err);
+  pthread_mutex_lock(&sc->lock);
+  while (!sc->go) pthread_cond_wait(&sc->cond, &sc->lock);  /* k is final */
+  pthread_mutex_unlock(&sc->lock);
+  for (size_t j = in->index; j < sc->batches; j += sc->k) {
+    pthread_mutex_lock(&sc->lock);
+    while (in->ready != -1 && !sc->stop)
+      pthread_cond_wait(&sc->cond, &sc->lock);
+    int stop = sc->stop;
+    pthread_mutex_unlock(&sc->lock);
+    if (stop) break;
+    size_t first = j * sc->batch;
+    size_t n = sc->total - first < sc->batch ? sc->total - first : sc->batch;
+    char err[1024] = "";
+    int rc = in->create_rc ? in->create_rc : fatal_rc;
+    if (rc == 0) {
+      rc = ember__lnl_run_batch(in->run, sc->trees + first, n, in->batch_lnl,
+                                in->batch_site, &fatal, err, sizeof err);
+      if (fatal) fatal_rc = rc;   /* the run cannot go on: the rest fail */
+    }
+    pthread_mutex_lock(&sc->lock);
+    in->ready = (long)j;
+    in->ready_rc = rc;
+    if (err[0]) snprintf(in->err, sizeof in->err, "%s", err);
+    pthread_cond_broadcast(&sc->cond);
+    pthread_mutex_unlock(&sc->lock);
+  }
+  return NULL;
+}
+
+static void add_stats(ember_lnl_report *r, const lnl_run *run) {
+  if (!run) return;
   lnl_stats st;
   ember__lnl_run_stats(run, &st);
-  r->trees = scored;
-  r->trees_failed = failed;
-  r->patterns = patterns;
-  r->tasks = st.tasks;
-  r->tasks_cpu = st.tasks_cpu;
-  r->tasks_opencl = st.tasks_opencl;
-  r->tasks_fpga_emu = st.tasks_fpga_emu;
-  r->tasks_other = st.tasks_other;
-  r->tasks_failed = st.tasks_failed;
-  r->setups = st.setups;
-  r->ops = st.ops;
-  r->recomputed = st.recomputed;
-  r->hits = st.hits;
+  r->tasks += st.tasks;
+  r->tasks_cpu += st.tasks_cpu;
+  r->tasks_opencl += st.tasks_opencl;
+  r->tasks_fpga_emu += st.tasks_fpga_emu;
+  r->tasks_other += st.tasks_other;
+  r->tasks_failed += st.tasks_failed;
+  r->setups += st.setups;
+  r->ops += st.ops;
+  r->recomputed += st.recomputed;
+  r->hits += st.hits;
   r->vectors = (size_t)st.vectors;
-  r->state_bytes = st.state_bytes;
-  r->exec_ns = st.exec_ns;
+  r->state_bytes += st.state_bytes;
+  r->exec_ns += st.exec_ns;
+}
+
+/* Deliver the batches in order as the instances finish them: results to
+ * the caller's arrays and tree_cb, failures marked. Returns the first
+ * error (with its message set). */
+static int deliver_in_order(scorer *sc, instance *ins, scoring *out,
+                            size_t *failed, ember_progress_cb progress,
+                            void *user) {
+  int first_rc = 0, rc = 0;
+  char first_error[1024] = "";
+  size_t done_trees = 0, given;
+  for (size_t j = 0; j < sc->batches; j++) {
+    instance *in = &ins[j % sc->k];
+    size_t first = j * sc->batch;
+    size_t n = sc->total - first < sc->batch ? sc->total - first : sc->batch;
+    pthread_mutex_lock(&sc->lock);
+    while (in->ready != (long)j) pthread_cond_wait(&sc->cond, &sc->lock);
+    int brc = in->ready_rc;
+    if (brc && !first_rc) {
+      first_rc = brc;
+      snprintf(first_error, sizeof first_error, "%s", in->err);
+    }
+    pthread_mutex_unlock(&sc->lock);
+    if (brc) {
+      mark_failed(out, first, n);
+      *failed += n;
+    } else {
+      out->batch_lnl = in->batch_lnl;
+      out->batch_site = in->batch_site;
+      rc = deliver(out, first, n, &given);
+    }
+    pthread_mutex_lock(&sc->lock);
+    if (rc) sc->stop = 1;
+    else in->ready = -1;
+    pthread_cond_broadcast(&sc->cond);
+    pthread_mutex_unlock(&sc->lock);
+    if (rc) {
+      mark_failed(out, first + given, sc->total - first - given);
+      *failed += sc->total - first - given;
+      return rc;
+    }
+    done_trees += n;
+    if (progress) progress(done_trees, sc->total, user);
+  }
+  if (first_rc) ember__client_set_error("%s", first_error);
+  return first_rc;
 }
 
 /* The work of ember_lnl, on structs of this library's size. */
@@ -546,71 +659,85 @@ static int score(ember_client *client, const ember_lnl_params *p,
       .cat_rates = plf_model_category_rates(m),
       .cat_weights = plf_model_category_weights(m),
       .pattern_weights = plf_alignment_weights(aln)};
-  scoring sc = {.p = p, .sites = plf_alignment_sites(aln),
-                .patterns = (size_t)s.patterns,
-                .site_pattern = plf_alignment_site_patterns(aln),
-                .lnl = lnl, .site_lnl = site_lnl};
-  size_t total = (size_t)trees->n;
-  lnl_run *run = NULL;
-  int vectors = 0;
-  char err[1024] = "";
-  int rc = choose_vectors(client, p, trees, &s, want_sites, &vectors);
+  scoring out = {.p = p, .sites = plf_alignment_sites(aln),
+                 .patterns = (size_t)s.patterns,
+                 .site_pattern = plf_alignment_site_patterns(aln),
+                 .lnl = lnl, .site_lnl = site_lnl};
+  scorer sc = {.client = client, .setup = &s, .trees = trees->trees,
+               .total = (size_t)trees->n};
+  instance *ins = NULL;
+  unsigned n_ins = 0;
+  size_t failed = 0;
+  int ran = 0;   /* the instances ran: every tree has a value or NaN */
+  int rc = choose_vectors(client, p, trees, &s, want_sites, &sc.vectors);
   if (rc) goto done;
-  rc = ember__lnl_run_create(client, &s, vectors, &run, err, sizeof err);
-  if (rc) {
-    ember__client_set_error("%s", err);
-    goto done;
+  sc.batch = ember__lnl_run_batch_size(&s, want_sites);
+  sc.k = p->instances ? p->instances : 1;
+  /* several instances: batches small enough that each gets one */
+  size_t share = (sc.total + sc.k - 1) / sc.k;
+  if (sc.batch > share) sc.batch = share;
+  sc.batches = (sc.total + sc.batch - 1) / sc.batch;
+  if (sc.k > sc.batches) sc.k = (unsigned)sc.batches;
+  ins = calloc(sc.k, sizeof *ins);
+  n_ins = ins ? sc.k : 0;
+  if (want_sites)
+    out.tree_sites = malloc((out.sites ? out.sites : 1) * sizeof(double));
+  if (!ins || (want_sites && !out.tree_sites)) goto oom;
+  for (unsigned w = 0; w < sc.k; w++) {
+    ins[w] = (instance){.sc = &sc, .index = w, .ready = -1};
+    ins[w].batch_lnl = malloc(sc.batch * sizeof(double));
+    if (want_sites)
+      ins[w].batch_site = malloc(sc.batch * out.patterns * sizeof(double));
+    if (!ins[w].batch_lnl || (want_sites && !ins[w].batch_site)) goto oom;
   }
-  size_t batch = ember__lnl_run_batch_size(&s, want_sites);
-  sc.batch_lnl = malloc(batch * sizeof *sc.batch_lnl);
-  if (want_sites) {
-    sc.batch_site = malloc(batch * sc.patterns * sizeof *sc.batch_site);
-    sc.tree_sites = malloc((sc.sites ? sc.sites : 1) * sizeof *sc.tree_sites);
-  }
-  if (!sc.batch_lnl || (want_sites && (!sc.batch_site || !sc.tree_sites))) {
-    ember__client_set_error("out of memory");
+  pthread_mutex_init(&sc.lock, NULL);
+  pthread_cond_init(&sc.cond, NULL);
+  unsigned started = 0;
+  while (started < sc.k &&
+         pthread_create(&ins[started].thread, NULL, instance_main,
+                        &ins[started]) == 0)
+    started++;
+  pthread_mutex_lock(&sc.lock);
+  sc.k = started;   /* the batches are dealt to the instances that started */
+  sc.go = 1;
+  pthread_cond_broadcast(&sc.cond);
+  pthread_mutex_unlock(&sc.lock);
+  ran = 1;
+  if (started == 0) {
+    ember__client_set_error("cannot start a thread for an instance");
     rc = EMBER_ENOMEM;
-    goto done;
+    mark_failed(&out, 0, sc.total);
+    failed = sc.total;
+  } else {
+    rc = deliver_in_order(&sc, ins, &out, &failed, progress, user);
   }
-  size_t failed = 0, done_trees = 0, given;
-  int first_rc = 0, fatal = 0;
-  char first_error[1024] = "";
-  for (size_t i = 0; i < total; i += batch) {
-    size_t n = total - i < batch ? total - i : batch;
-    if (fatal) {
-      mark_failed(&sc, i, n);
-      failed += n;
-      continue;
-    }
-    int brc = ember__lnl_run_batch(run, trees->trees + i, n, sc.batch_lnl,
-                                   sc.batch_site, &fatal, err, sizeof err);
-    if (brc) {
-      if (!first_rc) {
-        first_rc = brc;
-        snprintf(first_error, sizeof first_error, "%s", err);
-      }
-      mark_failed(&sc, i, n);
-      failed += n;
-    } else if ((rc = deliver(&sc, i, n, &given)) != 0) {
-      mark_failed(&sc, i + given, total - i - given);
-      failed += total - i - given;
-      break;
-    }
-    done_trees += n;
-    if (progress) progress(done_trees, total, user);
+  for (unsigned w = 0; w < started; w++) pthread_join(ins[w].thread, NULL);
+  pthread_cond_destroy(&sc.cond);
+  pthread_mutex_destroy(&sc.lock);
+  if (report) {
+    report->trees = sc.total - failed;
+    report->trees_failed = failed;
+    report->patterns = out.patterns;
+    for (unsigned w = 0; w < sc.k; w++) add_stats(report, ins[w].run);
+    report->vectors = (size_t)sc.vectors;
+    report->instances = sc.k;
   }
-  if (report) fill_report(report, run, total - failed, failed, sc.patterns);
-  if (rc == 0 && first_rc) {
-    rc = first_rc;
-    ember__client_set_error("%s", first_error);
-  }
+  goto done;
+oom:
+  ember__client_set_error("out of memory");
+  rc = EMBER_ENOMEM;
 done:
-  if (rc && !run) mark_failed(&sc, 0, total);
-  if (rc && !run && report) report->trees_failed = total;
-  free(sc.batch_lnl);
-  free(sc.batch_site);
-  free(sc.tree_sites);
-  ember__lnl_run_destroy(run);
+  if (rc && !ran) {
+    mark_failed(&out, 0, sc.total);
+    if (report) report->trees_failed = sc.total;
+  }
+  for (unsigned w = 0; w < n_ins; w++) {
+    free(ins[w].batch_lnl);
+    free(ins[w].batch_site);
+    ember__lnl_run_destroy(ins[w].run);
+  }
+  free(ins);
+  free(out.tree_sites);
   tips_free(&tp);
   return rc;
 }

@@ -74,7 +74,8 @@ def connect(address=None, *, client_name=None, no_fallback=False, threads=0,
 
 def lnl(alignment, trees, model=None, *, type=None, rates=None,
         site_lnl=False, precision="double", max_vectors=None, threads=None,
-        platform=None, address=None, report=False, progress=None):
+        instances=None, platform=None, address=None, report=False,
+        progress=None):
     """Log-likelihoods of fixed trees on the plf accelerator, as
     Client.lnl (its docstring has the arguments and the result), on a
     client opened for the call: address as for connect() (None: the
@@ -89,7 +90,8 @@ def lnl(alignment, trees, model=None, *, type=None, rates=None,
     """
     kw = dict(type=type, rates=rates, site_lnl=site_lnl,
               precision=precision, max_vectors=max_vectors, threads=threads,
-              platform=platform, report=report, progress=progress)
+              instances=instances, platform=platform, report=report,
+              progress=progress)
     with Client(address, client_name="python ember.lnl") as c:
         if c.address == "embedded" or c.connected:
             return c.lnl(alignment, trees, model, **kw)

@@ -673,7 +673,8 @@ class Client:
 
     def lnl(self, alignment, trees, model=None, *, type=None, rates=None,
             site_lnl=False, precision="double", max_vectors=None,
-            threads=None, platform=None, report=False, progress=None):
+            threads=None, instances=None, platform=None, report=False,
+            progress=None):
         """Log-likelihoods of fixed trees (ember_lnl): every tree scored for
         the alignment under one substitution model on the plf accelerator
         (branch lengths and parameters as given, nothing optimised).
@@ -689,7 +690,9 @@ class Client:
         modifiers ("+G4{0.5}") or None.
         precision: "double" or "single"; max_vectors: partials buffers for
         ancestral vectors (None: the fewest that recompute nothing);
-        threads: CPU threads per task (None: 1); platform: require a
+        threads: CPU threads per task, over patterns (None: 1); instances:
+        instances scoring trees at once, over trees, each with its own
+        buffers (None: 1); platform: require a
         platform kind ("cpu", "opencl", "fpga-emu"). progress: called as
         progress(done, total) on this thread after each batch of trees.
 
@@ -707,7 +710,8 @@ class Client:
         return _lnl.score(self._handle(), alignment, trees, model, type=type,
                           rates=rates, site_lnl=site_lnl, precision=precision,
                           max_vectors=max_vectors, threads=threads,
-                          platform=platform, report=report, progress=progress)
+                          instances=instances, platform=platform,
+                          report=report, progress=progress)
 
     # -- introspection ---------------------------------------------------
 

@@ -144,6 +144,7 @@ class EmberLnlParams(ctypes.Structure):
         ("site_lnl", c_int),
         ("tree_cb", LNL_TREE_CB),
         ("tree_user", c_void_p),
+        ("instances", c_uint),
     ]
 
 
@@ -167,6 +168,7 @@ class EmberLnlReport(ctypes.Structure):
         ("state_bytes", c_uint64),
         ("exec_ns", c_uint64),
         ("wall_ns", c_uint64),
+        ("instances", c_size_t),
     ]
 
 

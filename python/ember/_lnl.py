@@ -92,7 +92,7 @@ def _read_trees(trees, aln):
     return h
 
 
-def _params(precision, max_vectors, threads, platform):
+def _params(precision, max_vectors, threads, instances, platform):
     p = _lib.EmberLnlParams()
     lib.ember_lnl_params_default(ctypes.byref(p))
     p.size = ctypes.sizeof(p)
@@ -113,6 +113,13 @@ def _params(precision, max_vectors, threads, platform):
         if not 1 <= threads <= 1024:
             raise ValueError("threads is %d, out of range [1, 1024]" % threads)
         p.threads = threads
+    if instances is not None:
+        if isinstance(instances, bool) or not isinstance(instances, int):
+            raise TypeError("instances must be an int or None")
+        if not 1 <= instances <= 256:
+            raise ValueError("instances is %d, out of range [1, 256]"
+                             % instances)
+        p.instances = instances
     if platform is not None:
         p.platform = _text_arg(platform, "platform")
     return p
@@ -120,14 +127,14 @@ def _params(precision, max_vectors, threads, platform):
 
 def score(client_handle, alignment, trees, model, *, type=None, rates=None,
           site_lnl=False, precision="double", max_vectors=None, threads=None,
-          platform=None, report=False, progress=None):
+          instances=None, platform=None, report=False, progress=None):
     """The work of Client.lnl (its docstring is the manual)."""
     if model is None and rates is None:
         raise ValueError("give a model (e.g. 'GTR+G4'), a rates file, or "
                          "both")
     m_arg = None if model is None else _text_arg(model, "model")
     r_arg = None if rates is None else _path_arg(rates, "rates")
-    params = _params(precision, max_vectors, threads, platform)
+    params = _params(precision, max_vectors, threads, instances, platform)
     if progress is not None and not callable(progress):
         raise TypeError("progress must be callable")
     aln = model_h = trees_h = None

@@ -65,6 +65,7 @@ int main(void) {
   F(ember_lnl_params, max_vectors); F(ember_lnl_params, threads);
   F(ember_lnl_params, platform); F(ember_lnl_params, site_lnl);
   F(ember_lnl_params, tree_cb); F(ember_lnl_params, tree_user);
+  F(ember_lnl_params, instances);
 
   S(ember_lnl_report);
   F(ember_lnl_report, size); F(ember_lnl_report, trees);
@@ -76,6 +77,7 @@ int main(void) {
   F(ember_lnl_report, recomputed); F(ember_lnl_report, hits);
   F(ember_lnl_report, vectors); F(ember_lnl_report, state_bytes);
   F(ember_lnl_report, exec_ns); F(ember_lnl_report, wall_ns);
+  F(ember_lnl_report, instances);
 
   S(ember_pair_info);
   F(ember_pair_info, size); F(ember_pair_info, accelerator);

@@ -94,6 +94,25 @@ def test_site_lnl_shape_and_sum(client):
     assert seen and seen[-1] == (3, 3)
 
 
+def test_instances_over_trees(client, nam):
+    """Several instances score the trees at once: the same values, in
+    order, embedded and through the NAM."""
+    tree = first_line(os.path.join(DATA, "example.tree"))
+    trees = [tree.replace("Frog:0.1543000391", "Frog:0.%d543000391" % k)
+             for k in range(1, 8)]
+    aln = os.path.join(DATA, "example.phy")
+    one, site_one = client.lnl(aln, trees, MODELS["HKYG"], site_lnl=True)
+    with ember.connect(nam.address, no_fallback=True) as c:
+        for cl in (client, c):
+            lnl, site, rep = cl.lnl(aln, trees, MODELS["HKYG"], instances=3,
+                                    site_lnl=True, report=True)
+            assert rep["instances"] == 3 and rep["trees"] == 7
+            np.testing.assert_array_equal(lnl, one)
+            np.testing.assert_array_equal(site, site_one)
+    with pytest.raises(ValueError):
+        client.lnl(aln, trees, MODELS["HKYG"], instances=0)
+
+
 def test_alignment_as_dict_and_pairs(client):
     seqs = read_fasta(os.path.join(DATA, "primates.fasta"))
     tree = first_line(os.path.join(DATA, "primates.tree"))

@@ -225,8 +225,8 @@ static void test_sequences_and_strings(void **state) {
 
 typedef struct seen {
   size_t calls, sites, progress_done, progress_total;
-  double lnl[8];
-  double sum[8];
+  double lnl[16];
+  double sum[16];
   int stop_at;
 } seen;
 
@@ -306,6 +306,74 @@ static void test_site_lnl(void **state) {
   ember_alignment_free(aln);
 }
 
+/* Several instances (threads over trees): the same values and site values
+ * as one, the callback in tree order on this thread, the report counting
+ * instances; a callback that stops leaves the trees after it NaN. */
+static void test_instances(void **state) {
+  (void)state;
+  enum { TREES = 7 };
+  ember_alignment *aln = NULL;
+  ember_model *m = NULL;
+  ember_trees *t = NULL;
+  assert_rc(ember_alignment_read(DATA "example.phy", "dna", &aln), 0);
+  assert_rc(ember_model_parse(HKYG, NULL, aln, &m), 0);
+  char *tree = read_tree(DATA "example.tree");
+  char *variant[TREES];
+  const char *newick[TREES];
+  for (int k = 0; k < TREES; k++) {   /* Frog's branch 0.1543 -> 0.k543 */
+    variant[k] = strdup(tree);
+    char *frog = strstr(variant[k], "Frog:0.1543000391");
+    assert_non_null(frog);
+    frog[7] = (char)('1' + k);
+    newick[k] = variant[k];
+  }
+  assert_rc(ember_trees_parse(newick, TREES, aln, &t), 0);
+  size_t sites = ember_alignment_sites(aln);
+  double one[TREES], many[TREES];
+  double *site_one = malloc(TREES * sites * sizeof(double));
+  double *site_many = malloc(TREES * sites * sizeof(double));
+  assert_true(site_one && site_many);
+  ember_lnl_params p;
+  ember_lnl_params_default(&p);
+  ember_lnl_report r = {.size = sizeof r};
+  assert_rc(ember_lnl(client, &p, m, t, one, site_one, &r, NULL, NULL), 0);
+  assert_int_equal(r.instances, 1);
+  for (unsigned k = 2; k <= 9; k += 7) {   /* 2, and more than the trees */
+    seen s = {.stop_at = -1};
+    p.instances = k;
+    p.tree_cb = on_tree;
+    p.tree_user = &s;
+    assert_rc(ember_lnl(client, &p, m, t, many, site_many, &r, on_progress,
+                        &s), 0);
+    assert_int_equal(r.instances, k < TREES ? k : TREES);
+    assert_int_equal(r.trees, TREES);
+    assert_int_equal(r.setups, r.instances);
+    assert_int_equal(s.calls, TREES);
+    assert_int_equal(s.progress_done, TREES);
+    assert_memory_equal(one, many, sizeof one);
+    assert_memory_equal(site_one, site_many, TREES * sites * sizeof(double));
+  }
+  seen stop = {.stop_at = 2};
+  p.tree_user = &stop;
+  p.instances = 3;
+  assert_rc(ember_lnl(client, &p, m, t, many, NULL, &r, NULL, NULL),
+            EMBER_ECANCELED);
+  assert_int_equal(stop.calls, 3);
+  assert_int_equal(r.trees_failed, TREES - 3);
+  for (int k = 3; k < TREES; k++) assert_true(isnan(many[k]));
+  p.instances = 257;
+  assert_rc(ember_lnl(client, &p, m, t, many, NULL, NULL, NULL, NULL),
+            EMBER_EPARAM);
+  assert_contains(ember_last_error(), "instances");
+  for (int k = 0; k < TREES; k++) free(variant[k]);
+  free(site_one);
+  free(site_many);
+  free(tree);
+  ember_trees_free(t);
+  ember_model_free(m);
+  ember_alignment_free(aln);
+}
+
 /* The first release's layouts: size 0 means "up to its last field". */
 static void test_size_zero(void **state) {
   (void)state;
@@ -319,7 +387,7 @@ static void test_size_zero(void **state) {
   memset(&p, 0, sizeof p);       /* size 0: the first layout */
   p.max_vectors = ember_lnl_min_vectors(12);
   ember_lnl_report rep;
-  memset(&rep, 0, sizeof rep);   /* size 0: filled up to wall_ns */
+  memset(&rep, 0, sizeof rep);   /* size 0: filled up to instances */
   double lnl = 0;
   assert_rc(ember_lnl(client, &p, m, t, &lnl, NULL, &rep, NULL, NULL), 0);
   assert_rel(lnl, -6424.202447, 1e-6);
@@ -447,6 +515,7 @@ int main(void) {
       cmocka_unit_test(test_reference_tables),
       cmocka_unit_test(test_sequences_and_strings),
       cmocka_unit_test(test_site_lnl),
+      cmocka_unit_test(test_instances),
       cmocka_unit_test(test_size_zero),
       cmocka_unit_test(test_bad_input),
   };

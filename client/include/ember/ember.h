@@ -573,6 +573,11 @@ typedef struct ember_lnl_params {
                                 too) */
   ember_lnl_tree_cb tree_cb; /* NULL: none */
   void *tree_user;           /* tree_cb's user */
+  /* instances scoring trees at once (threads over trees): each its own
+   * state block, planner and max_vectors, the batches dealt out in turn
+   * and delivered in order; on a NAM they run on as many of its workers.
+   * 0: 1 */
+  unsigned instances;
 } ember_lnl_params;
 
 /* ember_lnl_params_default - double precision, the default vectors, one
@@ -599,9 +604,11 @@ typedef struct ember_lnl_report {
                                 they had been dropped */
   uint64_t hits;             /* vectors found resident, not computed */
   size_t vectors;            /* partials buffers for ancestral vectors */
-  uint64_t state_bytes;      /* the instance's state block */
+  uint64_t state_bytes;      /* the instances' state blocks, summed */
   uint64_t exec_ns;          /* the tasks' time on their platforms */
   uint64_t wall_ns;          /* the call's */
+  size_t instances;          /* instances that scored trees (vectors is
+                                each one's) */
 } ember_lnl_report;
 
 /*
@@ -614,7 +621,10 @@ typedef struct ember_lnl_report {
  * One instance (a state block) holds the alignment's tips and the model;
  * the trees go in batches, each one task, the planner keeping vectors that
  * later trees share resident within params->max_vectors. A failed task is
- * redone once on the instance set up again (ember_block_restore).
+ * redone once on the instance set up again (ember_block_restore). With
+ * params->instances > 1, that many instances score the batches in turn,
+ * each on a thread of the library's (callbacks still come on the calling
+ * thread, in tree order).
  *
  * lnl (may be NULL): receives ember_trees_count(trees) values. site_lnl
  * (may be NULL): count x ember_alignment_sites values, tree by tree, each
