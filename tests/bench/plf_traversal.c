@@ -28,12 +28,16 @@
  * Params.threads; whether BEAGLE's instance took the flag is printed).
  * Figures: the best of --reps traversals (20 times as many for a data set
  * under 10^7 taxa x patterns) after a warm-up, BEAGLE and ember
- * interleaved; the CPU time of the best; ember's speedup over BEAGLE; the
- * bytes one traversal moves, estimated per pattern from the plan (each op:
- * children read, 4 B for a tip's state, C x S reals for partials; C x S
- * reals and 1 scale written; an accumulation reads its k scales and the
- * op's and writes it, k + 2 reals; the root: its partials, its scale and
- * the pattern weights), as GB/s and % of the triad; and
+ * interleaved; the CPU time of the best and its ratio to the wall-clock
+ * time (about 1 when only one thread worked: Debian's BEAGLE 3.1.2 takes
+ * BEAGLE_FLAG_THREADING_CPP and beagleSetCPUThreadCount(2) without an
+ * error, yet on the 2-core machine measured its updates ran on one
+ * thread); ember's speedup over BEAGLE; the bytes one traversal moves,
+ * estimated per pattern from the plan (each op: children read, 4 B for a
+ * tip's state, C x S reals for partials; C x S reals and 1 scale written;
+ * an accumulation reads its k scales and the op's and writes it, k + 2
+ * reals; the root: its partials, its scale and the pattern weights), as
+ * GB/s and % of the triad; and
  * |lnL_ember - lnL_BEAGLE| / |lnL_BEAGLE|.
  *
  * ember's state block has room for a partials buffer per tip too (plf
@@ -240,9 +244,9 @@ static void print_row(const char *prec, int threads, const char *impl,
                       const timing *t, const timing *beagle, double bytes,
                       double triad) {
   double gbs = bytes / t->wall / 1e9;
-  printf("  %-6s %3d  %-30s %9.3f %9.3f %7.2fx %8.2f %6.1f%%  %.1e\n", prec,
-         threads, impl, t->wall * 1e3, t->cpu * 1e3, beagle->wall / t->wall,
-         gbs,
+  printf("  %-6s %3d  %-30s %9.3f %9.3f %5.2f %7.2fx %8.2f %6.1f%%  %.1e\n",
+         prec, threads, impl, t->wall * 1e3, t->cpu * 1e3, t->cpu / t->wall,
+         beagle->wall / t->wall, gbs,
          100 * gbs / triad, fabs(t->lnl - beagle->lnl) / fabs(beagle->lnl));
 }
 
@@ -272,8 +276,9 @@ static int bench_data(const pb_tdata *d, const pb_traversal_opts *o,
   if (d->ambiguous)
     printf("  %d partial ambiguity codes read as missing data (tips as "
            "compact states on both sides)\n", d->ambiguous);
-  printf("  %-6s %3s  %-30s %9s %9s %8s %8s %7s  %s\n", "prec", "thr",
-         "implementation", "wall ms", "cpu ms", "speedup", "GB/s", "%triad",
+  printf("  %-6s %3s  %-30s %9s %9s %5s %8s %8s %7s  %s\n", "prec", "thr",
+         "implementation", "wall ms", "cpu ms", "cpu/w", "speedup", "GB/s",
+         "%triad",
          "lnL rel. to BEAGLE");
   int rc = 0;
   for (int single = 0; single <= o->single && !rc; single++)
