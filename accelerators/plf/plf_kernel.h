@@ -216,10 +216,13 @@ int plf_edge_lnl_f(const plf_kernels *k, const plf_dims *d,
 
 /* ---- threaded over patterns ------------------------------------------- */
 
-/* The same over all P patterns, split into nthreads contiguous ranges (each
- * a multiple of 64 patterns but the last) run on nthreads - 1 new threads
- * and the caller's; nthreads <= 1 runs on the caller's thread only. The
- * total lnl is summed in range order (the same for the same nthreads).
+/* The same over all P patterns, split into up to nthreads contiguous ranges
+ * (each a multiple of 64 patterns and at least 32,768 values, C x S per
+ * pattern, but the last: a smaller problem takes fewer threads, none but
+ * the caller's below that, as starting a thread costs about what it saves)
+ * run on new threads and the caller's; nthreads <= 1 runs on the caller's
+ * thread only. The total lnl is summed in range order (the same for the
+ * same nthreads and dimensions).
  * nthreads is capped at 256; a range whose thread cannot start runs on
  * the caller's thread. 0 or EMBER_EINVAL. */
 int plf_update_partials_mt_d(const plf_kernels *k, const plf_dims *d,

@@ -10,6 +10,9 @@
 
 #define MAX_THREADS 256
 #define RANGE_ALIGN 64   /* patterns; keeps threads off each other's lines */
+/* values (C x S per pattern) a range gets at least: for less, starting and
+ * joining a thread costs about what it saves (tens of microseconds) */
+#define MIN_RANGE_VALUES 32768
 
 typedef int (*range_fn)(const void *ctx, int p0, int p1, double *lnl);
 
@@ -27,13 +30,17 @@ static void *part_main(void *arg) {
   return NULL;
 }
 
-/* fn over [0, P) in up to nthreads ranges; *lnl (if not NULL): their sum
- * in range order. fn's checks must already have passed. */
-static int run_split(range_fn fn, const void *ctx, int P, int nthreads,
-                     double *lnl) {
+/* fn over [0, P) of d in up to nthreads ranges; *lnl (if not NULL): their
+ * sum in range order. fn's checks must already have passed. */
+static int run_split(range_fn fn, const void *ctx, const plf_dims *d,
+                     int nthreads, double *lnl) {
+  const int P = d->patterns;
   if (nthreads > MAX_THREADS) nthreads = MAX_THREADS;
   if (nthreads < 1) nthreads = 1;
   long per = ((long)P + nthreads - 1) / nthreads;
+  long values = (long)d->states * d->categories;
+  long least = (MIN_RANGE_VALUES + values - 1) / values;
+  if (per < least) per = least;
   per = (per + RANGE_ALIGN - 1) / RANGE_ALIGN * RANGE_ALIGN;
   int n = (int)(((long)P + per - 1) / per);
   if (n < 1) n = 1;
@@ -78,7 +85,7 @@ static int run_split(range_fn fn, const void *ctx, int P, int nthreads,
     int rc = plf_update_partials_##T(k, d, op, 0, 0);                        \
     if (rc) return rc;                                                       \
     update_ctx_##T u = {k, d, op};                                           \
-    return run_split(update_range_##T, &u, d->patterns, nthreads, NULL);     \
+    return run_split(update_range_##T, &u, d, nthreads, NULL);               \
   }                                                                          \
   typedef struct root_ctx_##T {                                              \
     const plf_kernels *k;                                                    \
@@ -96,7 +103,7 @@ static int run_split(range_fn fn, const void *ctx, int P, int nthreads,
     int rc = plf_root_lnl_##T(k, d, root, in, 0, 0, lnl);                    \
     if (rc) return rc;                                                       \
     root_ctx_##T r = {k, d, root, in};                                       \
-    return run_split(root_range_##T, &r, d->patterns, nthreads, lnl);        \
+    return run_split(root_range_##T, &r, d, nthreads, lnl);                  \
   }                                                                          \
   typedef struct edge_ctx_##T {                                              \
     const plf_kernels *k;                                                    \
@@ -117,7 +124,7 @@ static int run_split(range_fn fn, const void *ctx, int P, int nthreads,
     int rc = plf_edge_lnl_##T(k, d, parent, child, in, 0, 0, lnl);           \
     if (rc) return rc;                                                       \
     edge_ctx_##T e = {k, d, parent, child, in};                              \
-    return run_split(edge_range_##T, &e, d->patterns, nthreads, lnl);        \
+    return run_split(edge_range_##T, &e, d, nthreads, lnl);                  \
   }
 
 PLF_MT(double, d)

@@ -239,24 +239,43 @@ int ph_simulate(const plf_tree *t, const ph_model *m, int patterns,
 
 int ph_beagle_create(ph_beagle *b, int tips, int patterns, const int *states,
                      const ph_model *m, int vectors, int matrices) {
+  return ph_beagle_create_opts(b, tips, patterns, states, m, vectors,
+                               matrices, NULL);
+}
+
+int ph_beagle_create_opts(ph_beagle *b, int tips, int patterns,
+                          const int *states, const ph_model *m, int vectors,
+                          int matrices, const ph_beagle_opts *o) {
+  static const ph_beagle_opts defaults = {0, 0, NULL};
+  if (!o) o = &defaults;
   memset(b, 0, sizeof *b);
   BeagleInstanceDetails d;
-  long req = BEAGLE_FLAG_SCALERS_LOG | BEAGLE_FLAG_PRECISION_DOUBLE |
-             BEAGLE_FLAG_PROCESSOR_CPU | BEAGLE_FLAG_SCALING_MANUAL;
+  long req = BEAGLE_FLAG_SCALERS_LOG | BEAGLE_FLAG_PROCESSOR_CPU |
+             BEAGLE_FLAG_SCALING_MANUAL |
+             (o->single ? BEAGLE_FLAG_PRECISION_SINGLE
+                        : BEAGLE_FLAG_PRECISION_DOUBLE);
+  long pref = BEAGLE_FLAG_VECTOR_SSE | (o->threads > 1
+                                            ? BEAGLE_FLAG_THREADING_CPP
+                                            : BEAGLE_FLAG_THREADING_NONE);
   b->instance = beagleCreateInstance(tips, tips + vectors, tips, 4, patterns,
                                      1, matrices, m->cats, vectors, NULL, 0,
-                                     BEAGLE_FLAG_VECTOR_SSE, req, &d);
+                                     pref, req, &d);
   if (b->instance < 0) return -1;
   snprintf(b->impl, sizeof b->impl, "%s", d.implName);
+  b->flags = d.flags;
   b->tips = tips;
   b->vectors = vectors;
   b->matrices = matrices;
   b->op_cap = vectors > 0 ? vectors : 1;
   b->ops = malloc((size_t)b->op_cap * sizeof(BeagleOperation));
   b->pending = calloc((size_t)(vectors > 0 ? vectors : 1), sizeof(int));
-  double *ones = malloc((size_t)patterns * sizeof *ones);
-  int rc = b->ops && b->pending && ones ? 0 : -1;
+  double *ones = o->pattern_weights
+                     ? NULL
+                     : malloc((size_t)patterns * sizeof *ones);
+  int rc = b->ops && b->pending && (ones || o->pattern_weights) ? 0 : -1;
   for (int i = 0; i < patterns && ones; i++) ones[i] = 1.0;
+  if (rc == 0 && o->threads > 1)
+    rc = beagleSetCPUThreadCount(b->instance, o->threads);
   for (int i = 0; i < tips && rc == 0; i++)
     rc = beagleSetTipStates(b->instance, i, states + (size_t)i * patterns);
   if (rc == 0)
@@ -265,7 +284,9 @@ int ph_beagle_create(ph_beagle *b, int tips, int patterns, const int *states,
   if (rc == 0) rc = beagleSetStateFrequencies(b->instance, 0, m->freqs);
   if (rc == 0) rc = beagleSetCategoryWeights(b->instance, 0, m->weights);
   if (rc == 0) rc = beagleSetCategoryRates(b->instance, m->rates);
-  if (rc == 0) rc = beagleSetPatternWeights(b->instance, ones);
+  if (rc == 0)
+    rc = beagleSetPatternWeights(b->instance,
+                                 ones ? ones : o->pattern_weights);
   free(ones);
   if (rc != 0) {
     ph_beagle_destroy(b);

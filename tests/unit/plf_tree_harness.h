@@ -1,11 +1,11 @@
 /*
- * plf_tree_harness.h - what the plf tree tests and the plf_budget bench
- * share: a seeded random source, random trees, substitution models (JC in
- * closed form, GTR through LAPACKE_dsyev) with discrete rate categories,
- * data simulated along a tree, and an executor that runs plf_plan's ops
- * with BEAGLE (CPU, double precision, log scalers) and returns each tree's
- * log-likelihood. Test code: BEAGLE and LAPACKE are linked here, never in
- * the library.
+ * plf_tree_harness.h - what the plf tree tests, the plf_budget bench and
+ * plf_vs_beagle's traversals share: a seeded random source, random trees,
+ * substitution models (JC in closed form, GTR through LAPACKE_dsyev) with
+ * discrete rate categories, data simulated along a tree, and an executor
+ * that runs plf_plan's ops with BEAGLE (CPU, double or single precision,
+ * log scalers, threads or not) and returns each tree's log-likelihood.
+ * Test code: BEAGLE and LAPACKE are linked here, never in the library.
  */
 #ifndef EMBER_PLF_TREE_HARNESS_H
 #define EMBER_PLF_TREE_HARNESS_H
@@ -76,6 +76,7 @@ int ph_simulate(const plf_tree *t, const ph_model *m, int patterns,
 
 typedef struct ph_beagle {
   int instance;
+  long flags;                /* the instance's (BeagleInstanceDetails) */
   int tips, vectors, matrices;
   int op_cap;
   void *ops;                 /* BeagleOperation[op_cap] */
@@ -85,9 +86,24 @@ typedef struct ph_beagle {
 } ph_beagle;
 
 /* ph_beagle_create: a CPU instance for tips taxa (states taxon-major,
- * patterns each), m, vectors slots and matrices matrix buffers. */
+ * patterns each), m, vectors slots and matrices matrix buffers; double
+ * precision, SSE preferred, no threads, every pattern weight 1. */
 int ph_beagle_create(ph_beagle *b, int tips, int patterns, const int *states,
                      const ph_model *m, int vectors, int matrices);
+
+/* What ph_beagle_create_opts may change (zeros: ph_beagle_create's). */
+typedef struct ph_beagle_opts {
+  int single;                /* required single precision, else double */
+  int threads;               /* > 1: BEAGLE_FLAG_THREADING_CPP and
+                                beagleSetCPUThreadCount(threads); else
+                                BEAGLE_FLAG_THREADING_NONE */
+  const double *pattern_weights; /* patterns values, or NULL: all 1 */
+} ph_beagle_opts;
+
+/* ph_beagle_create_opts: ph_beagle_create with o (NULL: the defaults). */
+int ph_beagle_create_opts(ph_beagle *b, int tips, int patterns,
+                          const int *states, const ph_model *m, int vectors,
+                          int matrices, const ph_beagle_opts *o);
 
 /* ph_beagle_run: executes plan's segments in order (plf_plan.h);
  * loglik[i] gets segment i's log-likelihood. Returns 0 or -1. */

@@ -221,7 +221,8 @@ static void test_threads(void **state) {
   (void)state;
   for (int S = 4; S <= 20; S += 16) {
     problem pb;
-    int P = 1000, C = 2;
+    /* enough patterns for several ranges (plf_kernel.h: 32,768 values) */
+    int P = 20000, C = 2;
     problem_make(&pb, S, P, C);
     size_t n = (size_t)C * P * S;
     double *one = malloc(n * sizeof *one), *many = malloc(n * sizeof *many);
