@@ -199,7 +199,7 @@ static void two_taxa_closed_form(void **state) {
   (void)state;
   Ember__Plf__Instance in;
   instance(&in);
-  plf_shape s = {4, P, 1, 2, 3, 2, 1, 2, 0, 1, 1, 0};
+  plf_shape s = {4, P, 1, 2, 3, 2, 1, 2, 0, 1, 1, 0, 0};
   plf_layout l;
   char err[128];
   assert_int_equal(plf_layout_compute(&s, &l, err, sizeof err), 0);
