@@ -44,6 +44,12 @@ static int plf_no_host(char *err, size_t err_len, uint32_t input) {
   return EMBER_EFORMAT;
 }
 
+static int plf_no_tip_states(char *err, size_t err_len, uint32_t tip) {
+  snprintf(err, err_len, "tip %u holds states only (no partials) and its "
+           "states are not set", tip);
+  return EMBER_EPARAM;
+}
+
 static int plf_kernel_failed(char *err, size_t err_len, int rc) {
   snprintf(err, err_len, "a plf kernel refused its arguments (%s)",
            ember_strerror(rc));

@@ -20,9 +20,10 @@ typedef struct SFX(exec) {
   size_t err_len;
 } SFX(exec);
 
+/* Partials buffer b: plf_task_prepare refused every op that writes or
+ * always reads the partials of a states-only tip; child_of checks reads. */
 static REAL *SFX(partials)(SFX(exec) *e, uint32_t b) {
-  return (REAL *)(e->st + e->t->layout.partials +
-                  (uint64_t)b * e->t->layout.partials_stride);
+  return (REAL *)(e->st + plf_partials_at(&e->t->layout, b));
 }
 
 static REAL *SFX(matrix)(SFX(exec) *e, uint32_t m) {
@@ -40,16 +41,20 @@ static void SFX(convert)(REAL *dst, const double *src, size_t n) {
   for (size_t i = 0; i < n; i++) dst[i] = (REAL)src[i];
 }
 
-/* A child buffer as the kernels take it: a tip's compact states when it
- * holds them, else its partials; with the matrices of the edge above it. */
-static SFX(plf_child) SFX(child_of)(SFX(exec) *e, uint32_t b, uint32_t m) {
-  SFX(plf_child) c = {0};
-  c.matrices = SFX(matrix)(e, m);
+/* A child buffer as the kernels take it (*c): a tip's compact states when
+ * it holds them, else its partials; with the matrices of the edge above
+ * it. Returns 0, or EMBER_EPARAM for a states-only tip without states. */
+static int SFX(child_of)(SFX(exec) *e, uint32_t b, uint32_t m,
+                         SFX(plf_child) *c) {
+  memset(c, 0, sizeof *c);
+  c->matrices = SFX(matrix)(e, m);
   if (b < e->t->shape.compact && plf_tip_kinds(e->st, &e->t->layout)[b])
-    c.states = plf_tip_states(e->st, &e->t->layout, e->t->shape.patterns, b);
+    c->states = plf_tip_states(e->st, &e->t->layout, e->t->shape.patterns, b);
+  else if (b < e->t->shape.states_only)
+    return plf_no_tip_states(e->err, e->err_len, b);
   else
-    c.partials = SFX(partials)(e, b);
-  return c;
+    c->partials = SFX(partials)(e, b);
+  return 0;
 }
 
 static int SFX(set_partials)(SFX(exec) *e, const Ember__Plf__SetPartials *m) {
@@ -115,11 +120,12 @@ static int SFX(update_partials)(SFX(exec) *e,
     const Ember__Plf__PartialsOp *o = m->ops[i];
     SFX(plf_update) u = {0};
     u.dest = SFX(partials)(e, o->dest);
-    u.child1 = SFX(child_of)(e, o->child1, o->matrix1);
-    u.child2 = SFX(child_of)(e, o->child2, o->matrix2);
+    int p0, p1, rc;
+    if ((rc = SFX(child_of)(e, o->child1, o->matrix1, &u.child1)) ||
+        (rc = SFX(child_of)(e, o->child2, o->matrix2, &u.child2)))
+      return rc;
     u.scale = SFX(scale)(e, o->scale_write);
     u.cumulative = u.scale ? SFX(scale)(e, o->cumulative_scale) : NULL;
-    int p0, p1, rc;
     if (plf_range(e->st, &e->t->layout, &e->t->shape, o->partition, &p0,
                   &p1))
       rc = SFX(plf_update_partials_mt)(e->k, &e->kd, &u, (int)e->t->threads);
@@ -187,8 +193,10 @@ static int SFX(lnl)(SFX(exec) *e, const Ember__Plf__Lnl *m) {
               e->t->threads > 1;
     double v = 0;
     if (t->child >= 0) {
-      SFX(plf_child) c = SFX(child_of)(e, (uint32_t)t->child,
-                                       (uint32_t)t->matrix);
+      SFX(plf_child) c;
+      if ((rc = SFX(child_of)(e, (uint32_t)t->child, (uint32_t)t->matrix,
+                              &c)))
+        return rc;
       rc = all ? SFX(plf_edge_lnl_mt)(e->k, &e->kd, parent, &c, &in,
                                       (int)e->t->threads, &v)
                : SFX(plf_edge_lnl)(e->k, &e->kd, parent, &c, &in, p0, p1,

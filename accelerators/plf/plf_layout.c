@@ -37,6 +37,9 @@ int plf_layout_compute(const plf_shape *d, plf_layout *l, char *err,
     return bad(err, err_len, "tips", d->tips, 0, d->partials);
   if (d->compact > d->tips)
     return bad(err, err_len, "compact buffers", d->compact, 0, d->tips);
+  if (d->states_only > d->compact)
+    return bad(err, err_len, "states-only tips", d->states_only, 0,
+               d->compact);
   if (d->matrices < 1 || d->matrices > PLF_MAX_BUFFERS)
     return bad(err, err_len, "matrices", d->matrices, 1, PLF_MAX_BUFFERS);
   if (d->scale_buffers > PLF_MAX_BUFFERS)
@@ -61,7 +64,8 @@ int plf_layout_compute(const plf_shape *d, plf_layout *l, char *err,
 
   uint64_t at = 0;
   l->flags = region(&at, 16, sizeof(uint32_t));
-  l->partials = region(&at, d->partials, l->partials_stride);
+  l->states_only = d->states_only;
+  l->partials = region(&at, d->partials - d->states_only, l->partials_stride);
   l->tip_states = region(&at, (uint64_t)d->compact * p, sizeof(int32_t));
   l->tip_kinds = region(&at, d->tips, sizeof(int32_t));
   l->matrices = region(&at, d->matrices, l->matrix_stride);

@@ -9,7 +9,10 @@
  *   flags         what was set (PLF_SET_*): a new block is all zeros, and
  *                 pattern weights default to 1 and every pattern to
  *                 partition 0 until set                      (uint32)
- *   partials      partials x categories x patterns x states   (real)
+ *   partials      (partials - states_only) x categories x patterns
+ *                 x states: buffer b >= states_only at b - states_only;
+ *                 tips below states_only hold compact states only and
+ *                 have no partials                            (real)
  *   tip states    compact x patterns                         (int32)
  *   tip kinds     tips: 1 where the tip buffer holds states  (int32)
  *   matrices      matrices x categories x states x states    (real)
@@ -44,6 +47,7 @@ typedef struct plf_shape {
   uint32_t tips, partials, compact;
   uint32_t eigens, matrices, scale_buffers, rate_sets, partitions;
   int single; /* 1: float buffers, 0: double */
+  uint32_t states_only; /* tips 0..states_only-1: states, no partials */
 } plf_shape;
 
 /* flags[0] bits */
@@ -60,12 +64,19 @@ typedef struct plf_layout {
   uint64_t frequencies, cat_weights, cat_rates, pattern_weights;
   uint64_t partition_ranges, site_lnl;
   uint64_t total;                /* the state block's size */
+  uint32_t states_only;          /* the shape's: first buffer with partials */
 } plf_layout;
 
 /* plf_layout_compute - check d against the bounds above (tips <= partials,
- * compact <= tips, at least one of each set) and lay it out. Returns 0, or
- * EMBER_EPARAM with the reason in err. */
+ * states_only <= compact <= tips, at least one of each set) and lay it
+ * out. Returns 0, or EMBER_EPARAM with the reason in err. */
 int plf_layout_compute(const plf_shape *d, plf_layout *l, char *err,
                        size_t err_len);
+
+/* plf_partials_at - the offset of partials buffer b in the state block;
+ * b must have partials (b >= l->states_only, checked by the caller). */
+static inline uint64_t plf_partials_at(const plf_layout *l, uint32_t b) {
+  return l->partials + (uint64_t)(b - l->states_only) * l->partials_stride;
+}
 
 #endif

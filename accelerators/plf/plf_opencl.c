@@ -494,8 +494,10 @@ static void range_of(const run *r, int32_t partition, uint32_t *p0,
   *p1 = r->ranges[2 * partition + 1];
 }
 
+/* plf_task_prepare refused every op that writes or always reads the
+ * partials of a states-only tip; child_of checks reads. */
 static uint64_t partials_off(const run *r, uint32_t b) {
-  return r->l->partials + (uint64_t)b * r->l->partials_stride;
+  return plf_partials_at(r->l, b);
 }
 static uint64_t matrix_off(const run *r, uint32_t m) {
   return r->l->matrices + (uint64_t)m * r->l->matrix_stride;
@@ -514,13 +516,19 @@ typedef struct child {
   int states;
 } child;
 
-static child child_of(const run *r, uint32_t b, uint32_t m) {
-  child c = {partials_off(r, b), matrix_off(r, m), 0};
+static int child_of(const run *r, uint32_t b, uint32_t m, child *c) {
+  *c = (child){0, matrix_off(r, m), 0};
   if (b < r->s->compact && r->tip_kinds[b]) {
-    c.x = tip_states_off(r, b);
-    c.states = 1;
+    c->x = tip_states_off(r, b);
+    c->states = 1;
+  } else if (b < r->s->states_only) {
+    seterr(r->err, r->err_len, "plf opencl: tip %u holds states only (no "
+           "partials) and its states are not set", b);
+    return EMBER_EPARAM;
+  } else {
+    c->x = partials_off(r, b);
   }
-  return c;
+  return 0;
 }
 
 /* An input slice's device buffer (*mem) or, without one, its host bytes
@@ -822,9 +830,12 @@ static int op_update_partials(run *r, const Ember__Plf__UpdatePartials *m) {
     uint32_t p0, p1;
     range_of(r, o->partition, &p0, &p1);
     uint32_t np = p1 - p0;
+    child c1, c2;
+    int rc;
+    if ((rc = child_of(r, o->child1, o->matrix1, &c1)) ||
+        (rc = child_of(r, o->child2, o->matrix2, &c2)))
+      return rc;
     if (np == 0) continue;
-    child c1 = child_of(r, o->child1, o->matrix1);
-    child c2 = child_of(r, o->child2, o->matrix2);
     uint64_t dest = partials_off(r, o->dest);
     kargs a = args_of(r, K_PARTIALS);
     arg_int(&a, s->states);
@@ -838,8 +849,8 @@ static int op_update_partials(run *r, const Ember__Plf__UpdatePartials *m) {
     arg_u64(&a, c2.x);
     arg_int(&a, c2.states);
     arg_u64(&a, c2.m);
-    int rc = launch(r, K_PARTIALS, &a,
-                    (uint64_t)s->categories * np * s->states, false);
+    rc = launch(r, K_PARTIALS, &a, (uint64_t)s->categories * np * s->states,
+                false);
     if (rc) return rc;
     if (o->scale_write < 0) continue;
     kargs b = args_of(r, K_RESCALE);
@@ -921,6 +932,10 @@ static int op_lnl(run *r, const Ember__Plf__Lnl *m) {
     range_of(r, t->partition, &p0, &p1);
     lnl_term *term = &r->terms[r->n_terms++];
     *term = (lnl_term){NULL, pw, p0, p1};
+    child c = {0};
+    if (t->child >= 0 &&
+        (rc = child_of(r, (uint32_t)t->child, (uint32_t)t->matrix, &c)))
+      return rc;
     if (p1 == p0) continue;
     uint64_t w = l->cat_weights + (uint64_t)t->weights * s->categories *
                                       sizeof(double);
@@ -936,7 +951,6 @@ static int op_lnl(run *r, const Ember__Plf__Lnl *m) {
     arg_int(&a, p0);
     arg_u64(&a, partials_off(r, t->buffer));
     if (kernel == K_EDGE) {
-      child c = child_of(r, (uint32_t)t->child, (uint32_t)t->matrix);
       arg_u64(&a, c.x);
       arg_int(&a, c.states);
       arg_u64(&a, c.m);

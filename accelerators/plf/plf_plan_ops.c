@@ -136,3 +136,30 @@ int plf_plan_ops_build(const plf_plan *plan, int site_lnl, plf_plan_ops *m) {
   }
   return 0;
 }
+
+static uint32_t map_tip(uint32_t b, const uint32_t *tip_buffer,
+                        uint32_t n_tips) {
+  return b < n_tips ? tip_buffer[b] : b;
+}
+
+void plf_plan_ops_map_tips(plf_plan_ops *m, const uint32_t *tip_buffer,
+                           uint32_t n_tips) {
+  for (size_t i = 0; i < m->n; i++) {
+    const Ember__Plf__Op *op = m->list[i];
+    if (op->op_case == EMBER__PLF__OP__OP_UPDATE_PARTIALS) {
+      const Ember__Plf__UpdatePartials *up = op->update_partials;
+      for (size_t k = 0; k < up->n_ops; k++) {
+        Ember__Plf__PartialsOp *po = up->ops[k];
+        po->child1 = map_tip(po->child1, tip_buffer, n_tips);
+        po->child2 = map_tip(po->child2, tip_buffer, n_tips);
+      }
+    } else if (op->op_case == EMBER__PLF__OP__OP_LNL) {
+      for (size_t k = 0; k < op->lnl->n_terms; k++) {
+        Ember__Plf__LnlTerm *t = op->lnl->terms[k];
+        t->buffer = map_tip(t->buffer, tip_buffer, n_tips);
+        if (t->child >= 0)
+          t->child = (int32_t)map_tip((uint32_t)t->child, tip_buffer, n_tips);
+      }
+    }
+  }
+}

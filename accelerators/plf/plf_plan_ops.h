@@ -7,6 +7,10 @@
  * (so that the addition comes before a later op overwrites any of those
  * buffers); then a Lnl of the root buffer with its cumulative scale buffer.
  *
+ * Tips are buffers 0..n-1 in taxon order, as the planner numbers them;
+ * plf_plan_ops_map_tips renumbers them for an instance that orders its
+ * tips otherwise (ember lnl's, states-only tips first).
+ *
  * For any client of the accelerator that runs plans: `ember lnl`, and the
  * benches that run ember's executor on the same ops as BEAGLE. The ops
  * point into arrays owned by the plf_plan_ops; pack them into a Params
@@ -43,6 +47,13 @@ typedef struct plf_plan_ops {
  * caller: plf_plan_ops_free); site_lnl: each Lnl also returns the site
  * log-likelihoods. Returns 0 or EMBER_ENOMEM (nothing to free then). */
 int plf_plan_ops_build(const plf_plan *plan, int site_lnl, plf_plan_ops *out);
+
+/* plf_plan_ops_map_tips - renumbers the tips that m's ops read, for an
+ * instance whose tip buffers are not in taxon order: partials buffer t <
+ * n_tips (taxon t, plf_plan.h) becomes tip_buffer[t], a permutation of
+ * 0..n_tips-1; slots (n_tips and up) and matrices (node ids) stay. */
+void plf_plan_ops_map_tips(plf_plan_ops *m, const uint32_t *tip_buffer,
+                           uint32_t n_tips);
 
 /* plf_plan_ops_free - frees what plf_plan_ops_build allocated and empties
  * *m; NULL is a no-op. */

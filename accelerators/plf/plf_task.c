@@ -40,6 +40,14 @@ static int opt_index_ok(checker *c, const char *what, int32_t i, uint64_t n) {
   return index_ok(c, what, (uint64_t)i, n);
 }
 
+/* A buffer whose partials the op writes or reads whatever the buffer
+ * holds: not a states-only tip, which has none. */
+static int has_partials(checker *c, const char *what, uint32_t b) {
+  if (b >= c->t->shape.states_only) return 0;
+  return fail(c, "%s %u is a states-only tip (below %u): it has no "
+              "partials", what, b, c->t->shape.states_only);
+}
+
 static int count_ok(checker *c, const char *what, size_t got, uint64_t want) {
   return got == want ? 0 : fail(c, "%s: %zu values, not %llu", what, got,
                                 (unsigned long long)want);
@@ -113,6 +121,7 @@ static int check_update_matrices(checker *c,
 static int check_partials_op(checker *c, const Ember__Plf__PartialsOp *o) {
   const plf_shape *s = &c->t->shape;
   int rc = index_ok(c, "destination", o->dest, s->partials);
+  if (!rc) rc = has_partials(c, "destination", o->dest);
   if (!rc) rc = index_ok(c, "child", o->child1, s->partials);
   if (!rc) rc = index_ok(c, "child", o->child2, s->partials);
   if (!rc && (o->dest == o->child1 || o->dest == o->child2))
@@ -157,6 +166,7 @@ static int check_lnl(checker *c, const Ember__Plf__Lnl *m) {
   for (size_t i = 0; i < m->n_terms && !rc; i++) {
     const Ember__Plf__LnlTerm *t = m->terms[i];
     rc = index_ok(c, "buffer", t->buffer, s->partials);
+    if (!rc) rc = has_partials(c, "buffer", t->buffer);
     if (!rc) rc = opt_index_ok(c, "child", t->child, s->partials);
     if (!rc) rc = opt_index_ok(c, "matrix", t->matrix, s->matrices);
     if (!rc && (t->child >= 0) != (t->matrix >= 0))
@@ -214,6 +224,9 @@ static int check_get(checker *c, const Ember__Plf__Get *m, size_t *values) {
     return fail(c, "unknown get kind %d", (int)m->kind);
   }
   if (index_ok(c, "buffer", m->index, bound)) return EMBER_EPARAM;
+  if (m->kind == EMBER__PLF__GET__KIND__PARTIALS &&
+      has_partials(c, "buffer", m->index))
+    return EMBER_EPARAM;
   *values += (size_t)n;
   return 0;
 }
@@ -254,7 +267,8 @@ static int check_op(checker *c, plf_task *t, const Ember__Plf__Op *op,
   }
   case EMBER__PLF__OP__OP_PARTIALS: {
     const Ember__Plf__SetPartials *m = op->partials;
-    if ((rc = index_ok(c, "partials buffer", m->buffer, s->partials)))
+    if ((rc = index_ok(c, "partials buffer", m->buffer, s->partials)) ||
+        (rc = has_partials(c, "partials buffer", m->buffer)))
       return rc;
     uint64_t n = m->tip ? (uint64_t)s->patterns * s->states : cps;
     return source_ok(c, "partials", m->n_values, m->n_values > 0, m->from, n,
@@ -311,9 +325,13 @@ static int check_op(checker *c, plf_task *t, const Ember__Plf__Op *op,
     t->n_lnl += m->by_partition ? m->n_terms : 1;
     if (m->site_lnl) t->n_site_lnl += s->patterns;
     for (size_t i = 0; i < m->n_terms; i++) {
-      int edge = m->terms[i]->child >= 0;
-      t->cost.ops += cps * (edge ? 2 * (uint64_t)s->states + 2 : 2);
-      t->cost.bytes_read += (edge ? 2 : 1) * (uint64_t)l->partials_stride;
+      int32_t child = m->terms[i]->child;
+      t->cost.ops += cps * (child >= 0 ? 2 * (uint64_t)s->states + 2 : 2);
+      t->cost.bytes_read += l->partials_stride;
+      if (child >= 0)
+        t->cost.bytes_read += (uint32_t)child < s->compact
+                                  ? (uint64_t)s->patterns * sizeof(int32_t)
+                                  : (uint64_t)l->partials_stride;
     }
     return 0;
   }
@@ -337,6 +355,7 @@ static void shape_of(const Ember__Plf__Instance *in, plf_shape *s) {
   s->rate_sets = in->has_category_rate_sets ? in->category_rate_sets : 1;
   s->partitions = in->has_partitions ? in->partitions : 1;
   s->single = in->precision == EMBER__PLF__PRECISION__SINGLE;
+  s->states_only = in->has_states_only_tips ? in->states_only_tips : 0;
 }
 
 int plf_task_prepare(const uint8_t *params, size_t params_len,

@@ -22,11 +22,27 @@ struct lnl_run {
   int vectors;
   ember_block *tips;                /* the input block (cached) */
   ember_block *state;               /* the instance */
+  uint32_t *tip_buffer;             /* taxon -> tip buffer (tip_order) */
   plf_planner *planner;
   plf_plan plan;
   Ember__Plf__Instance instance;
   lnl_stats stats;
 };
+
+/* Taxa with compact states, the states-only tips. */
+static uint32_t states_only(const lnl_setup *s) {
+  uint32_t k = 0;
+  for (int i = 0; i < s->taxa; i++) k += !s->tip_partials[i];
+  return k;
+}
+
+/* The tip buffer of each taxon: those with compact states first (0..K-1),
+ * those with partials after them, each group in taxon order. */
+static void tip_order(const lnl_setup *s, uint32_t *tip_buffer) {
+  uint32_t states = 0, partials = states_only(s);
+  for (int i = 0; i < s->taxa; i++)
+    tip_buffer[i] = s->tip_partials[i] ? partials++ : states++;
+}
 
 static void shape_of(const lnl_setup *s, int vectors, plf_shape *d) {
   memset(d, 0, sizeof *d);
@@ -34,7 +50,8 @@ static void shape_of(const lnl_setup *s, int vectors, plf_shape *d) {
   d->patterns = (uint32_t)s->patterns;
   d->categories = (uint32_t)s->categories;
   d->tips = (uint32_t)s->taxa;
-  d->compact = (uint32_t)s->taxa;
+  d->compact = states_only(s);
+  d->states_only = d->compact;
   d->partials = (uint32_t)s->taxa + (uint32_t)vectors;
   d->eigens = 1;
   d->matrices = 2 * (uint32_t)s->taxa - 1;
@@ -220,7 +237,7 @@ static int run_setup(lnl_run *r, char *err, size_t err_len) {
     from[i].offset = s->tip_offset[i];
     if (s->tip_partials[i]) {
       ember__plf__set_partials__init(&tp[i]);
-      tp[i].buffer = (uint32_t)i;
+      tp[i].buffer = r->tip_buffer[i];
       tp[i].from = &from[i];
       tp[i].has_tip = 1;
       tp[i].tip = 1;
@@ -228,7 +245,7 @@ static int run_setup(lnl_run *r, char *err, size_t err_len) {
       op->partials = &tp[i];
     } else {
       ember__plf__set_tip_states__init(&ts[i]);
-      ts[i].tip = (uint32_t)i;
+      ts[i].tip = r->tip_buffer[i];
       ts[i].from = &from[i];
       op->op_case = EMBER__PLF__OP__OP_TIP_STATES;
       op->tip_states = &ts[i];
@@ -340,8 +357,16 @@ int ember__lnl_run_create(ember_client *client, const lnl_setup *s,
   r->s = *s;
   r->vectors = vectors;
   plf_plan_init(&r->plan);
+  r->tip_buffer = malloc((size_t)s->taxa * sizeof *r->tip_buffer);
+  if (!r->tip_buffer) {
+    free(r);
+    snprintf(err, err_len, "out of memory");
+    return EMBER_ENOMEM;
+  }
+  tip_order(s, r->tip_buffer);
   r->stats.state_bytes = ember__lnl_state_bytes(s, vectors, err, err_len);
   if (r->stats.state_bytes == 0) {
+    free(r->tip_buffer);
     free(r);
     return EMBER_EPARAM;
   }
@@ -357,6 +382,8 @@ int ember__lnl_run_create(ember_client *client, const lnl_setup *s,
   in->partials = d.partials;
   in->has_compact = 1;
   in->compact = d.compact;
+  in->has_states_only_tips = d.states_only > 0;
+  in->states_only_tips = d.states_only;
   in->matrices = d.matrices;
   in->has_scale_buffers = 1;
   in->scale_buffers = d.scale_buffers;
@@ -406,6 +433,7 @@ static int try_batch(lnl_run *r, plf_tree *const *trees, size_t n,
     snprintf(err, err_len, "out of memory");
     return EMBER_ENOMEM;
   }
+  plf_plan_ops_map_tips(&m, r->tip_buffer, (uint32_t)r->s.taxa);
   uint8_t *buf = NULL;
   size_t len = pack(r, m.list, m.n, &buf);
   plf_plan_ops_free(&m);
@@ -471,5 +499,6 @@ void ember__lnl_run_destroy(lnl_run *r) {
   ember_block_release(r->tips);
   plf_planner_destroy(r->planner);
   plf_plan_free(&r->plan);
+  free(r->tip_buffer);
   free(r);
 }

@@ -4,11 +4,17 @@
  * engine, its tips in one cacheable input block, and trees scored in
  * batches through plf_plan's budgeted planner. Internal to libember.
  *
- * The instance: tips = taxa, all of them compact (tip states) unless a tip
- * has partial ambiguity codes (then its partials); partials = taxa +
- * vectors; one scale buffer per planner slot (cumulative factors,
- * plf_plan.h); 2n-1 matrices; the model's categories (+I's zero-rate one
- * included); one eigen system. The first task (the setup) sets the tips
+ * The instance: tips = taxa, partials = taxa + vectors. The K taxa with
+ * compact states come first, tip buffers 0..K-1, as states-only tips
+ * (compact = states_only_tips = K: the block holds no partials for them);
+ * the taxa with partial ambiguity codes follow, K..taxa-1, with their
+ * partials; each group in taxon order. The planner numbers tips by taxon:
+ * the ops of each batch are renumbered taxon -> tip buffer
+ * (plf_plan_ops_map_tips), and the setup sets each taxon's buffer. Then
+ * one scale buffer per planner slot (cumulative factors, plf_plan.h); 2n-1
+ * matrices; the model's categories (+I's zero-rate one included); one
+ * eigen system. The state block is thus about vectors partials buffers
+ * (plus one per taxon with partials) and taxa x patterns tip states. The first task (the setup) sets the tips
  * from the input block, the eigen system, frequencies, category rates and
  * weights and pattern weights; every later task is a batch of trees: each
  * tree's matrix updates, its partials ops (each followed by the

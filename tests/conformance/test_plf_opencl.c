@@ -963,7 +963,7 @@ static void compare_states(const char *ctx, const inst *in,
                      : ((const double *)(src))[i_];
   for (uint32_t k = 0; k < NODES + 1; k++) {
     /* tip buffers that hold states have stale (zero) partials */
-    uint64_t off = l->partials + k * l->partials_stride;
+    uint64_t off = plf_partials_at(l, (uint32_t)k);
     WIDEN(a, c + off, cps);
     WIDEN(b, d + off, cps);
     compare_partials(ctx, a, b, S, P, C, tol, single);

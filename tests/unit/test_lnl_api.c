@@ -3,7 +3,8 @@
  * reference tables (reference_lnl.tsv, protein/reference_lnl_protein.tsv:
  * beagle_double_lnl within 1e-6 relative, as test_lnl.sh checks `ember
  * lnl`), an alignment from sequences and trees from strings, site
- * log-likelihoods (each tree's sites sum to its lnl), the tree callback,
+ * log-likelihoods (each tree's sites sum to its lnl), the state block's
+ * size (no partials for tips with compact states), the tree callback,
  * size-0 structs, and bad input: EMBER_EPARAM or EMBER_EINVAL with a
  * message naming what was wrong. */
 #include <math.h>
@@ -306,6 +307,44 @@ static void test_site_lnl(void **state) {
   ember_alignment_free(aln);
 }
 
+/* The state block holds partials for the vectors only: example.phy's 17
+ * taxa all have compact states, so its tips take no partials buffers (the
+ * block once held 17 + vectors of them). */
+static void test_state_size(void **state) {
+  (void)state;
+  ember_lnl_report def = {.size = sizeof def};
+  double want = score_files(DATA "example.phy", DATA "example.tree", GTRG,
+                            &def);
+  ember_alignment *aln = NULL;
+  ember_model *m = NULL;
+  ember_trees *t = NULL;
+  assert_rc(ember_alignment_read(DATA "example.phy", NULL, &aln), 0);
+  assert_rc(ember_model_parse(GTRG, NULL, aln, &m), 0);
+  assert_rc(ember_trees_read(DATA "example.tree", aln, &t), 0);
+  ember_lnl_params p;
+  ember_lnl_params_default(&p);
+  p.max_vectors = 8;
+  ember_lnl_report rep = {.size = sizeof rep};
+  double lnl = 0;
+  assert_rc(ember_lnl(client, &p, m, t, &lnl, NULL, &rep, NULL, NULL), 0);
+  assert_rel(lnl, want, 1e-12);
+  /* GTR+G4: 4 categories x patterns x 4 states doubles per buffer */
+  uint64_t buffer = 4 * (uint64_t)rep.patterns * 4 * sizeof(double);
+  uint64_t tips_too = (17 + 8) * buffer;
+  print_message("example.phy, GTR+G4, 8 vectors: state block %llu bytes "
+                "(17 + 8 partials buffers: %llu)\n",
+                (unsigned long long)rep.state_bytes,
+                (unsigned long long)tips_too);
+  if (!(rep.state_bytes >= 8 * buffer && rep.state_bytes < 10 * buffer))
+    fail_msg("state block %llu bytes, not between 8 and 10 buffers of %llu",
+             (unsigned long long)rep.state_bytes,
+             (unsigned long long)buffer);
+  assert_true(rep.state_bytes < tips_too);
+  ember_trees_free(t);
+  ember_model_free(m);
+  ember_alignment_free(aln);
+}
+
 /* Several instances (threads over trees): the same values and site values
  * as one, the callback in tree order on this thread, the report counting
  * instances; a callback that stops leaves the trees after it NaN. */
@@ -515,6 +554,7 @@ int main(void) {
       cmocka_unit_test(test_reference_tables),
       cmocka_unit_test(test_sequences_and_strings),
       cmocka_unit_test(test_site_lnl),
+      cmocka_unit_test(test_state_size),
       cmocka_unit_test(test_instances),
       cmocka_unit_test(test_size_zero),
       cmocka_unit_test(test_bad_input),

@@ -2,7 +2,9 @@
  * scratch instance and on a state block and agree (threads, precision);
  * a two-taxon Jukes-Cantor instance gives the closed-form log-likelihood;
  * every kind of bad operation is refused at validate with a reason, and
- * plan() checks the state block's size. */
+ * plan() checks the state block's size; states-only tips shrink the
+ * partials region, change no result, and are refused where they have no
+ * partials. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -195,11 +197,14 @@ static void score_ops(builder *b, double t, Ember__Plf__UpdateMatrices *um,
   b->ops[b->n - 1].lnl = lnl;
 }
 
-static void two_taxa_closed_form(void **state) {
-  (void)state;
+/* The two tasks on an instance whose first k tips hold states only;
+ * got[0] and got[1] get their log-likelihoods. */
+static void two_taxa(uint32_t k, double got[2]) {
   Ember__Plf__Instance in;
   instance(&in);
-  plf_shape s = {4, P, 1, 2, 3, 2, 1, 2, 0, 1, 1, 0};
+  in.has_states_only_tips = k > 0;
+  in.states_only_tips = k;
+  plf_shape s = {4, P, 1, 2, 3, 2, 1, 2, 0, 1, 1, 0, k};
   plf_layout l;
   char err[128];
   assert_int_equal(plf_layout_compute(&s, &l, err, sizeof err), 0);
@@ -254,16 +259,127 @@ static void two_taxa_closed_form(void **state) {
   score_ops(&b, 0.3, &um, mats, lens, &up, &po, pl, &lnl, &term, tl);
   uint8_t buf[4096];
   size_t len = pack(&b, &in, buf);
-  double got;
-  assert_int_equal(run(buf, len, NULL, 0, &st, &got, 1), 1);
-  assert_true(fabs(got - jc_expected(0.3)) <= 1e-12 * fabs(got));
+  assert_int_equal(run(buf, len, NULL, 0, &st, &got[0], 1), 1);
+  assert_true(fabs(got[0] - jc_expected(0.3)) <= 1e-12 * fabs(got[0]));
 
   /* the second task: only the new edge length, on what the state holds */
   builder b2 = {0};
   score_ops(&b2, 0.05, &um, mats, lens, &up, &po, pl, &lnl, &term, tl);
   len = pack(&b2, &in, buf);
-  assert_int_equal(run(buf, len, NULL, 0, &st, &got, 1), 1);
-  assert_true(fabs(got - jc_expected(0.05)) <= 1e-12 * fabs(got));
+  assert_int_equal(run(buf, len, NULL, 0, &st, &got[1], 1), 1);
+  assert_true(fabs(got[1] - jc_expected(0.05)) <= 1e-12 * fabs(got[1]));
+  free(st.data);
+}
+
+static void two_taxa_closed_form(void **state) {
+  (void)state;
+  double got[2];
+  two_taxa(0, got);
+}
+
+/* States-only tips: the partials region holds partials - K buffers, buffer
+ * b >= K at b - K, and the same tasks give the same log-likelihoods. */
+static void states_only_tips(void **state) {
+  (void)state;
+  plf_shape s = {4, 1000, 4, 3, 5, 3, 1, 9, 0, 1, 1, 0, 0};
+  plf_layout l0, l;
+  char err[128];
+  assert_int_equal(plf_layout_compute(&s, &l0, err, sizeof err), 0);
+  for (uint32_t k = 1; k <= 3; k++) {
+    s.states_only = k;
+    assert_int_equal(plf_layout_compute(&s, &l, err, sizeof err), 0);
+    uint64_t stride = l.partials_stride; /* 4 x 1000 x 4 doubles */
+    assert_int_equal(stride, 128000);
+    assert_int_equal(l.tip_states - l.partials, (5 - k) * stride);
+    assert_int_equal(l0.total - l.total, k * stride);
+    assert_int_equal(plf_partials_at(&l, k), l.partials);
+    assert_int_equal(plf_partials_at(&l, 4), l.partials + (4 - k) * stride);
+    assert_int_equal(plf_partials_at(&l0, 4), l0.partials + 4 * stride);
+  }
+  s.states_only = 4; /* more than compact */
+  assert_int_equal(plf_layout_compute(&s, &l, err, sizeof err),
+                   EMBER_EPARAM);
+  if (!strstr(err, "states-only tips 4 is outside 0..3"))
+    fail_msg("error '%s'", err);
+
+  double want[2], got[2];
+  two_taxa(0, want);
+  for (uint32_t k = 1; k <= 2; k++) {
+    two_taxa(k, got);
+    if (got[0] != want[0] || got[1] != want[1])
+      fail_msg("K = %u: %.17g %.17g, K = 0: %.17g %.17g", k, got[0], got[1],
+               want[0], want[1]);
+  }
+}
+
+/* validate and plan accept p; run_cpu fails with EPARAM and a message
+ * containing want. */
+static void run_refused(const uint8_t *params, size_t len,
+                        acc_mut_block *state, const char *want) {
+  const acc_descriptor *d = plf();
+  void *prep = NULL;
+  char err[256] = "";
+  if (d->validate(params, len, NULL, 0, &prep, err, sizeof err))
+    fail_msg("validate: %s", err);
+  acc_run_ctx ctx = {0};
+  ctx.states = state;
+  ctx.n_states = 1;
+  acc_output out = {0};
+  int rc = d->run_cpu(prep, NULL, 0, &ctx, &out, err, sizeof err);
+  if (rc != EMBER_EPARAM || !strstr(err, want))
+    fail_msg("want EPARAM '%s', got %d '%s'", want, rc, err);
+  free(out.data);
+  d->release(prep);
+}
+
+/* A states-only tip read before its states are set fails at run time
+ * (validate cannot know what the block holds); set, it is read. */
+static void unset_states_only_tip(void **state) {
+  (void)state;
+  Ember__Plf__Instance in;
+  instance(&in);
+  in.has_states_only_tips = 1;
+  in.states_only_tips = 2;
+  plf_shape s = {4, P, 1, 2, 3, 2, 1, 2, 0, 1, 1, 0, 2};
+  plf_layout l;
+  char err[128];
+  assert_int_equal(plf_layout_compute(&s, &l, err, sizeof err), 0);
+  acc_mut_block st = {calloc(1, l.total), l.total};
+  builder b = {0};
+  int32_t tip[P] = {0, 1, 2};
+  Ember__Plf__SetTipStates ts = EMBER__PLF__SET_TIP_STATES__INIT;
+  ts.tip = 0;
+  ts.has_states = 1;
+  ts.states.data = (uint8_t *)tip;
+  ts.states.len = sizeof tip;
+  add(&b)->op_case = EMBER__PLF__OP__OP_TIP_STATES;
+  b.ops[b.n - 1].tip_states = &ts;
+  Ember__Plf__UpdateMatrices um;
+  uint32_t mats[2];
+  double lens[2];
+  Ember__Plf__UpdatePartials up;
+  Ember__Plf__PartialsOp po, *pl[1];
+  Ember__Plf__Lnl lnl;
+  Ember__Plf__LnlTerm term, *tl[1];
+  score_ops(&b, 0.3, &um, mats, lens, &up, &po, pl, &lnl, &term, tl);
+  uint8_t buf[4096];
+  size_t len = pack(&b, &in, buf);
+  run_refused(buf, len, &st, "tip 1 holds states only (no partials) and "
+              "its states are not set");
+  /* an edge log-likelihood from buffer 2 to the unset tip 1 as well */
+  builder b2 = {0};
+  Ember__Plf__LnlTerm edge = EMBER__PLF__LNL_TERM__INIT, *el[1] = {&edge};
+  edge.buffer = 2;
+  edge.has_child = edge.has_matrix = 1;
+  edge.child = 1;
+  edge.matrix = 1;
+  Ember__Plf__Lnl elnl = EMBER__PLF__LNL__INIT;
+  elnl.n_terms = 1;
+  elnl.terms = el;
+  add(&b2)->op_case = EMBER__PLF__OP__OP_LNL;
+  b2.ops[0].lnl = &elnl;
+  len = pack(&b2, &in, buf);
+  run_refused(buf, len, &st, "tip 1 holds states only");
   free(st.data);
 }
 
@@ -407,6 +523,44 @@ static void bad_tasks_refused(void **state) {
   op.op_case = EMBER__PLF__OP__OP_VECTOR;
   op.vector = &vec;
   refused(&in, &op, NULL, 0, "frequencies: 2 values, not 4");
+
+  /* states-only tips: at most compact, and no op writes their partials
+   * or reads them as a root */
+  in.has_states_only_tips = 1;
+  in.states_only_tips = 3;
+  refused(&in, NULL, NULL, 0, "states-only tips 3 is outside 0..2");
+  in.states_only_tips = 2;
+  double tip_values[P * 4] = {0};
+  Ember__Plf__SetPartials sp = EMBER__PLF__SET_PARTIALS__INIT;
+  sp.buffer = 1;
+  sp.has_tip = sp.tip = 1;
+  sp.n_values = P * 4;
+  sp.values = tip_values;
+  op.op_case = EMBER__PLF__OP__OP_PARTIALS;
+  op.partials = &sp;
+  refused(&in, &op, NULL, 0, "partials buffer 1 is a states-only tip "
+          "(below 2): it has no partials");
+  op.op_case = EMBER__PLF__OP__OP_UPDATE_PARTIALS;
+  op.update_partials = &up;
+  po.dest = 1;
+  po.child1 = 0;
+  po.child2 = 2;
+  po.matrix1 = po.matrix2 = 0;
+  po.has_partition = 0;
+  po.partition = -1;
+  refused(&in, &op, NULL, 0, "destination 1 is a states-only tip");
+  op.op_case = EMBER__PLF__OP__OP_LNL;
+  op.lnl = &lnl;
+  term.buffer = 0;
+  term.frequencies = 0;
+  refused(&in, &op, NULL, 0, "buffer 0 is a states-only tip");
+  Ember__Plf__Get get = EMBER__PLF__GET__INIT;
+  get.kind = EMBER__PLF__GET__KIND__PARTIALS;
+  get.has_index = 1;
+  get.index = 1;
+  op.op_case = EMBER__PLF__OP__OP_GET;
+  op.get = &get;
+  refused(&in, &op, NULL, 0, "buffer 1 is a states-only tip");
 }
 
 static void plan_checks_state(void **state) {
@@ -440,6 +594,8 @@ int main(void) {
       cmocka_unit_test(probes_run),
       cmocka_unit_test(two_taxa_closed_form),
       cmocka_unit_test(bad_tasks_refused),
+      cmocka_unit_test(states_only_tips),
+      cmocka_unit_test(unset_states_only_tip),
       cmocka_unit_test(plan_checks_state),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
