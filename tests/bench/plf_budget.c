@@ -17,7 +17,12 @@
  * difference of any tree's log-likelihood from the unbounded run, and the
  * planning time alone. Asserts nothing.
  *
+ * --write DIR writes the data set as `ember lnl`'s input files instead
+ * (plf_budget_files.h) and exits: tests/bench/lnl_budget.sh times ember
+ * itself on them.
+ *
  *   plf_budget [--taxa N] [--sites N] [--batch N] [--repeat N] [--seed N]
+ *              [--write DIR]
  */
 #include <math.h>
 #include <stdio.h>
@@ -25,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "plf_budget_files.h"
 #include "plf_tree_harness.h"
 
 /* gamma alpha = 0.5, four categories, mean rates (Yang 1994) */
@@ -93,10 +99,15 @@ static int score_all(int n, int budget, plf_tree *const *trees, int count,
   return 0;
 }
 
-static long arg(int argc, char **argv, const char *name, long def) {
+static const char *arg_text(int argc, char **argv, const char *name) {
   for (int i = 1; i + 1 < argc; i++)
-    if (strcmp(argv[i], name) == 0) return strtol(argv[i + 1], NULL, 10);
-  return def;
+    if (strcmp(argv[i], name) == 0) return argv[i + 1];
+  return NULL;
+}
+
+static long arg(int argc, char **argv, const char *name, long def) {
+  const char *v = arg_text(argc, argv, name);
+  return v ? strtol(v, NULL, 10) : def;
 }
 
 int main(int argc, char **argv) {
@@ -107,7 +118,7 @@ int main(int argc, char **argv) {
   ph_rng r = {(uint64_t)arg(argc, argv, "--seed", 42)};
   if (n < 8 || patterns < 1 || batch < 0 || repeat < 1) {
     fprintf(stderr, "usage: plf_budget [--taxa N>=8] [--sites N] [--batch N] "
-                    "[--repeat N] [--seed N]\n");
+                    "[--repeat N] [--seed N] [--write DIR]\n");
     return 2;
   }
   plf_tree *t;
@@ -130,6 +141,17 @@ int main(int argc, char **argv) {
     if (plf_tree_create(n, &trees[i + 1]) != 0 ||
         plf_nni_neighbour(t, i, trees[i + 1]) != 0)
       return 1;
+  const char *dir = arg_text(argc, argv, "--write");
+  if (dir) {
+    if (pb_budget_write_files(dir, n, patterns, states, trees, count, &m,
+                              0.5) != 0) {
+      perror("plf_budget: --write");
+      return 1;
+    }
+    printf("plf_budget: %d taxa, %d sites, %d trees written to %s\n", n,
+           patterns, count, dir);
+    return 0;
+  }
 
   int min = plf_plan_min_vectors(n);
   int budgets[6] = {PLF_PLAN_UNBOUNDED, n - 1, (n - 1) / 2, (n - 1) / 4,
