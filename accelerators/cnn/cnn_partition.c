@@ -207,9 +207,30 @@ static bool balance_pair(const cnn_plan *p, uint64_t *cut, size_t i,
   return true;
 }
 
-/* cut[0..n]: cut[0] = 0, cut[n] = units, strictly increasing. */
-static void place_cuts(const cnn_plan *p, const cnn_platform *pf, size_t n,
-                       uint64_t *cut) {
+/* Pairwise balancing, sweeping forward and back until no cut moves. */
+static void balance(const cnn_plan *p, const cnn_platform *pf, size_t n,
+                    uint64_t *cut) {
+  for (int sweep = 0; sweep < BALANCE_MAX_SWEEPS; sweep++) {
+    bool moved = false;
+    for (size_t k = 1; k < n; k++)
+      moved |= balance_pair(p, cut, sweep % 2 ? n - k : k, pf);
+    if (!moved) break;
+  }
+}
+
+/* The largest stage time of the cuts. */
+static double bottleneck(const cnn_plan *p, const cnn_platform *pf,
+                         size_t n, const uint64_t *cut) {
+  double worst = 0;
+  for (size_t i = 0; i < n; i++)
+    worst = fmax(worst, stage_time(p, cut[i], cut[i + 1], pf[i].speed));
+  return worst;
+}
+
+/* FPDeep's phases: cut[0..n], cut[0] = 0, cut[n] = units, strictly
+ * increasing. */
+static void fpdeep_cuts(const cnn_plan *p, const cnn_platform *pf, size_t n,
+                        uint64_t *cut) {
   uint64_t units = p->first[p->nlayers];
   double total = ops_before(p, units), speeds = 0, before = 0;
   for (size_t i = 0; i < n; i++) speeds += pf[i].speed;
@@ -235,13 +256,52 @@ static void place_cuts(const cnn_plan *p, const cnn_platform *pf, size_t n,
     if (cut[i] <= cut[i - 1]) cut[i] = cut[i - 1] + 1;
   for (size_t i = n - 1; i >= 1; i--)
     if (cut[i] >= cut[i + 1]) cut[i] = cut[i + 1] - 1;
-  /* pairwise balancing, sweeping forward and back */
-  for (int sweep = 0; sweep < BALANCE_MAX_SWEEPS; sweep++) {
-    bool moved = false;
-    for (size_t k = 1; k < n; k++)
-      moved |= balance_pair(p, cut, sweep % 2 ? n - k : k, pf);
-    if (!moved) break;
+  balance(p, pf, n, cut);
+}
+
+/* Whether the stages can hold every piece with no stage's time over t,
+ * each taking the most pieces it can within t and leaving one for each
+ * stage after it; the cuts in cut. */
+static bool fits(const cnn_plan *p, const cnn_platform *pf, size_t n,
+                 double t, uint64_t *cut) {
+  uint64_t units = p->first[p->nlayers];
+  cut[0] = 0;
+  cut[n] = units;
+  for (size_t i = 0; i + 1 < n; i++) {
+    uint64_t a = cut[i] + 1, b = units - (n - 1 - i);
+    if (stage_time(p, cut[i], a, pf[i].speed) > t) return false;
+    while (a < b) { /* the last c in [a, b] within t */
+      uint64_t mid = a + (b - a + 1) / 2;
+      if (stage_time(p, cut[i], mid, pf[i].speed) <= t)
+        a = mid;
+      else
+        b = mid - 1;
+    }
+    cut[i + 1] = a;
   }
+  return stage_time(p, cut[n - 1], units, pf[n - 1].speed) <= t;
+}
+
+/* The plan's cuts: FPDeep's, unless a search for the smallest bottleneck
+ * (bisection over the time with fits(), then balanced pairwise) finds a
+ * strictly smaller one. scratch holds n + 1 cuts. */
+static void place_cuts(const cnn_plan *p, const cnn_platform *pf, size_t n,
+                       uint64_t *cut, uint64_t *scratch) {
+  double lo = 0, hi;
+  fpdeep_cuts(p, pf, n, cut);
+  hi = bottleneck(p, pf, n, cut);
+  if (n < 2 || !fits(p, pf, n, hi, scratch)) return;
+  for (int k = 0; k < 200 && hi - lo > hi * 1e-12; k++) {
+    double mid = lo + (hi - lo) / 2;
+    if (fits(p, pf, n, mid, scratch))
+      hi = mid;
+    else
+      lo = mid;
+  }
+  fits(p, pf, n, hi, scratch);
+  balance(p, pf, n, scratch);
+  if (bottleneck(p, pf, n, scratch) < bottleneck(p, pf, n, cut))
+    memcpy(cut, scratch, (n + 1) * sizeof *cut);
 }
 
 /* The point of position pos as a stage's begin (pos < units), or as the
@@ -415,7 +475,7 @@ int cnn_plan_create(const cnn_net *net, const cnn_platform *platforms,
   if ((rc = label_layers(p, layers))) goto nomem;
   p->stages = calloc(n, sizeof *p->stages);
   p->names = calloc(n, sizeof *p->names);
-  cut = calloc(n + 1, sizeof *cut);
+  cut = calloc(2 * (n + 1), sizeof *cut);
   if (!p->stages || !p->names || !cut) goto nomem;
   p->totals.stages = n;
   for (size_t i = 0; i < n; i++) {
@@ -427,7 +487,7 @@ int cnn_plan_create(const cnn_net *net, const cnn_platform *platforms,
     }
     if (!(p->names[i] = copy_str(name))) goto nomem;
   }
-  place_cuts(p, platforms, n, cut);
+  place_cuts(p, platforms, n, cut, cut + n + 1);
   fill_stages(p, platforms, n, cut);
   free(cut);
   *out = p;

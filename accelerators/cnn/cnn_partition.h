@@ -43,9 +43,15 @@
  * the target. The cuts are then pushed apart so that no stage is empty,
  * and neighbouring stages are balanced pairwise (each cut placed where the
  * larger of its two stages' times, work / speed, is smallest) until no
- * cut moves. The plan's bottleneck is the stage with the largest time;
- * a pipeline runs at its pace, so every other stage idles for the
- * difference.
+ * cut moves. Last, a search for the smallest bottleneck (bisection over
+ * the time, each stage taking the most pieces it can within it and
+ * leaving one for each stage after it, then balanced pairwise) replaces
+ * that plan if it finds a strictly smaller bottleneck. The result is the
+ * best split wherever every platform can hold any single piece within
+ * the best bottleneck (always with equal speeds); with very unequal
+ * speeds and heavy unsplittable pieces it may be short of it. The plan's
+ * bottleneck is the stage with the largest time; a pipeline runs at its
+ * pace, so every other stage idles for the difference.
  *
  * A plan is immutable once made: its functions may be called from any
  * number of threads at once. Destroy is not thread-safe on the same plan.

@@ -532,10 +532,61 @@ static uint64_t pieces(const cnn_net *net, size_t n, unsigned flags) {
   return total;
 }
 
+/* The smallest bottleneck any split of the pieces into n non-empty runs
+ * reaches, by trying them all (pieces' work from the spec in
+ * cnn_partition.h: multiply-adds spread evenly over a layer's channels,
+ * element operations too under OCP, on the last channel under ICP), or a
+ * negative number when there are more than max_units pieces or n > 6;
+ * the heaviest piece's work in *heaviest. */
+static double best_bottleneck(const cnn_net *net, const cnn_plan *p,
+                              const cnn_platform *pf, size_t n,
+                              size_t max_units, double *heaviest) {
+  size_t nl, u = 0;
+  const cnn_layer *l = cnn_net_layers(net, &nl);
+  double w[64], best = INFINITY;
+  size_t cut[8]; /* n <= 6 */
+  *heaviest = 0;
+  for (size_t i = 0; i < nl; i++) {
+    uint32_t ch;
+    cnn_split sp = cnn_plan_layer_split(p, i, &ch);
+    uint64_t m = l[i].fp_macs + l[i].eb_macs + l[i].pg_macs;
+    if (u + ch > max_units || u + ch > 64) return -1;
+    for (uint32_t c = 0; c < ch; c++) {
+      double macs = (double)(m / ch + (c < m % ch ? 1 : 0));
+      double elem = sp == CNN_SPLIT_OCP
+                        ? (double)(l[i].elem_ops / ch +
+                                   (c < l[i].elem_ops % ch ? 1 : 0))
+                        : (c == ch - 1 ? (double)l[i].elem_ops : 0);
+      w[u] = 2 * macs + 2 * elem;
+      *heaviest = fmax(*heaviest, w[u++]);
+    }
+  }
+  if (n > 6 || n > u) return -1;
+  /* cut[1..n-1] over every strictly increasing choice in 1..u-1 */
+  for (size_t i = 0; i < n; i++) cut[i] = i;
+  cut[n] = u;
+  for (;;) {
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+      double sum = 0;
+      for (size_t k = cut[i]; k < cut[i + 1]; k++) sum += w[k];
+      worst = fmax(worst, sum / pf[i].speed);
+    }
+    best = fmin(best, worst);
+    size_t i = n - 1; /* the next choice */
+    while (i >= 1 && cut[i] == u - (n - i)) i--;
+    if (i < 1) break;
+    cut[i]++;
+    for (size_t k = i + 1; k < n; k++) cut[k] = cut[k - 1] + 1;
+  }
+  return best;
+}
+
 static void test_random(void **state) {
   (void)state;
   char cfg[2048];
-  int parsed = 0, planned = 0, refused = 0;
+  int parsed = 0, planned = 0, refused = 0, tried_all = 0, exact = 0;
+  int short_of_best = 0;
   rng_state = 20240513;
   for (int k = 0; k < 4000; k++) {
     cnn_net *net = NULL;
@@ -564,12 +615,33 @@ static void test_random(void **state) {
       if (rc) fail_msg("case %d: rc %d %s\n%s", k, rc, err, cfg);
       check_plan(net, p, n, pf);
       planned++;
+      double heaviest, best = best_bottleneck(net, p, pf, n, 24, &heaviest);
+      if (best >= 0) {
+        /* the best plan, exactly where every platform can hold any one
+         * piece within the best bottleneck (so with equal speeds always);
+         * close to it elsewhere */
+        double got = cnn_plan_totals_get(p)->time, slowest = INFINITY;
+        for (size_t i = 0; i < n; i++) slowest = fmin(slowest, speeds[i]);
+        tried_all++;
+        if (heaviest / slowest <= best) {
+          if (got > best * (1 + 1e-9))
+            fail_msg("case %d: bottleneck %.9g, the best %.9g\n%s", k, got,
+                     best, cfg);
+          exact++;
+        } else if (got > best * (1 + 1e-9)) {
+          short_of_best++;
+        }
+      }
     }
     cnn_plan_destroy(p);
     cnn_net_destroy(net);
   }
-  printf("random networks: %d parsed, %d planned, %d refused\n", parsed,
-         planned, refused);
+  printf("random networks: %d parsed, %d planned, %d refused; %d small "
+         "enough to try every split: %d where every platform holds any "
+         "piece within the best, all at the best; of the others %d short "
+         "of it\n", parsed, planned, refused, tried_all, exact,
+         short_of_best);
+  assert_true(exact > 200);
   assert_true(planned > 1000);
   assert_true(refused > 50);
 }
