@@ -147,6 +147,17 @@ fi
 echo "ember-nam --config /etc/ember/nam.conf --check-config: ok"
 
 (cd "$tmp" && /usr/bin/python3 -c 'import ember; print("python3: ember", ember.version(), "from", ember.__file__)')
+# the installed binding's ember.lnl on the same alignment, in-process
+(cd "$tmp" && /usr/bin/python3 - "$plf" <<'PY'
+import sys, ember
+plf = sys.argv[1]
+with ember.connect("embedded") as c:
+    lnl = c.lnl(plf + "/example.phy", plf + "/example.tree",
+                "GTR{1.2,3.9,0.8,1.1,4.5}+F{0.3,0.2,0.25,0.25}+G4{0.5}")
+assert abs(lnl[0] + 21911.735297) < 1e-6 * 21911.735297, lnl
+print("python3: ember lnl %.6f (BEAGLE: -21911.735297)" % lnl[0])
+PY
+)
 
 # shellcheck disable=SC2046 # pkg-config's output is a list of flags
 cc -Wall -Wextra -Werror -o "$tmp/hello_shared" tests/install/hello_ember.c \
