@@ -11,15 +11,17 @@
 #
 #   tests/bench/lnl_budget.sh [TAXA] [SITES] [REPEAT]   (default 1000 1000 3;
 #                                                        from the repository
-#                                                        root, build/ built)
+#                                                        root, build/ built,
+#                                                        or $BUILD)
 set -eu
 taxa=${1:-1000}
 sites=${2:-1000}
 repeat=${3:-3}
 root=$(pwd)
-ember=$root/build/client/cli/ember
-gen=$root/build/tests/bench/plf_budget
-[ -x "$ember" ] && [ -x "$gen" ] || { echo "build ember and plf_budget first (build/)"; exit 1; }
+build=${BUILD:-$root/build}
+ember=$build/client/cli/ember
+gen=$build/tests/bench/plf_budget
+[ -x "$ember" ] && [ -x "$gen" ] || { echo "build ember and plf_budget first ($build)"; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

@@ -8,15 +8,17 @@
 # same seeds give the same chain). A benchmark: it asserts nothing.
 #
 #   tests/bench/mrbayes_bench.sh [NGEN]        (default 20000; from the
-#                                               repository root, build/ built)
+#                                               repository root, build/ built,
+#                                               or $BUILD: another build tree)
 set -eu
 ngen=${1:-20000}
 root=$(pwd)
-ember=$root/build/client/cli/ember
-nam=$root/build/nam/ember-nam
+build=${BUILD:-$root/build}
+ember=$build/client/cli/ember
+nam=$build/nam/ember-nam
 data=$root/tests/data/plf/primates.nex
 command -v mb >/dev/null || { echo "mb (mrbayes) is not installed"; exit 1; }
-[ -x "$ember" ] && [ -x "$nam" ] || { echo "build ember first (build/)"; exit 1; }
+[ -x "$ember" ] && [ -x "$nam" ] || { echo "build ember first ($build)"; exit 1; }
 
 tmp=$(mktemp -d)
 trap 'kill "$nam_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
