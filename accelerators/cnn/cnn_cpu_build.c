@@ -581,11 +581,13 @@ int cnn_cpu_stage_create(const cnn_net *net, size_t first, size_t end,
   if (!rc && dnnl_stream_create(&s->stream, s->engine,
                                 dnnl_stream_default_flags) != dnnl_success)
     rc = fail(&b, EMBER_EPLATFORM, "oneDNN stream");
+  for (size_t j = 0; !rc && j < s->count; j++) {
+    s->layers[j].l = layers[first + j];
+    s->layers[j].index = first + j;
+  }
   if (!rc) rc = build_boundaries_in(&b);
   for (size_t j = 0; !rc && j < s->count; j++) {
     cpu_layer *L = &s->layers[j];
-    L->l = layers[first + j];
-    L->index = first + j;
     b.layer = L->index;
     switch (L->l.kind) {
     case CNN_LAYER_CONV:
