@@ -152,26 +152,31 @@ static int plain_md(build *b, int ndims, const dnnl_dims_t d,
   return 0;
 }
 
-/* The input of layer j as its primitive wants it: t[j] itself, or a copy
- * with a reorder forward (and, for the error, one backward, added later by
- * link_input_error()). */
+/* The input of layer j as its forward primitive wants it: t[j] itself,
+ * or a copy (the activation kept for PG) with a reorder. */
 static int link_input(build *b, size_t j, const dnnl_memory_desc_t *want,
-                      dnnl_memory_t *src, dnnl_memory_t *dsrc) {
+                      dnnl_memory_t *src) {
   cpu_tensor *t = &b->s->t[j];
   if (dnnl_memory_desc_equal(want, &t->md)) {
     *src = t->mem;
-    *dsrc = t->diff;
     return 0;
   }
   TRY(new_mem(b, want, src));
-  TRY(new_mem(b, want, dsrc));
   return reorder(b, t->mem, *src, 0, &b->s->layers[j], NULL);
 }
 
-static int link_input_error(build *b, size_t j, dnnl_memory_t dsrc) {
-  cpu_tensor *t = &b->s->t[j];
-  if (dsrc == t->diff) return 0;
-  return reorder(b, dsrc, t->diff, 1, &b->s->layers[j], NULL);
+/* m (of layout have) in layout want for a backward primitive: m itself, or
+ * a copy made by a backward step. */
+static int as_layout(build *b, size_t j, dnnl_memory_t m,
+                     const dnnl_memory_desc_t *want, dnnl_memory_t *out) {
+  const dnnl_memory_desc_t *have;
+  dnnl_memory_get_memory_desc(m, &have);
+  if (dnnl_memory_desc_equal(want, have)) {
+    *out = m;
+    return 0;
+  }
+  TRY(new_mem(b, want, out));
+  return reorder(b, m, *out, 1, &b->s->layers[j], NULL);
 }
 
 static const dnnl_memory_desc_t *query(const_dnnl_primitive_desc_t pd,
@@ -296,12 +301,12 @@ static int build_weighted(build *b, size_t j) {
       fpd, dnnl_query_weights_md, 1);
   dnnl_memory_desc_t dst_md = *query(fpd, dnnl_query_dst_md);
   int rc = 0;
-  dnnl_memory_t src = NULL, dsrc = NULL;
+  dnnl_memory_t src = NULL;
   dnnl_primitive_t fp = NULL;
   dnnl_primitive_desc_t fpd_copy = NULL;
   if (dnnl_primitive_desc_clone(&fpd_copy, fpd) != dnnl_success)
     rc = fail(b, EMBER_ENOMEM, "primitive_desc_clone");
-  if (!rc) rc = link_input(b, j, &src_md, &src, &dsrc);
+  if (!rc) rc = link_input(b, j, &src_md, &src);
   if (!rc) rc = make_output(b, j, &dst_md);
   if (!rc) rc = new_mem(b, &w_md, &L->w);
   if (!rc) rc = new_mem(b, &b_md, &L->b);
@@ -330,12 +335,12 @@ static int build_weighted(build *b, size_t j) {
     dnnl_status_t st;
     if (conv) {
       st = dnnl_convolution_backward_weights_desc_init(
-          &cd, dnnl_convolution_direct, &src_md, &w_any, &b_any, &dst_md,
+          &cd, dnnl_convolution_direct, &src_any, &w_any, &b_any, &dst_any,
           strides, pad, pad);
     } else {
-      st = dnnl_inner_product_backward_weights_desc_init(&ipd, &src_md,
+      st = dnnl_inner_product_backward_weights_desc_init(&ipd, &src_any,
                                                          &w_any, &b_any,
-                                                         &dst_md);
+                                                         &dst_any);
     }
     if (st == dnnl_success)
       st = dnnl_primitive_desc_create(&wpd, fd, NULL, s->engine, fpd);
@@ -345,16 +350,20 @@ static int build_weighted(build *b, size_t j) {
     dnnl_memory_desc_t gw_md = *query(wpd, dnnl_query_diff_weights_md);
     dnnl_memory_desc_t gb_md =
         *dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_weights_md, 1);
+    dnnl_memory_t w_src = NULL, w_ddst = NULL;
     dnnl_primitive_t p;
-    rc = new_mem(b, &gw_md, &L->gw);
+    rc = as_layout(b, j, src, query(wpd, dnnl_query_src_md), &w_src);
+    if (!rc)
+      rc = as_layout(b, j, dz, query(wpd, dnnl_query_diff_dst_md), &w_ddst);
+    if (!rc) rc = new_mem(b, &gw_md, &L->gw);
     if (!rc) rc = new_mem(b, &gw_md, &L->gw_new);
     if (!rc) rc = new_mem(b, &gb_md, &L->gb);
     if (!rc) rc = new_mem(b, &gb_md, &L->gb_new);
     if (!rc) rc = new_prim(b, wpd, L, &p);
     wpd = NULL;
     if (!rc) {
-      dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, src},
-                                 {DNNL_ARG_DIFF_DST, dz},
+      dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, w_src},
+                                 {DNNL_ARG_DIFF_DST, w_ddst},
                                  {DNNL_ARG_DIFF_WEIGHTS, L->gw_new},
                                  {DNNL_ARG_DIFF_BIAS, L->gb_new}};
       rc = add_step(b, true, p, NULL, L, 4, args);
@@ -375,17 +384,25 @@ static int build_weighted(build *b, size_t j) {
     dnnl_primitive_desc_t dpd = NULL;
     if (conv) {
       st = dnnl_convolution_backward_data_desc_init(
-          &cd, dnnl_convolution_direct, &src_md, &w_any, &dst_md, strides,
+          &cd, dnnl_convolution_direct, &src_any, &w_any, &dst_any, strides,
           pad, pad);
     } else {
-      st = dnnl_inner_product_backward_data_desc_init(&ipd, &src_md, &w_any,
-                                                      &dst_md);
+      st = dnnl_inner_product_backward_data_desc_init(&ipd, &src_any, &w_any,
+                                                      &dst_any);
     }
     if (st == dnnl_success)
       st = dnnl_primitive_desc_create(&dpd, fd, NULL, s->engine, fpd);
     if (st != dnnl_success) rc = dnnl_fail(b, st, "backward data");
-    dnnl_memory_desc_t wbd_md = w_md;
-    if (!rc) wbd_md = *query(dpd, dnnl_query_weights_md);
+    dnnl_memory_desc_t wbd_md = w_md, dsrc_md = src_md;
+    dnnl_memory_t d_ddst = NULL, dsrc = s->t[j].diff;
+    if (!rc) {
+      wbd_md = *query(dpd, dnnl_query_weights_md);
+      dsrc_md = *query(dpd, dnnl_query_diff_src_md);
+      rc = as_layout(b, j, dz, query(dpd, dnnl_query_diff_dst_md), &d_ddst);
+    }
+    /* the error at the input: straight into t[j]'s, or through a copy */
+    bool dsrc_copy = !dnnl_memory_desc_equal(&dsrc_md, &s->t[j].md);
+    if (!rc && dsrc_copy) rc = new_mem(b, &dsrc_md, &dsrc);
     dnnl_primitive_t p;
     if (!rc) rc = new_prim(b, dpd, L, &p);
     else dnnl_primitive_desc_destroy(dpd);
@@ -396,12 +413,13 @@ static int build_weighted(build *b, size_t j) {
       if (!rc) rc = reorder(b, L->w, L->w_bd, -1, L, &L->w_to_bd);
     }
     if (!rc) {
-      dnnl_exec_arg_t args[3] = {{DNNL_ARG_DIFF_DST, dz},
+      dnnl_exec_arg_t args[3] = {{DNNL_ARG_DIFF_DST, d_ddst},
                                  {DNNL_ARG_WEIGHTS, L->w_bd},
                                  {DNNL_ARG_DIFF_SRC, dsrc}};
       rc = add_step(b, true, p, NULL, L, 3, args);
     }
-    if (!rc) rc = link_input_error(b, j, dsrc);
+    if (!rc && dsrc_copy)
+      rc = reorder(b, dsrc, s->t[j].diff, 1, L, NULL);
   }
   dnnl_primitive_desc_destroy(fpd_copy);
   dnnl_primitive_desc_destroy(fpd);
