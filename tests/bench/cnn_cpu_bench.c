@@ -2,7 +2,7 @@
  * against oneDNN's convolution primitives called directly on the same
  * shapes: FP + EB + PG of AlexNet's conv1..conv5 and VGG-16's conv1_2,
  * conv3_2 and conv5_2, at batch 1 and 16. Prints time per pass (best of
- * the repetitions), GFLOP/s (2 flops per multiply-add of FP, EB and PG
+ * the repetitions, the two alternating pass for pass), GFLOP/s (2 flops per multiply-add of FP, EB and PG
  * together) for both and their ratio; asserts nothing.
  *
  * Each layer is a one-layer stage [1, 2) behind an identity max-pool, so
@@ -75,12 +75,21 @@ typedef struct timing {
   int reps;
 } timing;
 
-/* The stage: forward, backward; best time of a pass. */
-static timing time_stage(const cnn_net *net, uint32_t batch, int min_reps,
-                         double min_s, char *impl, size_t impl_len) {
-  char err[256];
+static void record(timing *t, double dt) {
+  if (dt < t->best) t->best = dt;
+  t->total += dt;
+  t->reps++;
+}
+
+/* The stage: forward and backward of one batch. */
+typedef struct stage_run {
   cnn_cpu_stage *s;
-  int rc = cnn_cpu_stage_create(net, 1, 2, batch, &s, err, sizeof err);
+  float *w, *b, *in, *dout, *out, *din;
+} stage_run;
+
+static void stage_setup(stage_run *r, const cnn_net *net, uint32_t batch) {
+  char err[256];
+  int rc = cnn_cpu_stage_create(net, 1, 2, batch, &r->s, err, sizeof err);
   if (rc) {
     fprintf(stderr, "cnn_cpu_bench: %s\n", err);
     die("cnn_cpu_stage_create", rc);
@@ -88,26 +97,26 @@ static timing time_stage(const cnn_net *net, uint32_t batch, int min_reps,
   size_t nl;
   const cnn_layer *l = &cnn_net_layers(net, &nl)[1];
   size_t nin = batch * cnn_ref_elems(l->in), nout = batch * cnn_ref_elems(l->out);
-  float *w = randoms(l->weights, 1), *b = randoms(l->biases, 2);
-  float *in = randoms(nin, 3), *dout = randoms(nout, 4);
-  float *out = malloc(nout * sizeof *out), *din = malloc(nin * sizeof *din);
-  if (!out || !din) die("malloc", 0);
-  if ((rc = cnn_cpu_stage_set_params(s, 1, w, b))) die("set_params", rc);
-  timing t = {1e30, 0, 0};
-  for (int i = -1; i < min_reps || t.total < min_s; i++) {
-    double t0 = now();
-    if ((rc = cnn_cpu_stage_forward(s, in, out, NULL, NULL))) die("forward", rc);
-    if ((rc = cnn_cpu_stage_backward(s, dout, din))) die("backward", rc);
-    double dt = now() - t0;
-    if (i < 0) continue;  /* warm-up */
-    if (dt < t.best) t.best = dt;
-    t.total += dt;
-    t.reps++;
-  }
-  snprintf(impl, impl_len, "%s", cnn_cpu_stage_impl(s, 1));
-  cnn_cpu_stage_destroy(s);
-  free(w), free(b), free(in), free(dout), free(out), free(din);
-  return t;
+  r->w = randoms(l->weights, 1), r->b = randoms(l->biases, 2);
+  r->in = randoms(nin, 3), r->dout = randoms(nout, 4);
+  r->out = malloc(nout * sizeof *r->out), r->din = malloc(nin * sizeof *r->din);
+  if (!r->out || !r->din) die("malloc", 0);
+  if ((rc = cnn_cpu_stage_set_params(r->s, 1, r->w, r->b))) die("set_params", rc);
+}
+
+static double stage_pass(stage_run *r) {
+  int rc;
+  double t0 = now();
+  if ((rc = cnn_cpu_stage_forward(r->s, r->in, r->out, NULL, NULL)))
+    die("forward", rc);
+  if ((rc = cnn_cpu_stage_backward(r->s, r->dout, r->din))) die("backward", rc);
+  return now() - t0;
+}
+
+static void stage_teardown(stage_run *r) {
+  cnn_cpu_stage_destroy(r->s);
+  free(r->w), free(r->b), free(r->in), free(r->dout), free(r->out);
+  free(r->din);
 }
 
 static dnnl_memory_t mem_of(dnnl_engine_t eng, const_dnnl_primitive_desc_t pd,
@@ -124,8 +133,16 @@ static dnnl_memory_t mem_of(dnnl_engine_t eng, const_dnnl_primitive_desc_t pd,
 }
 
 /* oneDNN directly: convolution forward, backward data, backward weights. */
-static timing time_direct(const bench_layer *L, uint32_t batch, int min_reps,
-                          double min_s) {
+typedef struct direct_run {
+  dnnl_engine_t eng;
+  dnnl_stream_t stream;
+  dnnl_primitive_desc_t fpd, dpd, wpd;
+  dnnl_primitive_t fp, dp, wp;
+  dnnl_memory_t m[11];
+  dnnl_exec_arg_t fa[4], da[3], wa[4];
+} direct_run;
+
+static void direct_setup(direct_run *r, const bench_layer *L, uint32_t batch) {
   dnnl_engine_t eng;
   dnnl_stream_t stream;
   DN(dnnl_engine_create(&eng, dnnl_cpu, 0));
@@ -178,27 +195,32 @@ static timing time_direct(const bench_layer *L, uint32_t batch, int min_reps,
   dnnl_exec_arg_t wa[4] = {{DNNL_ARG_SRC, m[7]}, {DNNL_ARG_DIFF_DST, m[8]},
                            {DNNL_ARG_DIFF_WEIGHTS, m[9]},
                            {DNNL_ARG_DIFF_BIAS, m[10]}};
-  timing t = {1e30, 0, 0};
-  for (int i = -1; i < min_reps || t.total < min_s; i++) {
-    double t0 = now();
-    DN(dnnl_primitive_execute(fp, stream, 4, fa));
-    DN(dnnl_primitive_execute(dp, stream, 3, da));
-    DN(dnnl_primitive_execute(wp, stream, 4, wa));
-    DN(dnnl_stream_wait(stream));
-    double dt = now() - t0;
-    if (i < 0) continue;
-    if (dt < t.best) t.best = dt;
-    t.total += dt;
-    t.reps++;
-  }
-  for (int i = 0; i < 11; i++) dnnl_memory_destroy(m[i]);
-  dnnl_primitive_destroy(fp), dnnl_primitive_destroy(dp);
-  dnnl_primitive_destroy(wp);
-  dnnl_primitive_desc_destroy(fpd), dnnl_primitive_desc_destroy(dpd);
-  dnnl_primitive_desc_destroy(wpd);
-  dnnl_stream_destroy(stream);
-  dnnl_engine_destroy(eng);
-  return t;
+  r->eng = eng, r->stream = stream;
+  r->fpd = fpd, r->dpd = dpd, r->wpd = wpd;
+  r->fp = fp, r->dp = dp, r->wp = wp;
+  memcpy(r->m, m, sizeof m);
+  memcpy(r->fa, fa, sizeof fa);
+  memcpy(r->da, da, sizeof da);
+  memcpy(r->wa, wa, sizeof wa);
+}
+
+static double direct_pass(direct_run *r) {
+  double t0 = now();
+  DN(dnnl_primitive_execute(r->fp, r->stream, 4, r->fa));
+  DN(dnnl_primitive_execute(r->dp, r->stream, 3, r->da));
+  DN(dnnl_primitive_execute(r->wp, r->stream, 4, r->wa));
+  DN(dnnl_stream_wait(r->stream));
+  return now() - t0;
+}
+
+static void direct_teardown(direct_run *r) {
+  for (int i = 0; i < 11; i++) dnnl_memory_destroy(r->m[i]);
+  dnnl_primitive_destroy(r->fp), dnnl_primitive_destroy(r->dp);
+  dnnl_primitive_destroy(r->wp);
+  dnnl_primitive_desc_destroy(r->fpd), dnnl_primitive_desc_destroy(r->dpd);
+  dnnl_primitive_desc_destroy(r->wpd);
+  dnnl_stream_destroy(r->stream);
+  dnnl_engine_destroy(r->eng);
 }
 
 int main(int argc, char **argv) {
@@ -251,8 +273,21 @@ int main(int argc, char **argv) {
     double flops1 = 2.0 * (double)(cl->fp_macs + cl->eb_macs + cl->pg_macs);
     for (int k = 0; k < 2; k++) {
       uint32_t batch = batches[k];
-      timing ts = time_stage(net, batch, reps, min_s, impl, sizeof impl);
-      timing td = time_direct(L, batch, reps, min_s);
+      /* the two alternate, pass for pass, so that both see the same load */
+      stage_run sr;
+      direct_run dr;
+      stage_setup(&sr, net, batch);
+      direct_setup(&dr, L, batch);
+      snprintf(impl, sizeof impl, "%s", cnn_cpu_stage_impl(sr.s, 1));
+      timing ts = {1e30, 0, 0}, td = {1e30, 0, 0};
+      stage_pass(&sr);  /* warm-up */
+      direct_pass(&dr);
+      while (ts.reps < reps || ts.total + td.total < min_s) {
+        record(&ts, stage_pass(&sr));
+        record(&td, direct_pass(&dr));
+      }
+      stage_teardown(&sr);
+      direct_teardown(&dr);
       double gs = flops1 * batch / ts.best * 1e-9;
       double gd = flops1 * batch / td.best * 1e-9;
       printf("%-14s %5u %10.3f %10.3f %9.1f %9.1f %6.3f  %s\n", L->name,
