@@ -81,20 +81,39 @@ cnn_shape cnn_cpu_stage_output(const cnn_cpu_stage *s) {
   return s->layers[s->count - 1].l.out;
 }
 
+/* The caller's buffers stand in for the stage's boundary memories where
+ * a reorder reads or writes them anyway, so that NCHW in and out costs one
+ * pass, not a copy and a pass; the stage's own buffers are put back before
+ * returning. */
+static void *swap_handle(dnnl_memory_t m, const void *p) {
+  void *own = cpu_mem_data(m);
+  dnnl_memory_set_data_handle(m, (void *)(uintptr_t)p);
+  return own;
+}
+
 int cnn_cpu_stage_forward(cnn_cpu_stage *s, const float *in, float *out,
                           const uint8_t *labels, double *loss) {
   if (!s || !in || (labels && !s->softmax)) return EMBER_EINVAL;
   if (labels)
     for (size_t n = 0; n < s->batch; n++)
       if (labels[n] >= s->classes) return EMBER_EINVAL;
-  memcpy(cpu_mem_data(s->t[0].mem), in, cpu_mem_size(s->t[0].mem));
-  if (cpu_run_steps(s, s->fwd, s->nfwd)) return EMBER_EPLATFORM;
-  if (s->out_reo &&
-      exec_reorder(s, s->out_reo, s->t[s->count].mem, s->out_plain))
-    return EMBER_EPLATFORM;
-  if (dnnl_stream_wait(s->stream) != dnnl_success) return EMBER_EPLATFORM;
+  dnnl_memory_t t0 = s->t[0].mem, last = s->t[s->count].mem;
+  void *own_in = NULL, *own_out = NULL;
+  if (s->keep_input)
+    memcpy(cpu_mem_data(t0), in, cpu_mem_size(t0));
+  else
+    own_in = swap_handle(t0, in);
+  /* the softmax's probabilities stay for the loss's gradient */
+  bool direct_out = out && s->out_reo && !s->softmax;
+  if (direct_out) own_out = swap_handle(s->out_plain, out);
+  int rc = cpu_run_steps(s, s->fwd, s->nfwd);
+  if (!rc && s->out_reo) rc = exec_reorder(s, s->out_reo, last, s->out_plain);
+  if (!rc && dnnl_stream_wait(s->stream) != dnnl_success) rc = EMBER_EPLATFORM;
+  if (own_in) dnnl_memory_set_data_handle(t0, own_in);
+  if (own_out) dnnl_memory_set_data_handle(s->out_plain, own_out);
+  if (rc) return rc;
   const float *p = cpu_mem_data(s->out_plain);
-  if (out) memcpy(out, p, cpu_mem_size(s->out_plain));
+  if (out && !direct_out) memcpy(out, p, cpu_mem_size(s->out_plain));
   s->have_labels = labels != NULL;
   if (labels) {
     memcpy(s->labels, labels, s->batch);
@@ -111,21 +130,25 @@ int cnn_cpu_stage_forward(cnn_cpu_stage *s, const float *in, float *out,
 int cnn_cpu_stage_backward(cnn_cpu_stage *s, const float *dout, float *din) {
   if (!s || (din && !s->eb_in)) return EMBER_EINVAL;
   if (s->softmax ? !s->have_labels : !dout) return EMBER_EINVAL;
-  if (!s->softmax) {
+  void *own_dout = NULL, *own_din = NULL;
+  int rc = 0;
+  if (!s->softmax && s->dout_reo) {
+    own_dout = swap_handle(s->dout_plain, dout);
+    rc = exec_reorder(s, s->dout_reo, s->dout_plain, s->t[s->count].diff);
+  } else if (!s->softmax) {
     memcpy(cpu_mem_data(s->dout_plain), dout, cpu_mem_size(s->dout_plain));
-    if (s->dout_reo &&
-        exec_reorder(s, s->dout_reo, s->dout_plain, s->t[s->count].diff))
-      return EMBER_EPLATFORM;
   }
-  for (size_t j = s->count; j-- > 0;) {
+  /* layer 0's backward writes the whole of t[0]'s error, once */
+  if (din) own_din = swap_handle(s->t[0].diff, din);
+  for (size_t j = s->count; !rc && j-- > 0;) {
     cpu_layer *l = &s->layers[j];
-    if (cpu_run_steps(s, s->bwd + l->bwd_first, l->bwd_count))
-      return EMBER_EPLATFORM;
+    rc = cpu_run_steps(s, s->bwd + l->bwd_first, l->bwd_count);
   }
-  if (dnnl_stream_wait(s->stream) != dnnl_success) return EMBER_EPLATFORM;
-  s->grads_zero = false;
-  if (din) memcpy(din, cpu_mem_data(s->t[0].diff), cpu_mem_size(s->t[0].diff));
-  return 0;
+  if (!rc && dnnl_stream_wait(s->stream) != dnnl_success) rc = EMBER_EPLATFORM;
+  if (own_dout) dnnl_memory_set_data_handle(s->dout_plain, own_dout);
+  if (own_din) dnnl_memory_set_data_handle(s->t[0].diff, own_din);
+  if (!rc) s->grads_zero = false;
+  return rc;
 }
 
 static void sgd(float *w, float *v, const float *g, size_t n, float lr,

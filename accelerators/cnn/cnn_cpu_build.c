@@ -307,6 +307,8 @@ static int build_weighted(build *b, size_t j) {
   if (dnnl_primitive_desc_clone(&fpd_copy, fpd) != dnnl_success)
     rc = fail(b, EMBER_ENOMEM, "primitive_desc_clone");
   if (!rc) rc = link_input(b, j, &src_md, &src);
+  /* the stage's input itself is the activation kept for PG */
+  if (!rc && src == s->t[0].mem) s->keep_input = true;
   if (!rc) rc = make_output(b, j, &dst_md);
   if (!rc) rc = new_mem(b, &w_md, &L->w);
   if (!rc) rc = new_mem(b, &b_md, &L->b);
@@ -580,7 +582,7 @@ int cnn_cpu_stage_create(const cnn_net *net, size_t first, size_t end,
       batch > CNN_MAX_BATCH)
     return fail(&b, EMBER_EINVAL, "bad arguments");
   cnn_cpu_stage *s = calloc(1, sizeof *s);
-  if (!s) return EMBER_ENOMEM;
+  if (!s) return fail(&b, EMBER_ENOMEM, "out of memory");
   b.s = s;
   s->batch = batch;
   s->first = first;
@@ -593,7 +595,8 @@ int cnn_cpu_stage_create(const cnn_net *net, size_t first, size_t end,
   s->t = calloc(s->count + 1, sizeof *s->t);
   s->labels = calloc(batch, 1);
   int rc = 0;
-  if (!s->layers || !s->t || !s->labels) rc = EMBER_ENOMEM;
+  if (!s->layers || !s->t || !s->labels)
+    rc = fail(&b, EMBER_ENOMEM, "out of memory");
   if (!rc && dnnl_engine_create(&s->engine, dnnl_cpu, 0) != dnnl_success)
     rc = fail(&b, EMBER_EPLATFORM, "oneDNN has no cpu engine");
   if (!rc && dnnl_stream_create(&s->stream, s->engine,

@@ -80,6 +80,9 @@ struct cnn_cpu_stage {
   uint8_t *labels;           /* the last forward's, softmax stages */
   bool have_labels;
   bool grads_zero;           /* no backward since the last update */
+  bool keep_input;           /* t[0] is kept for PG: the caller's input is
+                                copied in; otherwise t[0].mem reads the
+                                caller's buffer during the forward */
 };
 
 /* Size in bytes and data of a memory. */
