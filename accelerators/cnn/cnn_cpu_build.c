@@ -314,8 +314,10 @@ static int build_weighted(build *b, size_t j) {
   if (!rc) rc = new_mem(b, &b_md, &L->b);
   if (!rc) rc = new_mem(b, &w_md, &L->vw);
   if (!rc) rc = new_mem(b, &b_md, &L->vb);
-  if (!rc) rc = new_prim(b, fpd_copy, L, &fp);
-  fpd_copy = NULL;
+  if (!rc) {
+    rc = new_prim(b, fpd_copy, L, &fp);  /* takes fpd_copy */
+    fpd_copy = NULL;
+  }
   if (!rc) {
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, src},
                                {DNNL_ARG_WEIGHTS, L->w},
@@ -361,8 +363,10 @@ static int build_weighted(build *b, size_t j) {
     if (!rc) rc = new_mem(b, &gw_md, &L->gw_new);
     if (!rc) rc = new_mem(b, &gb_md, &L->gb);
     if (!rc) rc = new_mem(b, &gb_md, &L->gb_new);
-    if (!rc) rc = new_prim(b, wpd, L, &p);
-    wpd = NULL;
+    if (!rc) {
+      rc = new_prim(b, wpd, L, &p);  /* takes wpd */
+      wpd = NULL;
+    }
     if (!rc) {
       dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, w_src},
                                  {DNNL_ARG_DIFF_DST, w_ddst},
