@@ -68,6 +68,7 @@ cnn_shape cnn_cpu_stage_output(const cnn_cpu_stage *stage);
  *           kept for cnn_cpu_stage_backward(); NULL otherwise
  *   loss    receives the mean cross-entropy when labels are given (may be
  *           NULL)
+ * The caller's buffers are used only during the call.
  * Returns 0, EMBER_EINVAL (labels without a softmax, a label out of range)
  * or EMBER_EPLATFORM.
  */
@@ -114,9 +115,11 @@ int cnn_cpu_stage_get_grads(cnn_cpu_stage *stage, size_t layer,
 
 /*
  * cnn_cpu_stage_impl - the names of the oneDNN implementations the stage
- * runs for layer `layer` ("fwd bwd_data bwd_weights", as oneDNN reports
- * them), for benchmarks and logs; "" outside the stage. Owned by the
- * stage.
+ * runs for layer `layer`, as oneDNN reports them, space-separated in the
+ * order: forward, ReLU forward (where there is one), backward weights,
+ * backward data (where EB runs), e.g. "jit:avx2 jit:avx2 jit:avx2"; the
+ * reorders are not named. For benchmarks and logs; "" outside the stage.
+ * Owned by the stage.
  */
 const char *cnn_cpu_stage_impl(const cnn_cpu_stage *stage, size_t layer);
 

@@ -3,8 +3,9 @@
  * that builds it (cnn_cpu_build.c: memories, primitives and the lists of
  * steps) and the one that runs it (cnn_cpu.c).
  *
- * A stage of L layers has L+1 tensors: t[0] its input (plain NCHW, the
- * caller's copy), t[j+1] layer j's output in the layout its primitive
+ * A stage of L layers has L+1 tensors: t[0] its input (plain NCHW: a copy
+ * of the caller's where layer 0 keeps it for PG, else the caller's buffer
+ * during the forward), t[j+1] layer j's output in the layout its primitive
  * chose, each with an error tensor of the same layout. A layer whose
  * primitive wants its input in another layout keeps its own copy (the
  * activation kept for PG) and a reorder; otherwise it shares t[j]. Forward
