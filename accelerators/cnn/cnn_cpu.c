@@ -44,16 +44,13 @@ int cpu_run_steps(cnn_cpu_stage *s, cpu_step *steps, size_t n) {
 }
 
 void cpu_accumulate_grads(cnn_cpu_stage *s, cpu_layer *l) {
+  if (s->grads_zero) return;
   dnnl_memory_t acc[2] = {l->gw, l->gb}, add[2] = {l->gw_new, l->gb_new};
   for (int k = 0; k < 2; k++) {
     size_t n = cpu_mem_size(acc[k]) / sizeof(float);
     float *a = cpu_mem_data(acc[k]);
     const float *g = cpu_mem_data(add[k]);
-    if (s->grads_zero) {
-      memcpy(a, g, n * sizeof *a);
-    } else {
-      for (size_t i = 0; i < n; i++) a[i] += g[i];
-    }
+    for (size_t i = 0; i < n; i++) a[i] += g[i];
   }
 }
 
@@ -137,6 +134,14 @@ int cnn_cpu_stage_backward(cnn_cpu_stage *s, const float *dout, float *din) {
     rc = exec_reorder(s, s->dout_reo, s->dout_plain, s->t[s->count].diff);
   } else if (!s->softmax) {
     memcpy(cpu_mem_data(s->dout_plain), dout, cpu_mem_size(s->dout_plain));
+  }
+  /* PG writes the accumulated gradients themselves when they are zero */
+  for (size_t j = 0; j < s->count; j++) {
+    cpu_layer *l = &s->layers[j];
+    if (!l->w) continue;
+    dnnl_exec_arg_t *a = s->bwd[l->pg_step].args;
+    a[2].memory = s->grads_zero ? l->gw : l->gw_new;
+    a[3].memory = s->grads_zero ? l->gb : l->gb_new;
   }
   /* layer 0's backward writes the whole of t[0]'s error, once */
   if (din) own_din = swap_handle(s->t[0].diff, din);

@@ -368,10 +368,12 @@ static int build_weighted(build *b, size_t j) {
       wpd = NULL;
     }
     if (!rc) {
+      /* the last two are chosen per backward (cnn_cpu.c) */
       dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, w_src},
                                  {DNNL_ARG_DIFF_DST, w_ddst},
                                  {DNNL_ARG_DIFF_WEIGHTS, L->gw_new},
                                  {DNNL_ARG_DIFF_BIAS, L->gb_new}};
+      L->pg_step = s->nbwd;
       rc = add_step(b, true, p, NULL, L, 4, args);
     }
     if (!rc) rc = add_step(b, true, NULL, cpu_accumulate_grads, L, 0, NULL);

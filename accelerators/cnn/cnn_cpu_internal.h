@@ -46,11 +46,13 @@ typedef struct cpu_layer {
   cnn_layer l;
   size_t index;              /* in the network */
   size_t bwd_first, bwd_count; /* its steps in the stage's backward list */
+  size_t pg_step;            /* its PG step in that list (conv, connected) */
   /* parameters (conv, connected): in the forward primitive's layouts */
   dnnl_memory_desc_t w_canon_md; /* OIHW or OI, plain */
   dnnl_memory_t w, b, vw, vb;
   dnnl_memory_t gw, gb;      /* accumulated, bwd_weights' layouts */
-  dnnl_memory_t gw_new, gb_new; /* this backward's */
+  dnnl_memory_t gw_new, gb_new; /* this backward's, when the accumulated
+                                   ones are not zero (else PG writes those) */
   dnnl_memory_t w_bd;        /* weights in bwd_data's layout (or w) */
   dnnl_primitive_t w_to_bd;  /* w -> w_bd, NULL when shared */
   dnnl_memory_t gw_fwd;      /* gw in w's layout (or gw) */
@@ -94,8 +96,8 @@ float *cpu_mem_data(const_dnnl_memory_t m);
 int cpu_run_steps(struct cnn_cpu_stage *s, cpu_step *steps, size_t n);
 
 /* Steps run as C functions: the gradients of the last backward added to
- * (or, after an update, copied into) the accumulated ones; the loss's
- * gradient into xent_plain. */
+ * the accumulated ones (nothing after an update: PG wrote them); the
+ * loss's gradient into xent_plain. */
 void cpu_accumulate_grads(struct cnn_cpu_stage *s, cpu_layer *l);
 void cpu_xent_grad(struct cnn_cpu_stage *s, cpu_layer *l);
 

@@ -182,8 +182,9 @@ static void check_params(const char *name, ref_stage *r, cnn_cpu_stage *s,
   }
 }
 
-/* Two rounds of forward, backward and update on a stage and the
- * reference, everything compared. */
+/* Two rounds of forward, backward (twice in the second round: gradients
+ * accumulate) and update on a stage and the reference, everything
+ * compared. */
 static void compare_stage(const char *name, const cnn_net *net, size_t first,
                           size_t end, uint32_t batch, uint64_t seed) {
   char err[256];
@@ -218,6 +219,11 @@ static void compare_stage(const char *name, const cnn_net *net, size_t first,
     assert_int_equal(
         cnn_cpu_stage_backward(s, dout, first > 0 ? din : NULL), 0);
     ref_backward(r, dout, labels);
+    if (round == 1) {  /* gradients accumulate over two backwards */
+      assert_int_equal(
+          cnn_cpu_stage_backward(s, dout, first > 0 ? din : NULL), 0);
+      ref_backward(r, dout, labels);
+    }
     if (first > 0)
       check("input error", name, first, din, r->err[0], nin, TOL_GRAD);
     check_params(name, r, s, true);
