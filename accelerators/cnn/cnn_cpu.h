@@ -1,0 +1,126 @@
+/*
+ * cnn_cpu.h - one stage of CNN training (a contiguous range of a network's
+ * layers) on the CPU, in single precision on oneDNN (libdnnl 2.x, C API).
+ * The maths and its conventions are cnn_ref.h's: NCHW tensors, OIHW
+ * convolution weights, connected weights as output x input (CHW order),
+ * the mean cross-entropy loss, SGD with momentum and weight decay (none on
+ * biases); this is the fast path, the reference is the oracle.
+ *
+ * Inside a stage, tensors stay in the blocked layouts oneDNN picks for its
+ * primitives (created once, with the stage); the stage's input and output
+ * are NCHW floats, and parameters and gradients are read and written in
+ * the canonical layouts. A stage owns as state: weights, biases, their
+ * momentum (velocity) and accumulated gradients, and the activations of
+ * the last forward pass kept for back-propagation.
+ *
+ * Threads: oneDNN as Debian builds it (libdnnl2 2.6) runs its primitives
+ * on OpenMP (DNNL_CPU_RUNTIME_OMP, libgomp): a call uses the OpenMP team
+ * of the calling thread, OMP_NUM_THREADS threads by default. A stage is
+ * used by one thread at a time; distinct stages are independent.
+ */
+#ifndef CNN_CPU_H
+#define CNN_CPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cnn_net.h"
+
+typedef struct cnn_cpu_stage cnn_cpu_stage;
+
+/*
+ * cnn_cpu_stage_create - the stage of layers first .. end-1 of net.
+ *   net          the network; only read during the call (the stage keeps
+ *                copies of its layers)
+ *   first, end   the range, 0 <= first < end <= layer count
+ *   batch        samples per call (1..CNN_MAX_BATCH)
+ *   out          receives the stage; the caller owns it
+ *                (cnn_cpu_stage_destroy())
+ *   err          receives the reason on failure (may be NULL when err_len
+ *                is 0)
+ * Weights and biases start at 0, momentum and gradients at 0. The error at
+ * the stage's input is computed unless first is 0.
+ * Returns 0, EMBER_EINVAL (bad arguments), EMBER_EPARAM (a layer this back
+ * end does not run: a convolution or max-pool after a connected layer in
+ * the same stage, a max-pool window wholly in padding, or a shape oneDNN
+ * has no implementation for), EMBER_ENOMEM or EMBER_EPLATFORM (another
+ * oneDNN failure, named in err).
+ */
+int cnn_cpu_stage_create(const cnn_net *net, size_t first, size_t end,
+                         uint32_t batch, cnn_cpu_stage **out, char *err,
+                         size_t err_len);
+
+/* cnn_cpu_stage_destroy - free a stage; NULL is a no-op. */
+void cnn_cpu_stage_destroy(cnn_cpu_stage *stage);
+
+/* The stage's batch, and its first layer's input and last layer's output
+ * shapes (per sample). */
+uint32_t cnn_cpu_stage_batch(const cnn_cpu_stage *stage);
+cnn_shape cnn_cpu_stage_input(const cnn_cpu_stage *stage);
+cnn_shape cnn_cpu_stage_output(const cnn_cpu_stage *stage);
+
+/*
+ * cnn_cpu_stage_forward - FP of a batch.
+ *   in      batch x input floats, NCHW
+ *   out     batch x output floats, NCHW (may be NULL); for a stage that
+ *           ends in the softmax, the probabilities
+ *   labels  batch labels (< classes) for a stage that ends in the softmax:
+ *           kept for cnn_cpu_stage_backward(); NULL otherwise
+ *   loss    receives the mean cross-entropy when labels are given (may be
+ *           NULL)
+ * The caller's buffers are used only during the call.
+ * Returns 0, EMBER_EINVAL (labels without a softmax, a label out of range)
+ * or EMBER_EPLATFORM.
+ */
+int cnn_cpu_stage_forward(cnn_cpu_stage *stage, const float *in, float *out,
+                          const uint8_t *labels, double *loss);
+
+/*
+ * cnn_cpu_stage_backward - EB and PG of the batch of the last forward.
+ *   dout    the error at the stage's output, batch x output floats, NCHW
+ *           (the loss's gradient with respect to the last layer's output);
+ *           ignored for a stage that ends in the softmax, whose error is
+ *           the loss's gradient for the labels given to the last forward
+ *   din     receives the error at the stage's input (batch x input floats,
+ *           NCHW), or NULL; not computed for a stage starting at layer 0
+ * Parameter gradients are added to the stage's accumulated ones.
+ * Returns 0, EMBER_EINVAL (no forward with labels before a softmax stage's
+ * backward, din for a stage starting at layer 0) or EMBER_EPLATFORM.
+ */
+int cnn_cpu_stage_backward(cnn_cpu_stage *stage, const float *dout,
+                           float *din);
+
+/*
+ * cnn_cpu_stage_update - SGD with momentum and weight decay (cnn_ref.h)
+ * over all the stage's parameters with the accumulated gradients, which
+ * are then zeroed. Returns 0 or EMBER_EPLATFORM.
+ */
+int cnn_cpu_stage_update(cnn_cpu_stage *stage, double learning_rate,
+                         double momentum, double decay);
+
+/*
+ * cnn_cpu_stage_get_params, cnn_cpu_stage_set_params - the weights and
+ * biases of the network's layer `layer` (an index in the network, inside
+ * the stage) in the canonical layouts: layer->weights and layer->biases
+ * floats. cnn_cpu_stage_get_grads reads the accumulated gradients alike.
+ * Returns 0, EMBER_EINVAL (a layer outside the stage or without
+ * parameters, NULL buffers) or EMBER_EPLATFORM.
+ */
+int cnn_cpu_stage_get_params(cnn_cpu_stage *stage, size_t layer,
+                             float *weights, float *biases);
+int cnn_cpu_stage_set_params(cnn_cpu_stage *stage, size_t layer,
+                             const float *weights, const float *biases);
+int cnn_cpu_stage_get_grads(cnn_cpu_stage *stage, size_t layer,
+                            float *weights, float *biases);
+
+/*
+ * cnn_cpu_stage_impl - the names of the oneDNN implementations the stage
+ * runs for layer `layer`, as oneDNN reports them, space-separated in the
+ * order: forward, ReLU forward (where there is one), backward weights,
+ * backward data (where EB runs), e.g. "jit:avx2 jit:avx2 jit:avx2"; the
+ * reorders are not named. For benchmarks and logs; "" outside the stage.
+ * Owned by the stage.
+ */
+const char *cnn_cpu_stage_impl(const cnn_cpu_stage *stage, size_t layer);
+
+#endif

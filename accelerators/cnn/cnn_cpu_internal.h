@@ -1,0 +1,104 @@
+/*
+ * cnn_cpu_internal.h - the inside of a oneDNN stage, shared by the file
+ * that builds it (cnn_cpu_build.c: memories, primitives and the lists of
+ * steps) and the one that runs it (cnn_cpu.c).
+ *
+ * A stage of L layers has L+1 tensors: t[0] its input (plain NCHW: a copy
+ * of the caller's where layer 0 keeps it for PG, else the caller's buffer
+ * during the forward), t[j+1] layer j's output in the layout its primitive
+ * chose, each with an error tensor of the same layout. A layer whose
+ * primitive wants its input in another layout keeps its own copy (the
+ * activation kept for PG) and a reorder; otherwise it shares t[j]. Forward
+ * and backward are lists of steps built once: a oneDNN primitive with its
+ * arguments, or a C function.
+ */
+#ifndef CNN_CPU_INTERNAL_H
+#define CNN_CPU_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include "cnn_cpu.h"
+
+#define CPU_STEP_MAX_ARGS 6
+#define CPU_IMPL_LEN 192
+
+struct cnn_cpu_stage;
+struct cpu_layer;
+
+typedef struct cpu_step {
+  dnnl_primitive_t prim;  /* or NULL, and fn */
+  void (*fn)(struct cnn_cpu_stage *s, struct cpu_layer *l);
+  struct cpu_layer *layer;
+  int nargs;
+  dnnl_exec_arg_t args[CPU_STEP_MAX_ARGS];
+} cpu_step;
+
+typedef struct cpu_tensor {
+  dnnl_memory_desc_t md;
+  dnnl_memory_t mem, diff;
+} cpu_tensor;
+
+typedef struct cpu_layer {
+  cnn_layer l;
+  size_t index;              /* in the network */
+  size_t bwd_first, bwd_count; /* its steps in the stage's backward list */
+  size_t pg_step;            /* its PG step in that list (conv, connected) */
+  /* parameters (conv, connected): in the forward primitive's layouts */
+  dnnl_memory_desc_t w_canon_md; /* OIHW or OI, plain */
+  dnnl_memory_t w, b, vw, vb;
+  dnnl_memory_t gw, gb;      /* accumulated, bwd_weights' layouts */
+  dnnl_memory_t gw_new, gb_new; /* this backward's, when the accumulated
+                                   ones are not zero (else PG writes those) */
+  dnnl_memory_t w_bd;        /* weights in bwd_data's layout (or w) */
+  dnnl_primitive_t w_to_bd;  /* w -> w_bd, NULL when shared */
+  dnnl_memory_t gw_fwd;      /* gw in w's layout (or gw) */
+  dnnl_primitive_t gw_to_fwd;
+  char impl[CPU_IMPL_LEN];
+} cpu_layer;
+
+struct cnn_cpu_stage {
+  dnnl_engine_t engine;
+  dnnl_stream_t stream;
+  uint32_t batch;
+  size_t first, count;       /* layers first .. first+count-1 of the net */
+  bool eb_in;                /* error at the stage's input computed */
+  bool softmax;              /* the stage ends in the softmax */
+  uint32_t classes;
+  cpu_layer *layers;
+  cpu_tensor *t;             /* count + 1 */
+  dnnl_memory_t out_plain;   /* the output, NCHW (or t[count].mem) */
+  dnnl_memory_t dout_plain;  /* the error at the output, NCHW */
+  dnnl_memory_t xent_plain;  /* softmax stages: the loss's gradient */
+  dnnl_primitive_t out_reo;  /* t[count].mem -> out_plain, or NULL */
+  dnnl_primitive_t dout_reo; /* dout_plain -> t[count].diff, or NULL */
+  cpu_step *fwd, *bwd;
+  size_t nfwd, nbwd, cap_fwd, cap_bwd;
+  dnnl_primitive_t *prims;   /* every primitive, for destroy */
+  dnnl_memory_t *mems;       /* every memory, for destroy */
+  size_t nprims, nmems, cap_prims, cap_mems;
+  uint8_t *labels;           /* the last forward's, softmax stages */
+  bool have_labels;
+  bool grads_zero;           /* no backward since the last update */
+  bool keep_input;           /* t[0] is kept for PG: the caller's input is
+                                copied in; otherwise t[0].mem reads the
+                                caller's buffer during the forward */
+};
+
+/* Size in bytes and data of a memory. */
+size_t cpu_mem_size(const_dnnl_memory_t m);
+float *cpu_mem_data(const_dnnl_memory_t m);
+
+/* Run a list of steps; 0 or EMBER_EPLATFORM. */
+int cpu_run_steps(struct cnn_cpu_stage *s, cpu_step *steps, size_t n);
+
+/* Steps run as C functions: the gradients of the last backward added to
+ * the accumulated ones (nothing after an update: PG wrote them); the
+ * loss's gradient into xent_plain. */
+void cpu_accumulate_grads(struct cnn_cpu_stage *s, cpu_layer *l);
+void cpu_xent_grad(struct cnn_cpu_stage *s, cpu_layer *l);
+
+#endif
