@@ -9,7 +9,8 @@
  * The order is the listing's. */
 #define ACC_BUILTINS(X) \
   X(sw) \
-  X(plf)
+  X(plf) \
+  X(cnn)
 
 #define DECLARE(name) extern const acc_descriptor acc_##name##_descriptor;
 ACC_BUILTINS(DECLARE)

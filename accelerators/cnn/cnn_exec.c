@@ -1,0 +1,314 @@
+/*
+ * cnn_exec.c - running a cnn task on its state block (cnn_task_run).
+ *
+ * The state block is the truth between tasks (cnn_layout.h). FORWARD and
+ * BACKWARD build a cnn_cpu stage for the task, load the parameters from
+ * the block, run, and put back what changed (the stash, the gradients);
+ * INIT, UPDATE, GET_PARAMS and SET_PARAMS work on the block's floats
+ * directly, UPDATE with the same single-precision arithmetic, in the same
+ * order, as cnn_cpu_stage_update(). BACKWARD recomputes the stage's inner
+ * activations from the stashed input before it runs EB and PG.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cnn_cpu.h"
+#include "cnn_task.h"
+#include "ember/ember_errors.h"
+
+static cnn_state_header *header(uint8_t *state) {
+  return (cnn_state_header *)state;
+}
+
+static float *region(uint8_t *state, uint64_t off) {
+  return (float *)(state + off);
+}
+
+static int canceled(const atomic_int *cancel) {
+  return cancel && atomic_load(cancel);
+}
+
+static void stamp(const cnn_task *t, uint8_t *state) {
+  cnn_state_header *h = header(state);
+  memset(h, 0, sizeof *h);
+  memcpy(h->magic, CNN_STATE_MAGIC, sizeof h->magic);
+  h->key = t->key;
+  h->first = t->first;
+  h->end = t->end;
+  h->batch = t->batch;
+}
+
+static int check_stamp(const cnn_task *t, uint8_t *state, char *err,
+                       size_t err_len) {
+  const cnn_state_header *h = header(state);
+  if (memcmp(h->magic, CNN_STATE_MAGIC, sizeof h->magic) != 0) {
+    snprintf(err, err_len, "the state block holds no stage: INIT or "
+             "SET_PARAMS it first");
+    return EMBER_ESTATE;
+  }
+  if (h->key != t->key) {
+    snprintf(err, err_len, "the state block holds another stage (layers "
+             "%u..%u, batch %u, or another network)", h->first,
+             h->end ? h->end - 1 : 0, h->batch);
+    return EMBER_ESTATE;
+  }
+  return 0;
+}
+
+/* splitmix64 */
+static uint64_t next_u64(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* He-uniform weights, U(-sqrt(6 / fan_in), sqrt(6 / fan_in)), from a
+ * stream per layer seeded by (seed, the layer's index in the network): a
+ * stage draws the same weights whatever range it is part of. Biases 0. */
+static void init_layer(const cnn_layer *l, size_t index, uint64_t seed,
+                       float *w, float *b) {
+  uint64_t fan_in = l->weights / (l->kind == CNN_LAYER_CONV
+                                      ? l->out.c
+                                      : (uint64_t)l->out.h * l->out.w *
+                                            l->out.c);
+  double a = sqrt(6.0 / (double)(fan_in ? fan_in : 1));
+  uint64_t s = seed ^ (0xd1b54a32d192ed03ull * (index + 1));
+  for (uint64_t i = 0; i < l->weights; i++) {
+    double u = (double)(next_u64(&s) >> 11) * 0x1.0p-53;
+    w[i] = (float)((2 * u - 1) * a);
+  }
+  memset(b, 0, l->biases * sizeof *b);
+}
+
+/* cnn_cpu's update, on the block's canonical floats */
+static void sgd(float *w, float *v, float *g, uint64_t n, float lr,
+                float momentum, float decay) {
+  for (uint64_t i = 0; i < n; i++) {
+    v[i] = momentum * v[i] + g[i] + decay * w[i];
+    w[i] -= lr * v[i];
+    g[i] = 0;
+  }
+}
+
+/* Each layer of the stage with parameters: its index and offset (floats)
+ * into the parameter-shaped regions. */
+#define FOR_PARAM_LAYERS(t, layers, i, off)                                   \
+  for (uint64_t off = 0, i##_ = 1; i##_; i##_ = 0)                            \
+    for (uint32_t i = (t)->first; i < (t)->end;                               \
+         off += (layers)[i].weights + (layers)[i].biases, i++)                \
+      if ((layers)[i].weights + (layers)[i].biases)
+
+static void zero_training(const cnn_task *t, uint8_t *state) {
+  size_t bytes = (size_t)t->layout.params * sizeof(float);
+  memset(state + t->layout.momentum_off, 0, bytes);
+  memset(state + t->layout.grads_off, 0, bytes);
+}
+
+/* A float view of an input block: the block itself when aligned, else a
+ * copy in *tmp (freed by the caller). NULL when out of memory. */
+static const float *floats_of(const acc_block *b, float **tmp) {
+  *tmp = NULL;
+  if (((uintptr_t)b->data % sizeof(float)) == 0)
+    return (const float *)(const void *)b->data;
+  *tmp = malloc(b->size ? b->size : 1);
+  if (*tmp) memcpy(*tmp, b->data, b->size);
+  return *tmp;
+}
+
+/* A cnn_cpu stage holding the block's parameters. */
+static int load_stage(const cnn_task *t, uint8_t *state, cnn_cpu_stage **out,
+                      char *err, size_t err_len) {
+  int rc = cnn_cpu_stage_create(t->net, t->first, t->end, t->batch, out,
+                                err, err_len);
+  if (rc) return rc;
+  size_t n;
+  const cnn_layer *layers = cnn_net_layers(t->net, &n);
+  const float *p = region(state, t->layout.params_off);
+  FOR_PARAM_LAYERS(t, layers, i, off) {
+    rc = cnn_cpu_stage_set_params(*out, i, p + off, p + off +
+                                  layers[i].weights);
+    if (rc) {
+      snprintf(err, err_len, "layer %u: cannot load parameters", i);
+      cnn_cpu_stage_destroy(*out);
+      *out = NULL;
+      return rc;
+    }
+  }
+  return 0;
+}
+
+static int run_forward(const cnn_task *t, uint8_t *state,
+                       const acc_block *inputs, acc_mut_block *outputs,
+                       size_t n_outputs, Ember__Cnn__Result *res, char *err,
+                       size_t err_len) {
+  const cnn_layout *L = &t->layout;
+  const uint8_t *labels = L->last ? inputs[1].data : NULL;
+  uint32_t classes = L->last ? cnn_net_classes(t->net) : 0;
+  if (labels)
+    for (uint32_t i = 0; i < t->batch; i++)
+      if (labels[i] >= classes) {
+        snprintf(err, err_len, "label %u of sample %u is not below %u",
+                 labels[i], i, classes);
+        return EMBER_EFORMAT;
+      }
+  float *tmp_in, *tmp_out = NULL;
+  const float *in = floats_of(&inputs[0], &tmp_in);
+  float *out = n_outputs ? (float *)(void *)outputs[0].data : NULL;
+  if (L->last && !out) /* the probabilities, to count correct answers */
+    out = tmp_out = malloc((size_t)L->out_elems * sizeof(float));
+  cnn_cpu_stage *s = NULL;
+  int rc = EMBER_ENOMEM;
+  if (in && (out || !L->last)) rc = load_stage(t, state, &s, err, err_len);
+  else snprintf(err, err_len, "out of memory");
+  double loss = 0;
+  if (!rc) {
+    rc = cnn_cpu_stage_forward(s, in, out, labels, L->last ? &loss : NULL);
+    if (rc) snprintf(err, err_len, "forward failed (%s)", ember_errname(rc));
+  }
+  if (!rc) {
+    memcpy(state + L->stash_off, in, (size_t)L->in_elems * sizeof(float));
+    if (labels) memcpy(state + L->labels_off, labels, t->batch);
+    header(state)->flags |= CNN_STATE_FORWARD;
+    if (L->last) {
+      uint32_t correct = 0;
+      for (uint32_t n = 0; n < t->batch; n++) {
+        const float *p = out + (size_t)n * classes;
+        uint32_t best = 0;
+        for (uint32_t k = 1; k < classes; k++)
+          if (p[k] > p[best]) best = k;
+        correct += best == labels[n];
+      }
+      res->has_loss = res->has_correct = 1;
+      res->loss = loss;
+      res->correct = correct;
+    }
+  }
+  cnn_cpu_stage_destroy(s);
+  free(tmp_in);
+  free(tmp_out);
+  return rc;
+}
+
+static int run_backward(const cnn_task *t, uint8_t *state,
+                        const acc_block *inputs, acc_mut_block *outputs,
+                        size_t n_outputs, char *err, size_t err_len) {
+  const cnn_layout *L = &t->layout;
+  if (!(header(state)->flags & CNN_STATE_FORWARD)) {
+    snprintf(err, err_len, "BACKWARD without a FORWARD since INIT, "
+             "SET_PARAMS or the last UPDATE");
+    return EMBER_ESTATE;
+  }
+  float *tmp_dout = NULL;
+  const float *dout = NULL;
+  if (!L->last) {
+    dout = floats_of(&inputs[0], &tmp_dout);
+    if (!dout) {
+      snprintf(err, err_len, "out of memory");
+      return EMBER_ENOMEM;
+    }
+  }
+  float *din = n_outputs ? (float *)(void *)outputs[0].data : NULL;
+  size_t n;
+  const cnn_layer *layers = cnn_net_layers(t->net, &n);
+  uint64_t most = 0;
+  for (uint32_t i = t->first; i < t->end; i++)
+    if (layers[i].weights + layers[i].biases > most)
+      most = layers[i].weights + layers[i].biases;
+  float *g = malloc((size_t)(most ? most : 1) * sizeof *g);
+  cnn_cpu_stage *s = NULL;
+  int rc = g ? load_stage(t, state, &s, err, err_len) : EMBER_ENOMEM;
+  if (!g) snprintf(err, err_len, "out of memory");
+  if (!rc) {
+    const float *in = region(state, L->stash_off);
+    const uint8_t *labels = L->last ? state + L->labels_off : NULL;
+    rc = cnn_cpu_stage_forward(s, in, NULL, labels, NULL);
+    if (!rc) rc = cnn_cpu_stage_backward(s, dout, din);
+    if (rc) snprintf(err, err_len, "backward failed (%s)",
+                     ember_errname(rc));
+  }
+  float *grads = region(state, L->grads_off);
+  if (!rc) FOR_PARAM_LAYERS(t, layers, i, off) {
+    rc = cnn_cpu_stage_get_grads(s, i, g, g + layers[i].weights);
+    if (rc) {
+      snprintf(err, err_len, "layer %u: cannot read gradients", i);
+      break;
+    }
+    uint64_t count = layers[i].weights + layers[i].biases;
+    for (uint64_t k = 0; k < count; k++) grads[off + k] += g[k];
+  }
+  cnn_cpu_stage_destroy(s);
+  free(g);
+  free(tmp_dout);
+  return rc;
+}
+
+int cnn_task_run(const cnn_task *t, uint8_t *state, const acc_block *inputs,
+                 size_t n_inputs, acc_mut_block *outputs, size_t n_outputs,
+                 const atomic_int *cancel, Ember__Cnn__Result *res,
+                 char *err, size_t err_len) {
+  (void)n_inputs;
+  if (canceled(cancel)) {
+    snprintf(err, err_len, "canceled");
+    return EMBER_ECANCELED;
+  }
+  if ((uintptr_t)state % sizeof(float)) {
+    snprintf(err, err_len, "state block not aligned for floats");
+    return EMBER_EINTERNAL;
+  }
+  size_t n;
+  const cnn_layer *layers = cnn_net_layers(t->net, &n);
+  const cnn_layout *L = &t->layout;
+  float *p = region(state, L->params_off);
+  size_t pbytes = (size_t)L->params * sizeof(float);
+  int rc = 0;
+  if (t->op != EMBER__CNN__OP__INIT && t->op != EMBER__CNN__OP__SET_PARAMS) {
+    rc = check_stamp(t, state, err, err_len);
+    if (rc) return rc;
+  }
+  switch (t->op) {
+  case EMBER__CNN__OP__INIT:
+    stamp(t, state);
+    FOR_PARAM_LAYERS(t, layers, i, off)
+      init_layer(&layers[i], i, t->seed, p + off, p + off + layers[i].weights);
+    zero_training(t, state);
+    break;
+  case EMBER__CNN__OP__SET_PARAMS:
+    stamp(t, state);
+    memcpy(p, inputs[0].data, pbytes);
+    zero_training(t, state);
+    break;
+  case EMBER__CNN__OP__GET_PARAMS:
+    if (n_outputs) memcpy(outputs[0].data, p, pbytes);
+    break;
+  case EMBER__CNN__OP__UPDATE: {
+    float *v = region(state, L->momentum_off), *g = region(state, L->grads_off);
+    FOR_PARAM_LAYERS(t, layers, i, off) {
+      uint64_t w = layers[i].weights;
+      sgd(p + off, v + off, g + off, w, (float)t->learning_rate,
+          (float)t->momentum, (float)t->decay);
+      sgd(p + off + w, v + off + w, g + off + w, layers[i].biases,
+          (float)t->learning_rate, (float)t->momentum, 0.0f);
+    }
+    header(state)->updates++;
+    header(state)->flags &= ~(uint32_t)CNN_STATE_FORWARD;
+    break;
+  }
+  case EMBER__CNN__OP__FORWARD:
+    rc = run_forward(t, state, inputs, outputs, n_outputs, res, err, err_len);
+    break;
+  case EMBER__CNN__OP__BACKWARD:
+    rc = run_backward(t, state, inputs, outputs, n_outputs, err, err_len);
+    break;
+  default:
+    snprintf(err, err_len, "unknown op %d", (int)t->op);
+    return EMBER_EINTERNAL;
+  }
+  if (!rc) {
+    res->has_updates = 1;
+    res->updates = header(state)->updates;
+  }
+  return rc;
+}

@@ -1,0 +1,67 @@
+/*
+ * cnn_layout.h - where a cnn stage's state lives in its state block. The
+ * layout follows from (network, first, end, batch) alone, so the client
+ * sizes the block, plan() checks it and any platform can read it; nothing
+ * in it depends on a back end's own layouts (oneDNN's blocked tensors stay
+ * inside cnn_cpu).
+ *
+ *   header    64 bytes (cnn_state_header): a magic, the stage's key, the
+ *             range and batch it was stamped for, flags, updates done
+ *   params    the stage's parameters, layer by layer in network order,
+ *             each layer's weights then its biases, in cnn_ref.h's
+ *             canonical layouts (OIHW; output x input): `params` floats
+ *   momentum  SGD's velocity, the same shape
+ *   grads     the accumulated parameter gradients, the same shape
+ *   stash     the stage's input of the last FORWARD (batch x input floats,
+ *             NCHW): the activations kept for back-propagation. The CPU
+ *             recomputes the inner ones from it at BACKWARD (oneDNN's
+ *             workspaces cannot live in a block); see README.md
+ *   labels    the last FORWARD's labels, batch bytes (last stage only)
+ * Every region starts on a 64-byte boundary; floats are in host order
+ * (the platforms of one node share it).
+ */
+#ifndef EMBER_CNN_LAYOUT_H
+#define EMBER_CNN_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cnn_net.h"
+
+#define CNN_STATE_MAGIC "EMBCNN1" /* 8 bytes with its NUL */
+
+/* header flags */
+enum { CNN_STATE_FORWARD = 1 /* the stash holds a FORWARD's input */ };
+
+typedef struct cnn_state_header {
+  char magic[8];
+  uint64_t key;           /* cnn_stage_key() of the stage */
+  uint32_t first, end, batch, flags;
+  uint64_t updates;       /* UPDATEs since INIT or SET_PARAMS */
+  uint8_t reserved[24];
+} cnn_state_header;
+
+typedef struct cnn_layout {
+  uint64_t params;        /* parameter floats of the stage */
+  uint64_t in_elems;      /* floats of one batch at the stage's input */
+  uint64_t out_elems;     /* ... and at its output */
+  int last;               /* the stage ends in the softmax */
+  uint64_t params_off, momentum_off, grads_off, stash_off, labels_off;
+  uint64_t total;         /* bytes of the state block */
+} cnn_layout;
+
+/*
+ * cnn_layout_compute - the layout of layers first .. end-1 of net at batch
+ * batch (the range and batch already checked: first < end <= layers,
+ * 1 <= batch <= CNN_MAX_BATCH). Returns 0, or EMBER_ETOOBIG when the block
+ * would not fit this host's size_t.
+ */
+int cnn_layout_compute(const cnn_net *net, uint32_t first, uint32_t end,
+                       uint32_t batch, cnn_layout *out);
+
+/* cnn_stage_key - a 64-bit FNV-1a hash of the network text, the range and
+ * the batch: what INIT stamps into the header and other ops compare. */
+uint64_t cnn_stage_key(const uint8_t *text, size_t len, uint32_t first,
+                       uint32_t end, uint32_t batch);
+
+#endif

@@ -1,0 +1,299 @@
+/* cnn_task.c - decoding and checking a cnn task (cnn_task.h). */
+#include "cnn_task.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ember/ember_errors.h"
+
+static int fail(char *err, size_t err_len, int rc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, err_len, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+static const char *op_name(Ember__Cnn__Op op) {
+  switch (op) {
+  case EMBER__CNN__OP__INIT: return "INIT";
+  case EMBER__CNN__OP__FORWARD: return "FORWARD";
+  case EMBER__CNN__OP__BACKWARD: return "BACKWARD";
+  case EMBER__CNN__OP__UPDATE: return "UPDATE";
+  case EMBER__CNN__OP__GET_PARAMS: return "GET_PARAMS";
+  case EMBER__CNN__OP__SET_PARAMS: return "SET_PARAMS";
+  default: return "?";
+  }
+}
+
+/* a * b, saturated (costs only: sizes are bounded before they are used) */
+static uint64_t mul_sat(uint64_t a, uint64_t b) {
+  return a && b > UINT64_MAX / a ? UINT64_MAX : a * b;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* What the cpu back end (cnn_cpu.h), the only one so far, refuses when it
+ * builds a stage, refused here before anything runs: a convolution or
+ * max-pool after a connected layer in one stage, and a max-pool window
+ * wholly in padding. */
+static int check_backend(const cnn_layer *layers, uint32_t first,
+                         uint32_t end, char *err, size_t err_len) {
+  int flat = 0;
+  for (uint32_t i = first; i < end; i++) {
+    const cnn_layer *l = &layers[i];
+    if ((l->kind == CNN_LAYER_CONV || l->kind == CNN_LAYER_MAXPOOL) && flat)
+      return fail(err, err_len, EMBER_EPARAM,
+                  "layer %u: a %s after a connected layer in one stage is "
+                  "not supported", i, cnn_layer_kind_name(l->kind));
+    if (l->kind == CNN_LAYER_CONNECTED) flat = 1;
+    if (l->kind == CNN_LAYER_MAXPOOL) {
+      int64_t before = l->padding / 2, size = l->size;
+      int64_t after_h = ((int64_t)l->out.h - 1) * l->stride + size -
+                        l->in.h - before;
+      int64_t after_w = ((int64_t)l->out.w - 1) * l->stride + size -
+                        l->in.w - before;
+      if (before >= size || after_h >= size || after_w >= size)
+        return fail(err, err_len, EMBER_EPARAM,
+                    "layer %u: a max-pool window wholly in padding", i);
+    }
+  }
+  return 0;
+}
+
+/* The SGD settings: the task's, else the network's; NaN fails every
+ * comparison and is refused with the rest. */
+static int check_sgd(cnn_task *t, const Ember__Cnn__Params *p, char *err,
+                     size_t err_len) {
+  const cnn_train *tr = cnn_net_train(t->net);
+  t->learning_rate = p->has_learning_rate ? p->learning_rate
+                                          : tr->learning_rate;
+  t->momentum = p->has_momentum ? p->momentum : tr->momentum;
+  t->decay = p->has_decay ? p->decay : tr->decay;
+  if (!(t->learning_rate > 0 && t->learning_rate <= 10))
+    return fail(err, err_len, EMBER_EPARAM,
+                "learning_rate %g out of (0, 10]", t->learning_rate);
+  if (!(t->momentum >= 0 && t->momentum < 1))
+    return fail(err, err_len, EMBER_EPARAM, "momentum %g out of [0, 1)",
+                t->momentum);
+  if (!(t->decay >= 0 && t->decay < 1))
+    return fail(err, err_len, EMBER_EPARAM, "decay %g out of [0, 1)",
+                t->decay);
+  return 0;
+}
+
+static int want_inputs(const cnn_task *t, size_t n_inputs, size_t want,
+                       char *err, size_t err_len) {
+  if (n_inputs == want) return 0;
+  return fail(err, err_len, EMBER_EPARAM, "%s of layers %u..%u takes %zu "
+              "input block%s, not %zu", op_name(t->op), t->first, t->end - 1,
+              want, want == 1 ? "" : "s", n_inputs);
+}
+
+static int want_size(const acc_block *b, const char *what, uint64_t bytes,
+                     char *err, size_t err_len) {
+  if (b->size == bytes) return 0;
+  return fail(err, err_len, EMBER_EPARAM, "%s: %zu bytes, not %llu", what,
+              b->size, (unsigned long long)bytes);
+}
+
+/* The blocks each op takes (cnn.proto). */
+static int check_inputs(const cnn_task *t, const acc_block *inputs,
+                        size_t n_inputs, char *err, size_t err_len) {
+  const cnn_layout *L = &t->layout;
+  int rc;
+  switch (t->op) {
+  case EMBER__CNN__OP__FORWARD:
+    rc = want_inputs(t, n_inputs, L->last ? 2 : 1, err, err_len);
+    if (!rc)
+      rc = want_size(&inputs[0], "input 0 (activations)",
+                     L->in_elems * sizeof(float), err, err_len);
+    if (!rc && L->last)
+      rc = want_size(&inputs[1], "input 1 (labels)", t->batch, err, err_len);
+    if (!rc && L->last && inputs[1].data) {
+      uint32_t classes = cnn_net_classes(t->net);
+      for (uint32_t i = 0; i < t->batch; i++)
+        if (inputs[1].data[i] >= classes)
+          return fail(err, err_len, EMBER_EFORMAT,
+                      "input 1: label %u of sample %u is not below %u "
+                      "classes", inputs[1].data[i], i, classes);
+    }
+    return rc;
+  case EMBER__CNN__OP__BACKWARD:
+    rc = want_inputs(t, n_inputs, L->last ? 0 : 1, err, err_len);
+    if (!rc && !L->last)
+      rc = want_size(&inputs[0], "input 0 (output error)",
+                     L->out_elems * sizeof(float), err, err_len);
+    return rc;
+  case EMBER__CNN__OP__SET_PARAMS:
+    rc = want_inputs(t, n_inputs, 1, err, err_len);
+    if (!rc)
+      rc = want_size(&inputs[0], "input 0 (parameters)",
+                     L->params * sizeof(float), err, err_len);
+    return rc;
+  default:
+    return want_inputs(t, n_inputs, 0, err, err_len);
+  }
+}
+
+/* The cost (accel.h): operations are flops (2 per multiply-add, plus the
+ * element operations); bytes are what crosses the stage's boundary, the
+ * activations and errors in and out (FPDeep keeps weights and kept
+ * features on chip), and the parameters for the ops that sweep them. */
+static void compute_cost(cnn_task *t) {
+  size_t n;
+  const cnn_layer *layers = cnn_net_layers(t->net, &n);
+  uint64_t fp = 0, bp = 0, elem = 0;
+  for (uint32_t i = t->first; i < t->end; i++) {
+    fp = add_sat(fp, layers[i].fp_macs);
+    bp = add_sat(bp, add_sat(layers[i].eb_macs, layers[i].pg_macs));
+    elem = add_sat(elem, layers[i].elem_ops);
+  }
+  const cnn_layout *L = &t->layout;
+  uint64_t pbytes = L->params * sizeof(float);
+  uint64_t in = L->in_elems * sizeof(float), out = L->out_elems * sizeof(float);
+  acc_cost *c = &t->cost;
+  switch (t->op) {
+  case EMBER__CNN__OP__INIT:
+    c->ops = L->params;
+    c->bytes_written = 3 * pbytes;
+    break;
+  case EMBER__CNN__OP__FORWARD:
+    c->ops = mul_sat(t->batch, add_sat(mul_sat(2, fp), elem));
+    c->bytes_read = in + (L->last ? t->batch : 0);
+    c->bytes_written = out;
+    break;
+  case EMBER__CNN__OP__BACKWARD:
+    c->ops = mul_sat(t->batch, add_sat(mul_sat(2, bp), elem));
+    c->bytes_read = L->last ? 0 : out;
+    c->bytes_written = t->first ? in : 0;
+    break;
+  case EMBER__CNN__OP__UPDATE:
+    c->ops = 5 * L->params;
+    c->bytes_read = 3 * pbytes;
+    c->bytes_written = 3 * pbytes;
+    break;
+  default: /* GET_PARAMS, SET_PARAMS */
+    c->ops = L->params;
+    c->bytes_read = pbytes;
+    c->bytes_written = pbytes;
+    break;
+  }
+}
+
+int cnn_task_prepare(const uint8_t *params, size_t params_len,
+                     const acc_block *inputs, size_t n_inputs,
+                     cnn_task **out, char *err, size_t err_len) {
+  *out = NULL;
+  Ember__Cnn__Params *p = ember__cnn__params__unpack(NULL, params_len,
+                                                     params);
+  if (!p) return fail(err, err_len, EMBER_EPARAM, "cannot decode Params");
+  int rc = 0;
+  cnn_task *t = calloc(1, sizeof *t);
+  if (!t) {
+    ember__cnn__params__free_unpacked(p, NULL);
+    return fail(err, err_len, EMBER_ENOMEM, "out of memory");
+  }
+  t->op = p->op;
+  t->first = p->first;
+  t->end = p->end;
+  t->batch = p->batch;
+  t->seed = p->seed;
+  if (strcmp(op_name(p->op), "?") == 0) {
+    rc = fail(err, err_len, EMBER_EPARAM, "unknown op %d", (int)p->op);
+    goto out;
+  }
+  if (p->net.len > CNN_CFG_MAX_BYTES) {
+    rc = fail(err, err_len, EMBER_EPARAM, "net: %zu bytes, over %u",
+              p->net.len, CNN_CFG_MAX_BYTES);
+    goto out;
+  }
+  char cfg_err[256];
+  rc = cnn_cfg_parse((const char *)p->net.data, p->net.len, "net", &t->net,
+                     cfg_err, sizeof cfg_err);
+  if (rc == EMBER_ENOMEM) {
+    rc = fail(err, err_len, rc, "out of memory");
+    goto out;
+  }
+  if (rc) {
+    rc = fail(err, err_len, EMBER_EPARAM, "%s", cfg_err);
+    goto out;
+  }
+  size_t n_layers;
+  const cnn_layer *layers = cnn_net_layers(t->net, &n_layers);
+  if (t->first >= t->end || t->end > n_layers) {
+    rc = fail(err, err_len, EMBER_EPARAM, "layers [%u, %u) not a range of "
+              "the network's %zu", t->first, t->end, n_layers);
+    goto out;
+  }
+  if (t->batch < 1 || t->batch > CNN_MAX_BATCH) {
+    rc = fail(err, err_len, EMBER_EPARAM, "batch %u out of 1..%u", t->batch,
+              CNN_MAX_BATCH);
+    goto out;
+  }
+  uint64_t acts = (uint64_t)layers[t->first].in.h * layers[t->first].in.w *
+                  layers[t->first].in.c;
+  for (uint32_t i = t->first; i < t->end; i++)
+    acts += (uint64_t)layers[i].out.h * layers[i].out.w * layers[i].out.c;
+  if (acts * t->batch > CNN_MAX_BATCH_ACTIVATIONS) {
+    rc = fail(err, err_len, EMBER_EPARAM, "batch %u x %llu activations of "
+              "the stage is over %llu", t->batch, (unsigned long long)acts,
+              (unsigned long long)CNN_MAX_BATCH_ACTIVATIONS);
+    goto out;
+  }
+  rc = check_backend(layers, t->first, t->end, err, err_len);
+  if (rc) goto out;
+  if (cnn_layout_compute(t->net, t->first, t->end, t->batch, &t->layout)) {
+    rc = fail(err, err_len, EMBER_EPARAM, "state too large for this host");
+    goto out;
+  }
+  if (t->op == EMBER__CNN__OP__UPDATE) {
+    rc = check_sgd(t, p, err, err_len);
+    if (rc) goto out;
+  }
+  rc = check_inputs(t, inputs, n_inputs, err, err_len);
+  if (rc) goto out;
+  t->key = cnn_stage_key(p->net.data, p->net.len, t->first, t->end,
+                         t->batch);
+  compute_cost(t);
+out:
+  ember__cnn__params__free_unpacked(p, NULL);
+  if (rc) {
+    cnn_task_free(t);
+    return rc;
+  }
+  *out = t;
+  return 0;
+}
+
+size_t cnn_task_max_outputs(const cnn_task *t) {
+  switch (t->op) {
+  case EMBER__CNN__OP__FORWARD:
+  case EMBER__CNN__OP__GET_PARAMS:
+    return 1;
+  case EMBER__CNN__OP__BACKWARD:
+    return t->first ? 1 : 0;
+  default:
+    return 0;
+  }
+}
+
+uint64_t cnn_task_output_size(const cnn_task *t) {
+  switch (t->op) {
+  case EMBER__CNN__OP__FORWARD: return t->layout.out_elems * sizeof(float);
+  case EMBER__CNN__OP__BACKWARD: return t->layout.in_elems * sizeof(float);
+  case EMBER__CNN__OP__GET_PARAMS: return t->layout.params * sizeof(float);
+  default: return 0;
+  }
+}
+
+void cnn_task_free(cnn_task *t) {
+  if (!t) return;
+  cnn_net_destroy(t->net);
+  free(t);
+}

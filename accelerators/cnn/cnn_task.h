@@ -1,0 +1,58 @@
+/*
+ * cnn_task.h - a cnn task decoded and checked (cnn.proto): the network
+ * parsed within cnn_net.h's limits, the range, batch and SGD settings in
+ * bounds, the input blocks' count and sizes (and labels' values where the
+ * host has them) against the stage's shapes, before anything runs; and
+ * what the task costs (plan() and the fpga-emu roofline).
+ */
+#ifndef EMBER_CNN_TASK_H
+#define EMBER_CNN_TASK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "accel.h"
+#include "accelerators/cnn/cnn.pb-c.h"
+#include "cnn_layout.h"
+#include "cnn_net.h"
+
+typedef struct cnn_task {
+  Ember__Cnn__Op op;
+  cnn_net *net;                 /* owned */
+  uint32_t first, end, batch;
+  uint64_t seed;                /* INIT */
+  double learning_rate, momentum, decay; /* UPDATE */
+  uint64_t key;                 /* cnn_stage_key() */
+  cnn_layout layout;
+  acc_cost cost;
+} cnn_task;
+
+/* cnn_task_prepare - unpack params and check them and the inputs. Returns
+ * 0 with a new task in *out, or EMBER_EPARAM (EMBER_EFORMAT for a bad
+ * label byte, EMBER_ENOMEM) with the reason in err. inputs may have data
+ * NULL (the block lives on a device): only their sizes are checked then. */
+int cnn_task_prepare(const uint8_t *params, size_t params_len,
+                     const acc_block *inputs, size_t n_inputs,
+                     cnn_task **out, char *err, size_t err_len);
+
+/* cnn_task_outputs - how many out blocks the task may make (at most):
+ * FORWARD 1, BACKWARD 1 (0 for a stage starting at layer 0), GET_PARAMS
+ * 1 (exactly), others 0; and the size of out block 0. */
+size_t cnn_task_max_outputs(const cnn_task *t);
+uint64_t cnn_task_output_size(const cnn_task *t);
+
+/* Free a task; NULL is a no-op. */
+void cnn_task_free(cnn_task *t);
+
+/* cnn_task_run - run a prepared task on its state block (state, of
+ * t->layout.total bytes) with its inputs and out blocks (the sizes plan()
+ * declared); fills *res. Returns 0, EMBER_ESTATE (the block was not
+ * stamped for this stage by INIT or SET_PARAMS, or BACKWARD without a
+ * FORWARD), EMBER_ECANCELED, EMBER_ENOMEM or another back end failure,
+ * with the reason in err. cnn_exec.c. */
+int cnn_task_run(const cnn_task *t, uint8_t *state, const acc_block *inputs,
+                 size_t n_inputs, acc_mut_block *outputs, size_t n_outputs,
+                 const atomic_int *cancel, Ember__Cnn__Result *res,
+                 char *err, size_t err_len);
+
+#endif
