@@ -101,12 +101,6 @@ static void sgd(float *w, float *v, float *g, uint64_t n, float lr,
          off += (layers)[i].weights + (layers)[i].biases, i++)                \
       if ((layers)[i].weights + (layers)[i].biases)
 
-static void zero_training(const cnn_task *t, uint8_t *state) {
-  size_t bytes = (size_t)t->layout.params * sizeof(float);
-  memset(state + t->layout.momentum_off, 0, bytes);
-  memset(state + t->layout.grads_off, 0, bytes);
-}
-
 /* A float view of an input block: the block itself when aligned, else a
  * copy in *tmp (freed by the caller). NULL when out of memory. */
 static const float *floats_of(const acc_block *b, float **tmp) {
@@ -270,15 +264,15 @@ int cnn_task_run(const cnn_task *t, uint8_t *state, const acc_block *inputs,
   }
   switch (t->op) {
   case EMBER__CNN__OP__INIT:
+    memset(state, 0, (size_t)L->total);
     stamp(t, state);
     FOR_PARAM_LAYERS(t, layers, i, off)
       init_layer(&layers[i], i, t->seed, p + off, p + off + layers[i].weights);
-    zero_training(t, state);
     break;
   case EMBER__CNN__OP__SET_PARAMS:
+    memset(state, 0, (size_t)L->total);
     stamp(t, state);
     memcpy(p, inputs[0].data, pbytes);
-    zero_training(t, state);
     break;
   case EMBER__CNN__OP__GET_PARAMS:
     if (n_outputs) memcpy(outputs[0].data, p, pbytes);
