@@ -236,7 +236,7 @@ expect 0 "" events 2 --json
 json_check 'len(j["events"]) == 2 and all("kind" in e for e in j["events"])'
 
 # ---- changes ---------------------------------------------------------------------
-expect 0 "n1: label lr added; labels: lr, " label add n1 lr
+expect 0 "n1: label lr added; labels: cnn, lr, plf, sw" label add n1 lr
 expect 0 "" --json node n1
 json_check '"lr" in j["node"]["labels"] and "lr" in j["node"]["added"]'
 expect 0 "label lr removed" label rm n1 lr
