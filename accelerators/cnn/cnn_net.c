@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cnn_net_internal.h"
+#include "cnn_text.h"
 
 struct cnn_net {
   cnn_shape input;
@@ -296,40 +297,22 @@ uint64_t cnn_net_macs(const cnn_net *net) { return net->macs; }
 
 /* ---- printing ------------------------------------------------------------ */
 
-typedef struct out_buf {
-  char *buf;
-  size_t len, need;
-} out_buf;
-
-static void put(out_buf *o, const char *f, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void put(out_buf *o, const char *f, ...) {
-  va_list ap;
-  size_t room = o->need < o->len ? o->len - o->need : 0;
-  int n;
-  va_start(ap, f);
-  n = vsnprintf(room ? o->buf + o->need : NULL, room, f, ap);
-  va_end(ap);
-  if (n > 0) o->need += (size_t)n;
-}
-
 static const char *shape_str(cnn_shape s, char *b, size_t n) {
   snprintf(b, n, "%ux%ux%u", s.h, s.w, s.c);
   return b;
 }
 
 size_t cnn_net_format(const cnn_net *net, char *buf, size_t len) {
-  out_buf o = {buf, len, 0};
+  cnn_text o = {buf, len, 0};
   char in[48], out[48], kernel[48];
   uint64_t fp = 0;
   if (buf && len) buf[0] = '\0';
-  put(&o, "input %s, batch %u, learning_rate %g, momentum %g, decay %g, "
+  cnn_text_put(&o, "input %s, batch %u, learning_rate %g, momentum %g, decay %g, "
           "max_epochs %u\n",
       shape_str(net->input, in, sizeof in), net->train.batch,
       net->train.learning_rate, net->train.momentum, net->train.decay,
       net->train.max_epochs);
-  put(&o, "%5s %-13s %14s    %-14s %-10s %-6s %12s %15s\n", "layer", "kind",
+  cnn_text_put(&o, "%5s %-13s %14s    %-14s %-10s %-6s %12s %15s\n", "layer", "kind",
       "input", "output", "kernel", "act", "params", "FP MACs");
   for (size_t i = 0; i < net->count; i++) {
     const cnn_layer *l = &net->layers[i];
@@ -340,7 +323,7 @@ size_t cnn_net_format(const cnn_net *net, char *buf, size_t len) {
                l->stride, l->padding);
     else
       snprintf(kernel, sizeof kernel, "-");
-    put(&o, "%5zu %-13s %14s -> %-14s %-10s %-6s %12llu %15llu\n", i,
+    cnn_text_put(&o, "%5zu %-13s %14s -> %-14s %-10s %-6s %12llu %15llu\n", i,
         cnn_layer_kind_name(l->kind), shape_str(l->in, in, sizeof in),
         shape_str(l->out, out, sizeof out), kernel,
         act ? (l->act == CNN_ACT_RELU ? "relu" : "linear") : "-",
@@ -348,7 +331,7 @@ size_t cnn_net_format(const cnn_net *net, char *buf, size_t len) {
         (unsigned long long)l->fp_macs);
     fp += l->fp_macs;
   }
-  put(&o, "total: %zu layers, %llu parameters, %llu activations and %llu "
+  cnn_text_put(&o, "total: %zu layers, %llu parameters, %llu activations and %llu "
           "FP multiply-adds per sample (%llu with EB and PG), %u classes\n",
       net->count, (unsigned long long)net->params,
       (unsigned long long)net->activations, (unsigned long long)fp,

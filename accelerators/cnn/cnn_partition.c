@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cnn_partition.h"
+#include "cnn_text.h"
 
 /* Pairwise balancing stops after this many sweeps even if cuts still
  * move (each sweep never raises the bottleneck). */
@@ -520,24 +521,6 @@ cnn_split cnn_plan_layer_split(const cnn_plan *plan, size_t layer,
 
 /* ---- printing ------------------------------------------------------------ */
 
-typedef struct out_buf {
-  char *buf;
-  size_t len, need;
-} out_buf;
-
-static void put(out_buf *o, const char *f, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void put(out_buf *o, const char *f, ...) {
-  va_list ap;
-  size_t room = o->need < o->len ? o->len - o->need : 0;
-  int n;
-  va_start(ap, f);
-  n = vsnprintf(room ? o->buf + o->need : NULL, room, f, ap);
-  va_end(ap);
-  if (n > 0) o->need += (size_t)n;
-}
-
 /* "conv2" or "conv2 in-ch [0:12)" */
 static void piece(const cnn_plan *p, uint32_t layer, cnn_split split,
                   uint32_t c0, uint32_t c1, char *b, size_t n) {
@@ -563,20 +546,20 @@ static void stage_layers(const cnn_plan *p, const cnn_stage *s, char *b,
 }
 
 size_t cnn_plan_format(const cnn_plan *plan, char *buf, size_t len) {
-  out_buf o = {buf, len, 0};
+  cnn_text o = {buf, len, 0};
   const cnn_plan_totals *t = &plan->totals;
   char layers[200];
   if (buf && len) buf[0] = '\0';
-  put(&o, "%5s %-12s %-40s %14s %7s %11s %6s\n", "stage", "platform",
+  cnn_text_put(&o, "%5s %-12s %-40s %14s %7s %11s %6s\n", "stage", "platform",
       "layers and channels", "MACs", "share", "s/sample", "idle");
   for (size_t i = 0; i < t->stages; i++) {
     const cnn_stage *s = &plan->stages[i];
     stage_layers(plan, s, layers, sizeof layers);
-    put(&o, "%5zu %-12s %-40s %14llu %6.2f%% %11.4g %5.1f%%\n", i, s->name,
+    cnn_text_put(&o, "%5zu %-12s %-40s %14llu %6.2f%% %11.4g %5.1f%%\n", i, s->name,
         layers, (unsigned long long)s->macs, 100.0 * s->share, s->time,
         100.0 * s->idle);
   }
-  put(&o, "total: %zu stages, %llu multiply-adds and %llu element "
+  cnn_text_put(&o, "total: %zu stages, %llu multiply-adds and %llu element "
           "operations per sample (%.4g operations); bottleneck stage %zu "
           "(%s) at %.4g s/sample, expected utilisation %.1f%%\n",
       t->stages, (unsigned long long)t->macs,

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
+
 static void verror(const char *cmd, const char *fmt, va_list ap) {
   fprintf(stderr, "ember: %s: ", cmd);
   vfprintf(stderr, fmt, ap);
@@ -140,4 +142,31 @@ json_t *cli_json_text(const char *s) {
   json_t *j = json_stringn(clean, o);
   free(clean);
   return j;
+}
+
+#define PROGRESS_MIN_NS (2000 * 1000000ull)
+#define PROGRESS_EVERY_NS (100 * 1000000ull)
+
+void cli_progress_show(cli_progress *pr, size_t done, size_t total,
+                       size_t min_total, const char *verb, const char *unit) {
+  if (!pr->tty || total == 0) return;
+  uint64_t now = clock_now_ns();
+  if (!pr->shown && total <= min_total && now - pr->start_ns < PROGRESS_MIN_NS)
+    return;
+  if (pr->shown && now - pr->last_ns < PROGRESS_EVERY_NS && done != total)
+    return;
+  char d[32], t[32];
+  int w = fprintf(stderr, "\r%s %s/%s %s (%d%%)", verb,
+                  cli_group_digits(done, d, sizeof d),
+                  cli_group_digits(total, t, sizeof t), unit,
+                  (int)((double)done * 100.0 / (double)total));
+  if (w > 0 && w - 1 < pr->width) fprintf(stderr, "%*s", pr->width - (w - 1), "");
+  if (w > 0 && w - 1 > pr->width) pr->width = w - 1;
+  fflush(stderr);
+  pr->shown = 1;
+  pr->last_ns = now;
+}
+
+void cli_progress_clear(cli_progress *pr) {
+  if (pr->shown) fprintf(stderr, "\r%*s\r", pr->width, "");
 }

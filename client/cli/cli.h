@@ -64,6 +64,24 @@ const char *cli_kind_counts(char *buf, size_t len, const char *const *names,
 /* cli_format_wall - ns as "4.2 ms", "120 ms" or "12.3 s", in buf. */
 const char *cli_format_wall(uint64_t ns, char *buf, size_t len);
 
+/* The "\r" progress line of a long batch on a terminal: shown once the
+ * batch has more than min_total items or has run 2 s, redrawn at most
+ * every 100 ms, and cleared before the summary. Zero it, then set tty and
+ * start_ns (clock_now_ns(), common/clock.h). */
+typedef struct cli_progress {
+  int tty;
+  uint64_t start_ns, last_ns;
+  int shown, width;
+} cli_progress;
+
+/* cli_progress_show - "VERB DONE/TOTAL UNIT (P%)", e.g. "scored 10/20
+ * trees (50%)". */
+void cli_progress_show(cli_progress *pr, size_t done, size_t total,
+                       size_t min_total, const char *verb, const char *unit);
+
+/* cli_progress_clear - erase the line, if one was shown. */
+void cli_progress_clear(cli_progress *pr);
+
 /* cli_json_text - s as a new JSON string (jansson takes only UTF-8): valid
  * UTF-8 kept, every byte that is not part of valid UTF-8 replaced by
  * U+FFFD. NULL when out of memory; the caller owns the reference. */

@@ -8,20 +8,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "ember/ember.h"
 #include "seqio.h"
 
 #define CMD "align"
 
 #define PROGRESS_MIN_PAIRS 10000
-#define PROGRESS_MIN_NS (2000 * 1000000ull)
-#define PROGRESS_EVERY_NS (100 * 1000000ull)
 
 static const char align_help[] =
     "Usage: ember align --query FILE --ref FILE [options]\n"
@@ -236,42 +234,9 @@ static int parse_args(int argc, char **argv, align_args *a) {
   return 0;
 }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The `\r` progress line on a terminal, for long batches only. */
-typedef struct progress {
-  int tty;
-  uint64_t start_ns, last_ns;
-  int shown;
-  int width;
-} progress;
-
 static void on_progress(size_t done, size_t total, void *user) {
-  progress *pr = user;
-  if (!pr->tty || total == 0) return;
-  uint64_t now = now_ns();
-  if (!pr->shown && total <= PROGRESS_MIN_PAIRS &&
-      now - pr->start_ns < PROGRESS_MIN_NS)
-    return;
-  if (pr->shown && now - pr->last_ns < PROGRESS_EVERY_NS && done != total) return;
-  char d[32], t[32];
-  int w = fprintf(stderr, "\raligned %s/%s pairs (%d%%)",
-                  cli_group_digits(done, d, sizeof d),
-                  cli_group_digits(total, t, sizeof t),
-                  (int)((double)done * 100.0 / (double)total));
-  if (w > 0 && w - 1 < pr->width) fprintf(stderr, "%*s", pr->width - (w - 1), "");
-  if (w > 0 && w - 1 > pr->width) pr->width = w - 1;
-  fflush(stderr);
-  pr->shown = 1;
-  pr->last_ns = now;
-}
-
-static void progress_clear(progress *pr) {
-  if (pr->shown) fprintf(stderr, "\r%*s\r", pr->width, "");
+  cli_progress_show(user, done, total, PROGRESS_MIN_PAIRS, "aligned", "pairs");
 }
 
 /* ember_sw_align marks a pair whose task failed with score -1: such a pair
@@ -454,10 +419,10 @@ static int align(const align_args *a, const seqio_set *q, const seqio_set *r,
     qs[i] = (ember_seq){q->records[i].residues, q->records[i].length};
     rs[i] = (ember_seq){r->records[i].residues, r->records[i].length};
   }
-  progress pr = {.tty = isatty(STDERR_FILENO), .start_ns = now_ns()};
+  cli_progress pr = {.tty = isatty(STDERR_FILENO), .start_ns = clock_now_ns()};
   ember_sw_report rep = {.size = sizeof rep};
   int arc = ember_sw_align(client, &params, qs, rs, n, res, &rep, on_progress, &pr);
-  progress_clear(&pr);
+  cli_progress_clear(&pr);
   if (arc) {
     cli_error(CMD, "%s%s%s", ember_strerror(arc),
               ember_last_error()[0] ? ": " : "", ember_last_error());

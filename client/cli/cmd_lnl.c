@@ -12,17 +12,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "ember/ember.h"
 
 #define CMD "lnl"
 
 #define PROGRESS_MIN_TREES 1000
-#define PROGRESS_MIN_NS (2000 * 1000000ull)
-#define PROGRESS_EVERY_NS (100 * 1000000ull)
 
 static const char lnl_help[] =
     "Usage: ember lnl --alignment FILE --trees FILE --model MODEL [options]\n"
@@ -218,12 +216,6 @@ static int parse_args(int argc, char **argv, lnl_args *a) {
   return 0;
 }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- input ---------------------------------------------------------------- */
 
 typedef struct lnl_input {
@@ -324,36 +316,6 @@ static int finish_sites(lnl_out *o, const char *path) {
 
 /* ---- progress and summary -------------------------------------------------- */
 
-typedef struct progress {
-  int tty;
-  uint64_t start_ns, last_ns;
-  int shown, width;
-} progress;
-
-static void show_progress(progress *pr, size_t done, size_t total) {
-  if (!pr->tty || total == 0) return;
-  uint64_t now = now_ns();
-  if (!pr->shown && total <= PROGRESS_MIN_TREES &&
-      now - pr->start_ns < PROGRESS_MIN_NS)
-    return;
-  if (pr->shown && now - pr->last_ns < PROGRESS_EVERY_NS && done != total)
-    return;
-  char d[32], t[32];
-  int w = fprintf(stderr, "\rscored %s/%s trees (%d%%)",
-                  cli_group_digits(done, d, sizeof d),
-                  cli_group_digits(total, t, sizeof t),
-                  (int)((double)done * 100.0 / (double)total));
-  if (w > 0 && w - 1 < pr->width) fprintf(stderr, "%*s", pr->width - (w - 1), "");
-  if (w > 0 && w - 1 > pr->width) pr->width = w - 1;
-  fflush(stderr);
-  pr->shown = 1;
-  pr->last_ns = now;
-}
-
-static void progress_clear(progress *pr) {
-  if (pr->shown) fprintf(stderr, "\r%*s\r", pr->width, "");
-}
-
 static void print_summary(const lnl_input *in, const lnl_args *a,
                           const ember_lnl_report *st, size_t trees,
                           const char *address, uint64_t wall_ns) {
@@ -436,7 +398,7 @@ static int check_vectors(const lnl_args *a, const lnl_input *in) {
  * of its batch. */
 typedef struct scoring {
   lnl_out *o;
-  progress pr;
+  cli_progress pr;
 } scoring;
 
 static int on_tree(size_t tree, double lnl, const double *site_lnl,
@@ -453,7 +415,8 @@ static int on_tree(size_t tree, double lnl, const double *site_lnl,
 
 static void on_progress(size_t done, size_t total, void *user) {
   scoring *sc = user;
-  show_progress(&sc->pr, done, total);
+  cli_progress_show(&sc->pr, done, total, PROGRESS_MIN_TREES, "scored",
+                    "trees");
 }
 
 static int score(const lnl_args *a, lnl_input *in, lnl_out *o) {
@@ -461,7 +424,7 @@ static int score(const lnl_args *a, lnl_input *in, lnl_out *o) {
   int rc = open_client(a, &client);
   if (rc) return rc;
   const char *address = ember_client_address(client);
-  uint64_t start = now_ns();
+  uint64_t start = clock_now_ns();
   if ((rc = check_vectors(a, in))) goto done;
   ember_lnl_params p;
   ember_lnl_params_default(&p);
@@ -478,7 +441,7 @@ static int score(const lnl_args *a, lnl_input *in, lnl_out *o) {
   int erc = ember_lnl(client, &p, in->model, in->trees, NULL, NULL, &st,
                       on_progress, &sc);
   if (o->write_failed) {
-    progress_clear(&sc.pr);
+    cli_progress_clear(&sc.pr);
     cli_error(CMD, "cannot write %s: %s",
               ferror(stdout) ? "standard output" : "--site-lnl",
               strerror(errno));
@@ -493,7 +456,7 @@ static int score(const lnl_args *a, lnl_input *in, lnl_out *o) {
   }
   char first_error[1024];
   snprintf(first_error, sizeof first_error, "%s", erc ? ember_last_error() : "");
-  progress_clear(&sc.pr);
+  cli_progress_clear(&sc.pr);
   if (o->json && o->rows) fputs("\n]\n", stdout);
   if (fflush(stdout) != 0) {
     cli_error(CMD, "cannot write standard output: %s", strerror(errno));
@@ -507,7 +470,7 @@ static int score(const lnl_args *a, lnl_input *in, lnl_out *o) {
       goto done;
     }
   }
-  print_summary(in, a, &st, o->rows, address, now_ns() - start);
+  print_summary(in, a, &st, o->rows, address, clock_now_ns() - start);
   if (o->non_finite)
     cli_error(CMD, "%zu tree%s a log-likelihood that is not finite (a site "
               "of probability 0 under the model?)", o->non_finite,
