@@ -38,6 +38,7 @@ static void stamp(const cnn_task *t, uint8_t *state) {
   h->first = t->first;
   h->end = t->end;
   h->batch = t->batch;
+  h->slots = t->slots;
 }
 
 static int check_stamp(const cnn_task *t, uint8_t *state, char *err,
@@ -84,10 +85,10 @@ static void init_layer(const cnn_layer *l, size_t index, uint64_t seed,
 }
 
 /* cnn_cpu's update, on the block's canonical floats */
-static void sgd(float *w, float *v, float *g, uint64_t n, float lr,
-                float momentum, float decay) {
+static void sgd(float *w, float *v, float *g, uint64_t n, float scale,
+                float lr, float momentum, float decay) {
   for (uint64_t i = 0; i < n; i++) {
-    v[i] = momentum * v[i] + g[i] + decay * w[i];
+    v[i] = momentum * v[i] + g[i] * scale + decay * w[i];
     w[i] -= lr * v[i];
     g[i] = 0;
   }
@@ -163,9 +164,12 @@ static int run_forward(const cnn_task *t, uint8_t *state,
     if (rc) snprintf(err, err_len, "forward failed (%s)", ember_errname(rc));
   }
   if (!rc) {
-    memcpy(state + L->stash_off, in, (size_t)L->in_elems * sizeof(float));
-    if (labels) memcpy(state + L->labels_off, labels, t->batch);
-    header(state)->flags |= CNN_STATE_FORWARD;
+    memcpy(state + L->stash_off + t->slot * L->stash_stride, in,
+           (size_t)L->in_elems * sizeof(float));
+    if (labels)
+      memcpy(state + L->labels_off + t->slot * L->labels_stride, labels,
+             t->batch);
+    header(state)->flags |= 1u << t->slot;
     if (L->last) {
       uint32_t correct = 0;
       for (uint32_t n = 0; n < t->batch; n++) {
@@ -190,9 +194,9 @@ static int run_backward(const cnn_task *t, uint8_t *state,
                         const acc_block *inputs, acc_mut_block *outputs,
                         size_t n_outputs, char *err, size_t err_len) {
   const cnn_layout *L = &t->layout;
-  if (!(header(state)->flags & CNN_STATE_FORWARD)) {
-    snprintf(err, err_len, "BACKWARD without a FORWARD since INIT, "
-             "SET_PARAMS or the last UPDATE");
+  if (!(header(state)->flags & (1u << t->slot))) {
+    snprintf(err, err_len, "BACKWARD on slot %u without a FORWARD there "
+             "since INIT, SET_PARAMS or its last BACKWARD", t->slot);
     return EMBER_ESTATE;
   }
   float *tmp_dout = NULL;
@@ -216,8 +220,9 @@ static int run_backward(const cnn_task *t, uint8_t *state,
   int rc = g ? load_stage(t, state, &s, err, err_len) : EMBER_ENOMEM;
   if (!g) snprintf(err, err_len, "out of memory");
   if (!rc) {
-    const float *in = region(state, L->stash_off);
-    const uint8_t *labels = L->last ? state + L->labels_off : NULL;
+    const float *in = region(state, L->stash_off + t->slot * L->stash_stride);
+    const uint8_t *labels =
+        L->last ? state + L->labels_off + t->slot * L->labels_stride : NULL;
     rc = cnn_cpu_stage_forward(s, in, NULL, labels, NULL);
     if (!rc) rc = cnn_cpu_stage_backward(s, dout, din);
     if (rc) snprintf(err, err_len, "backward failed (%s)",
@@ -233,6 +238,7 @@ static int run_backward(const cnn_task *t, uint8_t *state,
     uint64_t count = layers[i].weights + layers[i].biases;
     for (uint64_t k = 0; k < count; k++) grads[off + k] += g[k];
   }
+  if (!rc) header(state)->flags &= ~(1u << t->slot);
   cnn_cpu_stage_destroy(s);
   free(g);
   free(tmp_dout);
@@ -279,15 +285,15 @@ int cnn_task_run(const cnn_task *t, uint8_t *state, const acc_block *inputs,
     break;
   case EMBER__CNN__OP__UPDATE: {
     float *v = region(state, L->momentum_off), *g = region(state, L->grads_off);
+    float scale = 1.0f / (float)t->accumulated;
     FOR_PARAM_LAYERS(t, layers, i, off) {
       uint64_t w = layers[i].weights;
-      sgd(p + off, v + off, g + off, w, (float)t->learning_rate,
+      sgd(p + off, v + off, g + off, w, scale, (float)t->learning_rate,
           (float)t->momentum, (float)t->decay);
-      sgd(p + off + w, v + off + w, g + off + w, layers[i].biases,
+      sgd(p + off + w, v + off + w, g + off + w, layers[i].biases, scale,
           (float)t->learning_rate, (float)t->momentum, 0.0f);
     }
     header(state)->updates++;
-    header(state)->flags &= ~(uint32_t)CNN_STATE_FORWARD;
     break;
   }
   case EMBER__CNN__OP__FORWARD:

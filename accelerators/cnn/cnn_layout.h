@@ -12,11 +12,14 @@
  *             canonical layouts (OIHW; output x input): `params` floats
  *   momentum  SGD's velocity, the same shape
  *   grads     the accumulated parameter gradients, the same shape
- *   stash     the stage's input of the last FORWARD (batch x input floats,
+ *   stash     per slot (1..CNN_MAX_SLOTS: the FORWARDs a stage keeps at
+ *             once, so a pipeline has several samples in flight), the
+ *             stage's input of that slot's FORWARD (batch x input floats,
  *             NCHW): the activations kept for back-propagation. The CPU
  *             recomputes the inner ones from it at BACKWARD (oneDNN's
  *             workspaces cannot live in a block); see README.md
- *   labels    the last FORWARD's labels, batch bytes (last stage only)
+ *   labels    per slot, that FORWARD's labels, batch bytes (last stage
+ *             only)
  * Every region starts on a 64-byte boundary; floats are in host order
  * (the platforms of one node share it).
  */
@@ -30,15 +33,17 @@
 
 #define CNN_STATE_MAGIC "EMBCNN1" /* 8 bytes with its NUL */
 
-/* header flags */
-enum { CNN_STATE_FORWARD = 1 /* the stash holds a FORWARD's input */ };
+/* The most FORWARDs a stage keeps for their BACKWARD: header.flags has a
+ * bit per slot, set while the slot's stash holds a FORWARD's input. */
+#define CNN_MAX_SLOTS 16
 
 typedef struct cnn_state_header {
   char magic[8];
   uint64_t key;           /* cnn_stage_key() of the stage */
   uint32_t first, end, batch, flags;
   uint64_t updates;       /* UPDATEs since INIT or SET_PARAMS */
-  uint8_t reserved[24];
+  uint32_t slots;
+  uint8_t reserved[20];
 } cnn_state_header;
 
 typedef struct cnn_layout {
@@ -46,22 +51,27 @@ typedef struct cnn_layout {
   uint64_t in_elems;      /* floats of one batch at the stage's input */
   uint64_t out_elems;     /* ... and at its output */
   int last;               /* the stage ends in the softmax */
-  uint64_t params_off, momentum_off, grads_off, stash_off, labels_off;
+  uint32_t slots;
+  uint64_t params_off, momentum_off, grads_off;
+  uint64_t stash_off, stash_stride;   /* slot s at stash_off + s * stride */
+  uint64_t labels_off, labels_stride; /* likewise */
   uint64_t total;         /* bytes of the state block */
 } cnn_layout;
 
 /*
  * cnn_layout_compute - the layout of layers first .. end-1 of net at batch
- * batch (the range and batch already checked: first < end <= layers,
- * 1 <= batch <= CNN_MAX_BATCH). Returns 0, or EMBER_ETOOBIG when the block
- * would not fit this host's size_t.
+ * batch with slots stashes (the range, batch and slots already checked:
+ * first < end <= layers, 1 <= batch <= CNN_MAX_BATCH, 1 <= slots <=
+ * CNN_MAX_SLOTS). Returns 0, or EMBER_ETOOBIG when the block would not fit
+ * this host's size_t.
  */
 int cnn_layout_compute(const cnn_net *net, uint32_t first, uint32_t end,
-                       uint32_t batch, cnn_layout *out);
+                       uint32_t batch, uint32_t slots, cnn_layout *out);
 
-/* cnn_stage_key - a 64-bit FNV-1a hash of the network text, the range and
- * the batch: what INIT stamps into the header and other ops compare. */
+/* cnn_stage_key - a 64-bit FNV-1a hash of the network text, the range, the
+ * batch and the slots: what INIT stamps into the header and other ops
+ * compare. */
 uint64_t cnn_stage_key(const uint8_t *text, size_t len, uint32_t first,
-                       uint32_t end, uint32_t batch);
+                       uint32_t end, uint32_t batch, uint32_t slots);
 
 #endif

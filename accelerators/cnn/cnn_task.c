@@ -204,6 +204,9 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
   t->end = p->end;
   t->batch = p->batch;
   t->seed = p->seed;
+  t->slots = p->slots;
+  t->slot = p->slot;
+  t->accumulated = p->accumulated;
   if (strcmp(op_name(p->op), "?") == 0) {
     rc = fail(err, err_len, EMBER_EPARAM, "unknown op %d", (int)p->op);
     goto out;
@@ -236,6 +239,17 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
               CNN_MAX_BATCH);
     goto out;
   }
+  if (t->slots < 1 || t->slots > CNN_MAX_SLOTS || t->slot >= t->slots) {
+    rc = fail(err, err_len, EMBER_EPARAM, "slot %u of %u slots: slots out "
+              "of 1..%u or slot not below them", t->slot, t->slots,
+              CNN_MAX_SLOTS);
+    goto out;
+  }
+  if (t->accumulated < 1 || t->accumulated > CNN_MAX_BATCH) {
+    rc = fail(err, err_len, EMBER_EPARAM, "accumulated %u out of 1..%u",
+              t->accumulated, CNN_MAX_BATCH);
+    goto out;
+  }
   uint64_t acts = (uint64_t)layers[t->first].in.h * layers[t->first].in.w *
                   layers[t->first].in.c;
   for (uint32_t i = t->first; i < t->end; i++)
@@ -248,7 +262,8 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
   }
   rc = check_backend(layers, t->first, t->end, err, err_len);
   if (rc) goto out;
-  if (cnn_layout_compute(t->net, t->first, t->end, t->batch, &t->layout)) {
+  if (cnn_layout_compute(t->net, t->first, t->end, t->batch, t->slots,
+                         &t->layout)) {
     rc = fail(err, err_len, EMBER_EPARAM, "state too large for this host");
     goto out;
   }
@@ -259,7 +274,7 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
   rc = check_inputs(t, inputs, n_inputs, err, err_len);
   if (rc) goto out;
   t->key = cnn_stage_key(p->net.data, p->net.len, t->first, t->end,
-                         t->batch);
+                         t->batch, t->slots);
   compute_cost(t);
 out:
   ember__cnn__params__free_unpacked(p, NULL);

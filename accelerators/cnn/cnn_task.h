@@ -20,6 +20,8 @@ typedef struct cnn_task {
   Ember__Cnn__Op op;
   cnn_net *net;                 /* owned */
   uint32_t first, end, batch;
+  uint32_t slots, slot;         /* kept FORWARDs; FORWARD/BACKWARD's one */
+  uint32_t accumulated;         /* UPDATE: BACKWARDs in the gradients */
   uint64_t seed;                /* INIT */
   double learning_rate, momentum, decay; /* UPDATE */
   uint64_t key;                 /* cnn_stage_key() */

@@ -51,7 +51,9 @@ int nam_platform_can_run(const nam_engine *e, const nam_platform *q,
                          const nam_task *t, uint64_t now) {
   if (q->disabled || (t->excluded & (1u << q->index))) return 0;
   if (!q->ops->supports(q, t->acc)) return 0;
-  if (t->platform_kind[0] && strcmp(t->platform_kind, q->ops->kind) != 0)
+  /* the requirement names a kind ("fpga-emu") or one platform ("fpga1") */
+  if (t->platform_kind[0] && strcmp(t->platform_kind, q->ops->kind) != 0 &&
+      strcmp(t->platform_kind, q->name) != 0)
     return 0;
   return pair_usable(e, &q->pairs[t->acc_index], now);
 }

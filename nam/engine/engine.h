@@ -124,7 +124,7 @@ typedef struct nam_task_spec {
   uint64_t app;                /* who submits: cache namespace, fairness */
   const uint64_t *block_ids;   /* NULL, or n_inputs ids in app's namespace */
   int priority;                /* higher first; FIFO within a priority */
-  const char *platform_kind;   /* required platform kind; NULL: any */
+  const char *platform_kind;   /* required kind or platform name; NULL: any */
   const char *prefer_kind;     /* preferred kind; NULL: load decides */
   const uint64_t *output_ids;  /* n_outputs ids (ACC_MAX_OUTPUTS at most) */
   size_t n_outputs;

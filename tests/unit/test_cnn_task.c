@@ -76,7 +76,7 @@ static cnn_net *parse_net(void) {
 static cnn_layout layout_of(uint32_t first, uint32_t end, uint32_t batch) {
   cnn_net *net = parse_net();
   cnn_layout L;
-  assert_int_equal(cnn_layout_compute(net, first, end, batch, &L), 0);
+  assert_int_equal(cnn_layout_compute(net, first, end, batch, 1, &L), 0);
   cnn_net_destroy(net);
   return L;
 }

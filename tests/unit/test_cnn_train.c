@@ -103,7 +103,7 @@ static ember_block *state_block(uint32_t first, uint32_t end) {
   assert_int_equal(cnn_cfg_parse(cfg, cfg_len, "lenet", &net, err,
                                  sizeof err), 0);
   cnn_layout L;
-  assert_int_equal(cnn_layout_compute(net, first, end, B, &L), 0);
+  assert_int_equal(cnn_layout_compute(net, first, end, B, 1, &L), 0);
   cnn_net_destroy(net);
   void *zero = calloc(1, L.total);
   assert_non_null(zero);

@@ -256,9 +256,11 @@ typedef struct ember_submit_options {
   size_t size;            /* sizeof(ember_submit_options), or 0 */
   int priority;           /* higher runs first; default 0 */
   const char *platform;   /* require a platform kind ("cpu", "opencl",
-                             "fpga-emu"); NULL: any. A kind the NAM lacks
-                             is an error (EMBER_ENOPLATFORM, the message
-                             names the kinds it has), not a fallback. */
+                             "fpga-emu") or one platform by its name
+                             ("fpga1", as ember_listing_platform names
+                             it); NULL: any. One the NAM lacks is an error
+                             (EMBER_ENOPLATFORM, the message names the
+                             kinds it has), not a fallback. */
   const char *prefer;     /* prefer a platform kind; others take the task
                              only while that kind is busy; NULL: the NAM's
                              load decides */
