@@ -650,6 +650,130 @@ int ember_lnl(ember_client *client, const ember_lnl_params *params,
               ember_progress_cb progress, void *user);
 
 /* ------------------------------------------------------------------------ */
+/* CNN training (the cnn accelerator)                                       */
+
+/* After each epoch (on the calling thread): what it did. Arrays have
+ * n_stages entries and live during the call only. */
+typedef struct ember_train_epoch {
+  size_t size;               /* sizeof(ember_train_epoch) of the library */
+  unsigned epoch;            /* 1-based, counting epochs of a loaded
+                                weights file */
+  unsigned epochs;           /* the last epoch this call trains */
+  double loss;               /* mean training loss over the epoch */
+  double train_accuracy;     /* share of the epoch's training samples
+                                predicted right (as they were trained) */
+  double test_accuracy;      /* share of the test samples, after the
+                                epoch; NaN without test data */
+  double seconds;            /* the epoch's training wall time (the test
+                                pass not included) */
+  double images_per_second;  /* training samples / seconds */
+  size_t n_stages;
+  const double *stage_busy;  /* each stage's share of seconds spent
+                                running its tasks (exec time / wall) */
+  const char *const *stage_platform; /* the platform each stage ran on */
+} ember_train_epoch;
+
+/* Return 0 to go on; anything else stops ember_train (EMBER_ECANCELED). */
+typedef int (*ember_train_epoch_cb)(const ember_train_epoch *epoch,
+                                    void *user);
+
+/* What ember_train does; ember_train_params_default gives the defaults. */
+typedef struct ember_train_params {
+  size_t size;               /* sizeof(ember_train_params), or 0 */
+  /* the network: a darknet .cfg file, or its text (net_path NULL) */
+  const char *net_path;
+  const char *net_text;
+  size_t net_len;
+  /* the data: a directory of MNIST idx files (train-images-idx3-ubyte,
+   * train-labels-idx1-ubyte, t10k-...; plain or .gz: Fashion-MNIST as
+   * Debian's dataset-fashion-mnist installs it), or arrays (data_dir
+   * NULL): n images of the network's input shape (floats, NCHW, pixels
+   * scaled to [0, 1]) and n labels (each below the classes) */
+  const char *data_dir;
+  const float *train_images;
+  const uint8_t *train_labels;
+  size_t n_train;
+  const float *test_images;  /* may be NULL (n_test 0): no test pass */
+  const uint8_t *test_labels;
+  size_t n_test;
+  size_t train_limit;        /* use the first N training samples; 0: all */
+  size_t test_limit;         /* likewise for the test samples */
+  unsigned epochs;           /* 0: evaluate only (load_path's weights) */
+  unsigned batch;            /* mini-batch (samples per update); 0: the
+                                .cfg's [net] batch */
+  unsigned micro_batch;      /* samples per task, dividing batch; 0: the
+                                largest divisor of batch up to 16 */
+  double learning_rate;      /* < 0: the .cfg's */
+  double momentum;           /* < 0: the .cfg's */
+  double decay;              /* < 0: the .cfg's */
+  unsigned stages;           /* stages the network is split into; 0: 1 */
+  const char *platform;      /* the kind every stage runs on; NULL: any */
+  int sync;                  /* nonzero: each stage updates before it
+                                takes the next mini-batch, so training
+                                equals one stage's; 0: FPDeep's pipeline
+                                (a stage updates as soon as its last
+                                gradient of the mini-batch is in, while
+                                later samples are in flight) */
+  uint64_t seed;             /* initial weights and the data's shuffle */
+  const char *load_path;     /* weights to start from (ember_train's
+                                save_path format); NULL: seeded */
+  const char *save_path;     /* written after each epoch; NULL: none */
+  ember_train_epoch_cb epoch_cb;  /* NULL: none */
+  ember_progress_cb progress;     /* samples done in the epoch and its
+                                     total, at least every mini-batch */
+  void *user;                /* of both callbacks */
+} ember_train_params;
+
+/* ember_train_params_default - the .cfg's settings, 1 stage, any
+ * platform, FPDeep's updates, seed 1 (sets size too). */
+void ember_train_params_default(ember_train_params *params);
+
+/* How ember_train ended. Set size (or leave it 0) before the call. */
+typedef struct ember_train_result {
+  size_t size;               /* sizeof(ember_train_result), or 0 */
+  unsigned epochs;           /* epochs trained by this call */
+  double loss;               /* the last epoch's */
+  double train_accuracy;
+  double test_accuracy;      /* after the last epoch (or of the loaded
+                                weights when epochs was 0); NaN without
+                                test data */
+  double seconds;            /* training wall time, all epochs */
+  size_t tasks;              /* cnn tasks run */
+} ember_train_result;
+
+/*
+ * ember_train - train a network on the cnn accelerator, split into
+ * params->stages stages of balanced work (FPDeep's partitioner, each
+ * stage's operations weighted by its platform's speed) driven as a
+ * pipeline: several micro-batches in flight, FP towards the loss, EB and
+ * PG back, each stage's weights, gradients and kept activations a state
+ * block on its platform, activations and errors passed as out blocks.
+ *
+ * clients: n_clients NAMs (or one embedded client); the stages are dealt
+ * over them in order (stage i on clients[i * n_clients / stages]), and
+ * over the platforms of params->platform's kind on each. Activations and
+ * errors between stages on different clients go through this process.
+ *
+ * Returns 0 with *result filled (result may be NULL); EMBER_EPARAM with
+ * ember_last_error() saying why (a .cfg that does not parse or chain,
+ * with file:line; data that does not match the network; more stages than
+ * layers to split; a weights file of another network), EMBER_EFORMAT (a
+ * broken idx or weights file), EMBER_ENOPLATFORM, EMBER_ECANCELED
+ * (epoch_cb stopped it), or what a task failed with. Synchronous.
+ */
+int ember_train(ember_client *const *clients, size_t n_clients,
+                const ember_train_params *params, ember_train_result *result);
+
+/*
+ * ember_train_plan - the plan ember_train would follow, as text: one row
+ * per stage with its platform, layers and channels, operations per
+ * sample, share of the work and expected idle share. *text is malloc'd
+ * (free() it). Returns 0 or an error as ember_train.
+ */
+int ember_train_plan(ember_client *const *clients, size_t n_clients,
+                     const ember_train_params *params, char **text);
+
+/* ------------------------------------------------------------------------ */
 /* Introspection                                                            */
 
 /* What a NAM (or the embedded engine) offers: a listing made by
