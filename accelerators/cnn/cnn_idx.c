@@ -380,7 +380,7 @@ static int find_file(const char *dir, const char *name, char *path,
   return EMBER_ENOTFOUND;
 }
 
-int cnn_data_read_dir(const char *dir, cnn_split split, unsigned classes,
+int cnn_data_read_dir(const char *dir, cnn_data_split split, unsigned classes,
                       cnn_data **out, char *err, size_t err_len) {
   static const char *const names[2][2] = {
       {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"},

@@ -39,10 +39,10 @@
 #define CNN_FASHION_CLASSES 10
 
 /* The data set of a directory laid out as MNIST's files are. */
-typedef enum cnn_split {
+typedef enum cnn_data_split {
   CNN_SPLIT_TRAIN = 0,  /* train-images-idx3-ubyte, train-labels-idx1-ubyte */
   CNN_SPLIT_TEST        /* t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte */
-} cnn_split;
+} cnn_data_split;
 
 typedef struct cnn_data cnn_data;
 
@@ -79,11 +79,11 @@ int cnn_data_read(const char *images_path, const char *labels_path,
 /*
  * cnn_data_read_dir - one split of a directory laid out as MNIST's files
  * are (Debian's dataset-fashion-mnist: /usr/share/datasets/fashion-mnist):
- * the names of cnn_split, each plain or with ".gz" (the plain file wins
+ * the names of cnn_data_split, each plain or with ".gz" (the plain file wins
  * when both are there). Also returns EMBER_ENOTFOUND when a file is
  * missing in both forms.
  */
-int cnn_data_read_dir(const char *dir, cnn_split split, unsigned classes,
+int cnn_data_read_dir(const char *dir, cnn_data_split split, unsigned classes,
                       cnn_data **out, char *err, size_t err_len);
 
 /* cnn_data_destroy - free a data set; NULL is a no-op. */

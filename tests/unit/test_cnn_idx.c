@@ -130,7 +130,7 @@ static void test_dirs(void **state) {
   assert_null(d);
   assert_string_equal(err, DATA ": no train-images-idx3-ubyte or "
                                 "train-images-idx3-ubyte.gz");
-  assert_int_equal(cnn_data_read_dir(DATA, (cnn_split)7, 10, &d, err,
+  assert_int_equal(cnn_data_read_dir(DATA, (cnn_data_split)7, 10, &d, err,
                                      sizeof err),
                    EMBER_EINVAL);
   /* Debian's dataset-fashion-mnist, where it is installed */
@@ -141,7 +141,7 @@ static void test_dirs(void **state) {
   }
   static const size_t counts[2] = {60000, 10000};
   for (int s = 0; s < 2; s++) {
-    rc = cnn_data_read_dir(FASHION, (cnn_split)s, CNN_FASHION_CLASSES, &d,
+    rc = cnn_data_read_dir(FASHION, (cnn_data_split)s, CNN_FASHION_CLASSES, &d,
                            err, sizeof err);
     if (rc) fail_msg("%s", err);
     assert_int_equal(cnn_data_count(d), counts[s]);

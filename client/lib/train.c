@@ -1,0 +1,504 @@
+/*
+ * train.c - ember_train and ember_train_plan (ember.h, "CNN training"):
+ * the network read and split into stages by cnn_partition (FPDeep's
+ * partitioner, platforms weighted by their speed for cnn), each stage a
+ * state block pinned to one platform of one client, then epoch after
+ * epoch the pipeline (train_pipeline.c) over shuffled samples
+ * (train_data.c), a test pass, the epoch callback and the weights file
+ * (train_weights.c). `ember train` and Python's ember.train are front ends
+ * to these calls.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_internal.h"
+#include "cnn_partition.h"
+#include "train_internal.h"
+
+#define EMBER__TRAIN_PARAMS_V0 EMBER__V0_SIZE(ember_train_params, user)
+#define EMBER__TRAIN_RESULT_V0 EMBER__V0_SIZE(ember_train_result, tasks)
+
+/* Speeds (training operations per second) of a platform with no figure
+ * for cnn yet: only their ratios steer the split. fpga-emu's is FPDeep's
+ * 1157 GOPS per FPGA (cnn_accel.c's model). */
+#define SPEED_CPU 2.0e10
+#define SPEED_OPENCL 1.0e10
+#define SPEED_FPGA_EMU 1.157e12
+#define MAX_PLATFORMS 64
+
+void ember_train_params_default(ember_train_params *p) {
+  memset(p, 0, sizeof *p);
+  p->size = sizeof *p;
+  p->epochs = 1;
+  p->learning_rate = p->momentum = p->decay = -1;
+  p->stages = 1;
+  p->seed = 1;
+}
+
+/* A platform that runs cnn: its client, name and speed. */
+typedef struct candidate {
+  size_t client;
+  char name[64];
+  char label[192];
+  double speed;
+} candidate;
+
+typedef struct setup {
+  ember_train_params p;
+  cnn_net *net;
+  char *text;
+  size_t text_len;
+  cnn_plan *plan;
+  train_run run;
+  candidate *stage_platform;   /* one per stage */
+} setup;
+
+static double speed_of(const ember_platform_info *pl) {
+  for (size_t k = 0; k < pl->n_pairs; k++) {
+    const ember_pair_info *pair = pl->pairs[k];
+    if (strcmp(pair->accelerator, "cnn") == 0 && pair->ns_per_unit > 0 &&
+        strcmp(pair->speed, "unknown") != 0 &&
+        strcmp(pair->speed, "calibrating") != 0)
+      return 1e9 / pair->ns_per_unit;
+  }
+  if (strcmp(pl->kind, "fpga-emu") == 0) return SPEED_FPGA_EMU;
+  if (strcmp(pl->kind, "opencl") == 0) return SPEED_OPENCL;
+  return SPEED_CPU;
+}
+
+static int runs_cnn(const ember_platform_info *pl) {
+  for (size_t k = 0; k < pl->n_pairs; k++)
+    if (strcmp(pl->pairs[k]->accelerator, "cnn") == 0) return 1;
+  return 0;
+}
+
+/* The platforms of client c that run cnn (of kind, when given). */
+static int platforms_of(ember_client *const *clients, size_t n_clients,
+                        size_t c, const char *kind, candidate *out,
+                        size_t *n) {
+  ember_listing *l = NULL;
+  int rc = ember_list_accelerators(clients[c], &l);
+  if (rc) {
+    ember__client_set_error("%s: cannot list its platforms: %s",
+                            ember_client_address(clients[c]),
+                            ember_last_error());
+    return rc;
+  }
+  *n = 0;
+  char kinds[256] = "";
+  for (size_t i = 0; i < ember_listing_platforms(l) && *n < MAX_PLATFORMS;
+       i++) {
+    const ember_platform_info *pl = ember_listing_platform(l, i);
+    if (!runs_cnn(pl)) continue;
+    if (!strstr(kinds, pl->kind)) {
+      size_t used = strlen(kinds);
+      snprintf(kinds + used, sizeof kinds - used, "%s%s", used ? ", " : "",
+               pl->kind);
+    }
+    if (kind && strcmp(kind, pl->kind) != 0 && strcmp(kind, pl->name) != 0)
+      continue;
+    candidate *cd = &out[(*n)++];
+    cd->client = c;
+    snprintf(cd->name, sizeof cd->name, "%s", pl->name);
+    if (n_clients > 1)
+      snprintf(cd->label, sizeof cd->label, "%s %s",
+               ember_client_address(clients[c]), pl->name);
+    else
+      snprintf(cd->label, sizeof cd->label, "%s", pl->name);
+    cd->speed = speed_of(pl);
+  }
+  ember_listing_free(l);
+  if (*n == 0) {
+    ember__client_set_error("%s: no platform %s%s runs cnn (cnn runs on: %s)",
+                            ember_client_address(clients[c]),
+                            kind ? "of kind " : "", kind ? kind : "",
+                            kinds[0] ? kinds : "none");
+    return EMBER_ENOPLATFORM;
+  }
+  return 0;
+}
+
+static int read_net(setup *s) {
+  const ember_train_params *p = &s->p;
+  char err[512];
+  int rc;
+  if (p->net_path) {
+    FILE *f = fopen(p->net_path, "rb");
+    s->text = malloc(CNN_CFG_MAX_BYTES + 1);
+    if (!s->text) {
+      if (f) fclose(f);
+      ember__client_set_error("out of memory");
+      return EMBER_ENOMEM;
+    }
+    if (!f) {
+      ember__client_set_error("%s: cannot open", p->net_path);
+      return EMBER_EIO;
+    }
+    s->text_len = fread(s->text, 1, CNN_CFG_MAX_BYTES + 1, f);
+    fclose(f);
+    if (s->text_len > CNN_CFG_MAX_BYTES) {
+      ember__client_set_error("%s: over %u bytes", p->net_path,
+                              CNN_CFG_MAX_BYTES);
+      return EMBER_EPARAM;
+    }
+  } else if (p->net_text) {
+    if (p->net_len > CNN_CFG_MAX_BYTES) {
+      ember__client_set_error("net: %zu bytes, over %u", p->net_len,
+                              CNN_CFG_MAX_BYTES);
+      return EMBER_EPARAM;
+    }
+    s->text = malloc(p->net_len ? p->net_len : 1);
+    if (!s->text) {
+      ember__client_set_error("out of memory");
+      return EMBER_ENOMEM;
+    }
+    memcpy(s->text, p->net_text, p->net_len);
+    s->text_len = p->net_len;
+  } else {
+    ember__client_set_error("ember_train: no network (net_path or net_text)");
+    return EMBER_EINVAL;
+  }
+  rc = cnn_cfg_parse(s->text, s->text_len,
+                     p->net_path ? p->net_path : "net", &s->net, err,
+                     sizeof err);
+  if (rc == EMBER_ENOMEM) {
+    ember__client_set_error("out of memory");
+    return rc;
+  }
+  if (rc) {
+    ember__client_set_error("%s", err);
+    return EMBER_EPARAM;
+  }
+  return 0;
+}
+
+/* The SGD and batch settings: the caller's, else the .cfg's. */
+static int settle(setup *s) {
+  const ember_train_params *p = &s->p;
+  const cnn_train *tr = cnn_net_train(s->net);
+  train_run *r = &s->run;
+  uint32_t batch = p->batch ? p->batch : tr->batch;
+  if (batch < 1 || batch > CNN_MAX_BATCH) {
+    ember__client_set_error("batch %u out of 1..%u", batch, CNN_MAX_BATCH);
+    return EMBER_EPARAM;
+  }
+  uint32_t micro = p->micro_batch;
+  if (!micro)
+    for (micro = batch < 16 ? batch : 16; batch % micro; micro--) {}
+  if (micro < 1 || micro > batch || batch % micro) {
+    ember__client_set_error("micro-batch %u does not divide the batch %u",
+                            micro, batch);
+    return EMBER_EPARAM;
+  }
+  r->micro = micro;
+  r->per_batch = batch / micro;
+  r->lr = p->learning_rate >= 0 ? p->learning_rate : tr->learning_rate;
+  r->momentum = p->momentum >= 0 ? p->momentum : tr->momentum;
+  r->decay = p->decay >= 0 ? p->decay : tr->decay;
+  if (!(r->lr > 0 && r->lr <= 10) || !(r->momentum < 1) ||
+      !(r->decay < 1)) {
+    ember__client_set_error("learning rate %g (0, 10], momentum %g and "
+                            "decay %g [0, 1): out of range", r->lr,
+                            r->momentum, r->decay);
+    return EMBER_EPARAM;
+  }
+  r->sync = p->sync;
+  r->seed = p->seed;
+  return 0;
+}
+
+/* The plan: stages dealt over the clients in order, on each over its
+ * platforms in turn; FPDeep's partitioner by layers, weighted by speed. */
+static int make_plan(setup *s, ember_client *const *clients,
+                     size_t n_clients) {
+  size_t N = s->p.stages ? s->p.stages : 1;
+  if (N > CNN_PLAN_MAX_STAGES) {
+    ember__client_set_error("%zu stages: at most %d", N, CNN_PLAN_MAX_STAGES);
+    return EMBER_EPARAM;
+  }
+  s->stage_platform = calloc(N, sizeof *s->stage_platform);
+  candidate *found = calloc(MAX_PLATFORMS, sizeof *found);
+  cnn_platform *pl = calloc(N, sizeof *pl);
+  int rc = s->stage_platform && found && pl ? 0 : EMBER_ENOMEM;
+  if (rc) ember__client_set_error("out of memory");
+  size_t at = 0;
+  for (size_t c = 0; c < n_clients && !rc; c++) {
+    size_t n = 0;
+    /* stages [c*N/n_clients, (c+1)*N/n_clients) are this client's */
+    size_t end = (c + 1) * N / n_clients;
+    if (at == end) continue;
+    rc = platforms_of(clients, n_clients, c, s->p.platform, found, &n);
+    for (size_t k = 0; !rc && at < end; k++, at++)
+      s->stage_platform[at] = found[k % n];
+  }
+  for (size_t i = 0; !rc && i < N; i++) {
+    pl[i].name = s->stage_platform[i].label;
+    pl[i].speed = s->stage_platform[i].speed;
+  }
+  char err[512];
+  if (!rc) {
+    rc = cnn_plan_create(s->net, pl, N, CNN_PLAN_LAYERS_ONLY, &s->plan, err,
+                         sizeof err);
+    if (rc) ember__client_set_error("%s", err);
+  }
+  free(found);
+  free(pl);
+  return rc;
+}
+
+/* Stage i of the plan as a train_stage: its layers and platform. */
+static int make_stages(setup *s, ember_client *const *clients) {
+  size_t N;
+  const cnn_stage *st = cnn_plan_stages(s->plan, &N);
+  train_run *r = &s->run;
+  r->text = s->text;
+  r->text_len = s->text_len;
+  r->net = s->net;
+  r->n_stages = N;
+  r->slots = (uint32_t)(2 * N < CNN_MAX_SLOTS ? 2 * N : CNN_MAX_SLOTS);
+  r->stages = calloc(N, sizeof *r->stages);
+  if (!r->stages) {
+    ember__client_set_error("out of memory");
+    return EMBER_ENOMEM;
+  }
+  for (size_t i = 0; i < N; i++) {
+    train_stage *t = &r->stages[i];
+    t->first = st[i].begin.layer;
+    t->end = st[i].end.layer + 1;
+    t->client_index = s->stage_platform[i].client;
+    t->client = clients[t->client_index];
+    snprintf(t->platform, sizeof t->platform, "%s",
+             s->stage_platform[i].name);
+    t->speed = s->stage_platform[i].speed;
+    if (cnn_layout_compute(s->net, t->first, t->end, r->micro, r->slots,
+                           &t->layout)) {
+      ember__client_set_error("stage %zu: state too large", i + 1);
+      return EMBER_ETOOBIG;
+    }
+  }
+  return 0;
+}
+
+static int make_state_blocks(train_run *r) {
+  for (size_t i = 0; i < r->n_stages; i++) {
+    train_stage *t = &r->stages[i];
+    void *zero = calloc(1, (size_t)t->layout.total);
+    if (!zero) {
+      ember__client_set_error("out of memory");
+      return EMBER_ENOMEM;
+    }
+    int rc = ember_block_create(t->client, zero, (size_t)t->layout.total,
+                                EMBER_BLOCK_STATE, &t->state);
+    free(zero);
+    if (rc) {
+      ember__client_set_error("stage %zu: cannot make its state block "
+                              "(%llu bytes): %s", i + 1,
+                              (unsigned long long)t->layout.total,
+                              ember_last_error());
+      return rc;
+    }
+  }
+  return 0;
+}
+
+static void setup_free(setup *s) {
+  for (size_t i = 0; s->run.stages && i < s->run.n_stages; i++)
+    ember_block_release(s->run.stages[i].state);
+  free(s->run.stages);
+  free(s->stage_platform);
+  cnn_plan_destroy(s->plan);
+  cnn_net_destroy(s->net);
+  free(s->text);
+}
+
+static int setup_make(setup *s, ember_client *const *clients,
+                      size_t n_clients, const ember_train_params *params) {
+  memset(s, 0, sizeof *s);
+  if (!clients || !n_clients || !params) {
+    ember__client_set_error("ember_train: no clients or parameters");
+    return EMBER_EINVAL;
+  }
+  for (size_t c = 0; c < n_clients; c++)
+    if (!clients[c]) {
+      ember__client_set_error("ember_train: client %zu is NULL", c);
+      return EMBER_EINVAL;
+    }
+  int rc = ember__struct_in(&s->p, sizeof s->p, params,
+                            EMBER__TRAIN_PARAMS_V0, "ember_train_params");
+  if (!rc) rc = read_net(s);
+  if (!rc) rc = settle(s);
+  if (!rc) rc = make_plan(s, clients, n_clients);
+  if (!rc) rc = make_stages(s, clients);
+  return rc;
+}
+
+int ember_train_plan(ember_client *const *clients, size_t n_clients,
+                     const ember_train_params *params, char **text) {
+  setup s;
+  int rc = setup_make(&s, clients, n_clients, params);
+  if (!rc) {
+    const train_run *r = &s.run;
+    char head[512];
+    int hn = snprintf(head, sizeof head,
+                      "network: %u layers, %llu parameters, %llu "
+                      "multiply-adds per sample (FP+EB+PG)\n"
+                      "batch %u in micro-batches of %u, %u kept per stage; "
+                      "%s updates\n",
+                      r->stages[r->n_stages - 1].end,
+                      (unsigned long long)cnn_net_params(s.net),
+                      (unsigned long long)cnn_net_macs(s.net),
+                      r->micro * r->per_batch, r->micro, r->slots,
+                      r->sync ? "synchronous" : "FPDeep's pipelined");
+    size_t len = cnn_plan_format(s.plan, NULL, 0);
+    *text = malloc((size_t)hn + len + 1);
+    if (!*text) {
+      ember__client_set_error("out of memory");
+      rc = EMBER_ENOMEM;
+    } else {
+      memcpy(*text, head, (size_t)hn);
+      cnn_plan_format(s.plan, *text + hn, len + 1);
+    }
+  }
+  setup_free(&s);
+  return rc;
+}
+
+/* The weights to start from: the file's, or NULL (seeded INIT). */
+static int start_weights(setup *s, unsigned *epochs_done) {
+  *epochs_done = 0;
+  float *params = NULL;
+  int rc = 0;
+  if (s->p.load_path) {
+    params = malloc((size_t)(cnn_net_params(s->net) + 1) * sizeof *params);
+    if (!params) {
+      ember__client_set_error("out of memory");
+      return EMBER_ENOMEM;
+    }
+    rc = train_weights_load(s->p.load_path, s->net, params, epochs_done);
+  }
+  if (!rc) rc = train_stages_init(&s->run, params);
+  free(params);
+  return rc;
+}
+
+static int save_weights(setup *s, unsigned epochs_done) {
+  float *params =
+      malloc((size_t)(cnn_net_params(s->net) + 1) * sizeof *params);
+  if (!params) {
+    ember__client_set_error("out of memory");
+    return EMBER_ENOMEM;
+  }
+  int rc = train_stages_params(&s->run, params);
+  if (!rc)
+    rc = train_weights_save(s->p.save_path, s->net, params, epochs_done);
+  free(params);
+  return rc;
+}
+
+static int test_pass(setup *s, const train_samples *test, double *acc) {
+  *acc = NAN;
+  if (!test->n) return 0;
+  train_pass tp;
+  int rc = train_pass_run(&s->run, test, NULL, test->n, 0, &tp, NULL, NULL);
+  if (!rc) *acc = (double)tp.correct / (double)test->n;
+  return rc;
+}
+
+/* One epoch's figures to the callback. */
+static int report_epoch(setup *s, unsigned epoch, unsigned last,
+                        const train_pass *tp, double test_acc) {
+  if (!s->p.epoch_cb) return 0;
+  size_t N = s->run.n_stages;
+  double *busy = calloc(N, sizeof *busy);
+  const char **names = calloc(N, sizeof *names);
+  int rc = 0;
+  if (!busy || !names) {
+    ember__client_set_error("out of memory");
+    rc = EMBER_ENOMEM;
+  }
+  double secs = (double)tp->wall_ns / 1e9;
+  for (size_t i = 0; !rc && i < N; i++) {
+    busy[i] = tp->wall_ns
+                  ? (double)s->run.stages[i].exec_ns / (double)tp->wall_ns
+                  : 0;
+    names[i] = s->stage_platform[i].label;
+  }
+  if (!rc) {
+    ember_train_epoch e = {
+        .size = sizeof e, .epoch = epoch, .epochs = last,
+        .loss = tp->micro_batches ? tp->loss_sum / (double)tp->micro_batches
+                                  : NAN,
+        .train_accuracy = tp->samples ? (double)tp->correct /
+                                            (double)tp->samples
+                                      : NAN,
+        .test_accuracy = test_acc, .seconds = secs,
+        .images_per_second = secs > 0 ? (double)tp->samples / secs : 0,
+        .n_stages = N, .stage_busy = busy, .stage_platform = names};
+    if (s->p.epoch_cb(&e, s->p.user) != 0) {
+      ember__client_set_error("stopped by the epoch callback");
+      rc = EMBER_ECANCELED;
+    }
+  }
+  free(busy);
+  free(names);
+  return rc;
+}
+
+int ember_train(ember_client *const *clients, size_t n_clients,
+                const ember_train_params *params, ember_train_result *result) {
+  setup s;
+  train_samples train = {0}, test = {0};
+  size_t *order = NULL;
+  int rc = setup_make(&s, clients, n_clients, params);
+  if (!rc) rc = train_samples_load(&s.p, s.net, &train, &test);
+  size_t batch = (size_t)s.run.micro * s.run.per_batch;
+  if (!rc && s.p.epochs && train.n < batch) {
+    ember__client_set_error("%zu training samples: fewer than one batch of "
+                            "%zu", train.n, batch);
+    rc = EMBER_EPARAM;
+  }
+  if (!rc && train.n) {
+    order = malloc(train.n * sizeof *order);
+    if (!order) {
+      ember__client_set_error("out of memory");
+      rc = EMBER_ENOMEM;
+    }
+  }
+  if (!rc) rc = make_state_blocks(&s.run);
+  unsigned done = 0;
+  if (!rc) rc = start_weights(&s, &done);
+  ember_train_result res = {.size = sizeof res, .test_accuracy = NAN,
+                            .loss = NAN, .train_accuracy = NAN};
+  uint64_t wall = 0;
+  unsigned last = done + s.p.epochs;
+  for (unsigned e = 0; !rc && e < s.p.epochs; e++) {
+    size_t n = train.n / batch * batch; /* whole mini-batches */
+    train_shuffle(order, train.n, s.p.seed, done + e);
+    train_pass tp;
+    rc = train_pass_run(&s.run, &train, order, n, 1, &tp, s.p.progress,
+                        s.p.user);
+    double acc = NAN;
+    if (!rc) rc = test_pass(&s, &test, &acc);
+    if (!rc && s.p.save_path) rc = save_weights(&s, done + e + 1);
+    if (!rc) rc = report_epoch(&s, done + e + 1, last, &tp, acc);
+    if (rc) break;
+    wall += tp.wall_ns;
+    res.epochs++;
+    res.loss = tp.micro_batches ? tp.loss_sum / (double)tp.micro_batches : NAN;
+    res.train_accuracy = (double)tp.correct / (double)tp.samples;
+    res.test_accuracy = acc;
+  }
+  if (!rc && !s.p.epochs) rc = test_pass(&s, &test, &res.test_accuracy);
+  res.seconds = (double)wall / 1e9;
+  for (size_t i = 0; s.run.stages && i < s.run.n_stages; i++)
+    res.tasks += s.run.stages[i].tasks;
+  if (!rc && result)
+    ember__struct_out(result, &res, sizeof res, EMBER__TRAIN_RESULT_V0);
+  free(order);
+  train_samples_free(&train);
+  train_samples_free(&test);
+  setup_free(&s);
+  return rc;
+}

@@ -1,0 +1,277 @@
+/* test_train - ember_train on the embedded engine with LeNet
+ * (nets/lenet.cfg) and the 100 Fashion-MNIST images of tests/data/cnn as
+ * both training and test set:
+ *   - sync training over 2 and 4 stages equals 1-stage training: every
+ *     epoch's loss within 1e-5 relative over 100 SGD steps (20 epochs of
+ *     5 mini-batches of 20, micro-batches of 5), and the final weights
+ *     within 1e-5 of the largest;
+ *   - FPDeep's pipelined updates (the default) over 3 stages learn: the
+ *     loss falls and training accuracy rises;
+ *   - weights saved after training, loaded with epochs 0, give the same
+ *     test accuracy; a load into another network is refused;
+ *   - bad input: a .cfg that does not chain (file:line), more stages than
+ *     layers, a micro-batch that does not divide the batch, labels out of
+ *     range. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cnn_idx.h"
+#include "ember/ember.h"
+
+#define LENET EMBER_SOURCE_DIR "/accelerators/cnn/nets/lenet.cfg"
+#define DATA EMBER_SOURCE_DIR "/tests/data/cnn"
+
+enum { N = 100, PX = 28 * 28, EPOCHS = 20 };
+
+static ember_client *client;
+static float *images;
+static uint8_t *labels;
+
+static int setup(void **state) {
+  (void)state;
+  ember_options o = {.size = sizeof o, .client_name = "test_train",
+                     .embedded_threads = 4};
+  char err[256];
+  cnn_data *d = NULL;
+  if (cnn_data_read_dir(DATA, CNN_SPLIT_TEST, 10, &d, err, sizeof err))
+    return -1;
+  images = malloc(N * PX * sizeof *images);
+  labels = malloc(N);
+  cnn_data_to_float(d, 0, N, images);
+  memcpy(labels, cnn_data_labels(d), N);
+  cnn_data_destroy(d);
+  return ember_connect("embedded", &o, &client);
+}
+
+static int teardown(void **state) {
+  (void)state;
+  ember_close(client);
+  free(images);
+  free(labels);
+  return 0;
+}
+
+typedef struct epochs_log {
+  double loss[64];
+  double train_acc[64];
+  double test_acc[64];
+  unsigned epochs;
+  size_t stages;
+} epochs_log;
+
+static int on_epoch(const ember_train_epoch *e, void *user) {
+  epochs_log *l = user;
+  assert_true(e->epoch >= 1 && e->epoch <= 64);
+  l->loss[e->epoch - 1] = e->loss;
+  l->train_acc[e->epoch - 1] = e->train_accuracy;
+  l->test_acc[e->epoch - 1] = e->test_accuracy;
+  l->epochs = e->epoch;
+  l->stages = e->n_stages;
+  for (size_t i = 0; i < e->n_stages; i++) {
+    assert_true(e->stage_busy[i] >= 0 && e->stage_busy[i] <= 1.01);
+    assert_non_null(e->stage_platform[i]);
+  }
+  return 0;
+}
+
+static void params_for(ember_train_params *p, epochs_log *l, unsigned stages,
+                       int sync) {
+  ember_train_params_default(p);
+  p->net_path = LENET;
+  p->train_images = images;
+  p->train_labels = labels;
+  p->n_train = N;
+  p->test_images = images;
+  p->test_labels = labels;
+  p->n_test = N;
+  p->epochs = EPOCHS;
+  p->batch = 20;
+  p->micro_batch = 5;
+  p->stages = stages;
+  p->sync = sync;
+  p->seed = 7;
+  p->epoch_cb = on_epoch;
+  p->user = l;
+}
+
+static float *read_weights(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *bytes = malloc((size_t)size);
+  assert_int_equal(fread(bytes, 1, (size_t)size, f), (size_t)size);
+  fclose(f);
+  /* magic, layers, epochs, params, then 16 bytes a layer (7) */
+  size_t head = 8 + 8 + 8 + 7 * 16;
+  *n = ((size_t)size - head) / sizeof(float);
+  float *w = malloc(*n * sizeof *w);
+  memcpy(w, bytes + head, *n * sizeof *w);
+  free(bytes);
+  return w;
+}
+
+static void sync_equals_one_stage(void **state) {
+  (void)state;
+  static const unsigned stages[] = {1, 2, 4};
+  epochs_log logs[3];
+  char paths[3][64];
+  for (int k = 0; k < 3; k++) {
+    memset(&logs[k], 0, sizeof logs[k]);
+    snprintf(paths[k], sizeof paths[k], "test_train_%u.weights", stages[k]);
+    ember_train_params p;
+    params_for(&p, &logs[k], stages[k], 1);
+    p.save_path = paths[k];
+    ember_train_result r = {.size = sizeof r};
+    int rc = ember_train(&client, 1, &p, &r);
+    if (rc) fail_msg("%u stages: %s", stages[k], ember_last_error());
+    assert_int_equal(r.epochs, EPOCHS);
+    assert_int_equal(logs[k].stages, stages[k]);
+    print_message("  %u stage%s, sync: loss %.6f -> %.6f, train %.2f, "
+                  "test %.2f, %zu tasks\n", stages[k], stages[k] > 1 ? "s" : "",
+                  logs[k].loss[0], logs[k].loss[EPOCHS - 1],
+                  logs[k].train_acc[EPOCHS - 1], r.test_accuracy, r.tasks);
+  }
+  assert_true(logs[0].loss[EPOCHS - 1] < 0.5 * logs[0].loss[0]);
+  size_t n0, n;
+  float *w0 = read_weights(paths[0], &n0);
+  double wmax = 0;
+  for (size_t i = 0; i < n0; i++)
+    if (fabs(w0[i]) > wmax) wmax = fabs(w0[i]);
+  for (int k = 1; k < 3; k++) {
+    double worst = 0;
+    for (int e = 0; e < EPOCHS; e++) {
+      double rel = fabs(logs[k].loss[e] - logs[0].loss[e]) /
+                   fabs(logs[0].loss[e]);
+      if (rel > worst) worst = rel;
+    }
+    float *w = read_weights(paths[k], &n);
+    assert_int_equal(n, n0);
+    double wd = 0;
+    for (size_t i = 0; i < n; i++)
+      if (fabs(w[i] - w0[i]) > wd) wd = fabs(w[i] - w0[i]);
+    print_message("  %u stages vs 1: loss rel diff %.2e over %d steps, "
+                  "weights %.2e of %.2e\n", stages[k], worst, EPOCHS * 5, wd,
+                  wmax);
+    assert_true(worst <= 1e-5);
+    assert_true(wd <= 1e-5 * wmax);
+    free(w);
+  }
+  free(w0);
+  for (int k = 0; k < 3; k++) unlink(paths[k]);
+}
+
+static void pipelined_learns_and_resumes(void **state) {
+  (void)state;
+  epochs_log l;
+  memset(&l, 0, sizeof l);
+  ember_train_params p;
+  params_for(&p, &l, 3, 0);
+  p.epochs = 10;
+  p.save_path = "test_train_async.weights";
+  ember_train_result r = {.size = sizeof r};
+  int rc = ember_train(&client, 1, &p, &r);
+  if (rc) fail_msg("%s", ember_last_error());
+  print_message("  3 stages, pipelined: loss %.4f -> %.4f, train %.2f -> "
+                "%.2f, test %.2f\n", l.loss[0], l.loss[9], l.train_acc[0],
+                l.train_acc[9], r.test_accuracy);
+  assert_true(l.loss[9] < 0.6 * l.loss[0]);
+  assert_true(l.train_acc[9] > l.train_acc[0]);
+
+  /* evaluate the saved weights, on another split */
+  epochs_log l2;
+  memset(&l2, 0, sizeof l2);
+  params_for(&p, &l2, 2, 0);
+  p.epochs = 0;
+  p.load_path = "test_train_async.weights";
+  ember_train_result r2 = {.size = sizeof r2};
+  rc = ember_train(&client, 1, &p, &r2);
+  if (rc) fail_msg("%s", ember_last_error());
+  assert_int_equal(r2.epochs, 0);
+  print_message("  loaded: test %.4f (trained: %.4f)\n", r2.test_accuracy,
+                r.test_accuracy);
+  assert_true(fabs(r2.test_accuracy - r.test_accuracy) < 1e-12);
+
+  /* resume: epochs count on from the file's */
+  memset(&l2, 0, sizeof l2);
+  params_for(&p, &l2, 1, 0);
+  p.epochs = 1;
+  p.load_path = "test_train_async.weights";
+  rc = ember_train(&client, 1, &p, &r2);
+  if (rc) fail_msg("%s", ember_last_error());
+  assert_int_equal(l2.epochs, 11);
+
+  /* another network's weights */
+  static const char small[] = "[net]\nheight=28\nwidth=28\nchannels=1\n"
+                              "[connected]\noutput=10\nactivation=linear\n"
+                              "[softmax]\n";
+  params_for(&p, &l2, 1, 0);
+  p.net_path = NULL;
+  p.net_text = small;
+  p.net_len = strlen(small);
+  p.load_path = "test_train_async.weights";
+  assert_int_equal(ember_train(&client, 1, &p, &r2), EMBER_EPARAM);
+  print_message("  refused: %s\n", ember_last_error());
+  assert_non_null(strstr(ember_last_error(), "another network"));
+  unlink("test_train_async.weights");
+}
+
+static void refuses_bad_input(void **state) {
+  (void)state;
+  epochs_log l;
+  ember_train_params p;
+  params_for(&p, &l, 1, 0);
+  p.net_path = NULL;
+  static const char broken[] = "[net]\nheight=28\nwidth=28\nchannels=1\n"
+                               "[convolutional]\nfilters=4\nsize=40\n"
+                               "activation=relu\n"
+                               "[softmax]\n";
+  p.net_text = broken;
+  p.net_len = strlen(broken);
+  assert_int_equal(ember_train(&client, 1, &p, NULL), EMBER_EPARAM);
+  print_message("  %s\n", ember_last_error());
+  assert_non_null(strstr(ember_last_error(), "net:5"));
+
+  params_for(&p, &l, 9, 0);
+  assert_int_equal(ember_train(&client, 1, &p, NULL), EMBER_EPARAM);
+  print_message("  %s\n", ember_last_error());
+
+  params_for(&p, &l, 1, 0);
+  p.micro_batch = 3;
+  assert_int_equal(ember_train(&client, 1, &p, NULL), EMBER_EPARAM);
+  print_message("  %s\n", ember_last_error());
+
+  uint8_t bad[N];
+  memcpy(bad, labels, N);
+  bad[17] = 10;
+  params_for(&p, &l, 1, 0);
+  p.train_labels = bad;
+  assert_int_equal(ember_train(&client, 1, &p, NULL), EMBER_EPARAM);
+  print_message("  %s\n", ember_last_error());
+
+  char *plan = NULL;
+  params_for(&p, &l, 3, 0);
+  assert_int_equal(ember_train_plan(&client, 1, &p, &plan), 0);
+  print_message("%s", plan);
+  assert_non_null(strstr(plan, "cpu"));
+  free(plan);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(refuses_bad_input),
+      cmocka_unit_test(pipelined_learns_and_resumes),
+      cmocka_unit_test(sync_equals_one_stage),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
