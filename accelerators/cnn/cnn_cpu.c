@@ -189,6 +189,8 @@ int cnn_cpu_stage_update(cnn_cpu_stage *s, double learning_rate,
   return dnnl_stream_wait(s->stream) == dnnl_success ? 0 : EMBER_EPLATFORM;
 }
 
+void cnn_cpu_stage_zero_grads(cnn_cpu_stage *s) { s->grads_zero = true; }
+
 static cpu_layer *find_layer(cnn_cpu_stage *s, size_t layer) {
   if (!s || layer < s->first || layer >= s->first + s->count) return NULL;
   cpu_layer *l = &s->layers[layer - s->first];

@@ -98,6 +98,10 @@ int cnn_cpu_stage_backward(cnn_cpu_stage *stage, const float *dout,
 int cnn_cpu_stage_update(cnn_cpu_stage *stage, double learning_rate,
                          double momentum, double decay);
 
+/* cnn_cpu_stage_zero_grads - drop the accumulated gradients (the next
+ * backward starts them anew), as an update does, without updating. */
+void cnn_cpu_stage_zero_grads(cnn_cpu_stage *stage);
+
 /*
  * cnn_cpu_stage_get_params, cnn_cpu_stage_set_params - the weights and
  * biases of the network's layer `layer` (an index in the network, inside

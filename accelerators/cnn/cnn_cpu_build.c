@@ -60,14 +60,22 @@ static int grow(build *b, void **arr, size_t *cap, size_t n, size_t elem) {
   return 0;
 }
 
-/* A memory of md owned by the stage, zeroed. */
+/* A memory of md owned by the stage, zeroed, on a buffer of the stage's
+ * (64-byte aligned, as oneDNN's own). */
 static int new_mem(build *b, const dnnl_memory_desc_t *md, dnnl_memory_t *m) {
   cnn_cpu_stage *s = b->s;
   TRY(grow(b, (void **)&s->mems, &s->cap_mems, s->nmems, sizeof *s->mems));
-  DN(dnnl_memory_create(m, md, s->engine, DNNL_MEMORY_ALLOCATE),
-     "memory_create");
+  TRY(grow(b, (void **)&s->bufs, &s->cap_bufs, s->nmems, sizeof *s->bufs));
+  size_t size = (dnnl_memory_desc_get_size(md) + 63) & ~(size_t)63;
+  void *buf = aligned_alloc(64, size ? size : 64);
+  if (!buf) return fail(b, EMBER_ENOMEM, "out of memory");
+  memset(buf, 0, size ? size : 64);
+  if (dnnl_memory_create(m, md, s->engine, buf) != dnnl_success) {
+    free(buf);
+    return fail(b, EMBER_EPLATFORM, "memory_create failed");
+  }
+  s->bufs[s->nmems] = buf;
   s->mems[s->nmems++] = *m;
-  memset(cpu_mem_data(*m), 0, dnnl_memory_desc_get_size(md));
   return 0;
 }
 
@@ -636,7 +644,11 @@ int cnn_cpu_stage_create(const cnn_net *net, size_t first, size_t end,
 void cnn_cpu_stage_destroy(cnn_cpu_stage *s) {
   if (!s) return;
   for (size_t i = 0; i < s->nprims; i++) dnnl_primitive_destroy(s->prims[i]);
-  for (size_t i = 0; i < s->nmems; i++) dnnl_memory_destroy(s->mems[i]);
+  for (size_t i = 0; i < s->nmems; i++) {
+    dnnl_memory_destroy(s->mems[i]);
+    free(s->bufs[i]);
+  }
+  free(s->bufs);
   if (s->stream) dnnl_stream_destroy(s->stream);
   if (s->engine) dnnl_engine_destroy(s->engine);
   free(s->prims);

@@ -79,7 +79,10 @@ struct cnn_cpu_stage {
   size_t nfwd, nbwd, cap_fwd, cap_bwd;
   dnnl_primitive_t *prims;   /* every primitive, for destroy */
   dnnl_memory_t *mems;       /* every memory, for destroy */
-  size_t nprims, nmems, cap_prims, cap_mems;
+  void **bufs;               /* each one's buffer, ours: a memory that
+                                owned its buffer would free it when the
+                                caller's buffer is swapped in (swap_handle) */
+  size_t nprims, nmems, cap_prims, cap_mems, cap_bufs;
   uint8_t *labels;           /* the last forward's, softmax stages */
   bool have_labels;
   bool grads_zero;           /* no backward since the last update */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cnn_cpu.h"
+#include "cnn_stage_pool.h"
 #include "cnn_task.h"
 #include "ember/ember_errors.h"
 
@@ -113,11 +114,11 @@ static const float *floats_of(const acc_block *b, float **tmp) {
   return *tmp;
 }
 
-/* A cnn_cpu stage holding the block's parameters. */
+/* A cnn_cpu stage holding the block's parameters, from the pool. */
 static int load_stage(const cnn_task *t, uint8_t *state, cnn_cpu_stage **out,
                       char *err, size_t err_len) {
-  int rc = cnn_cpu_stage_create(t->net, t->first, t->end, t->batch, out,
-                                err, err_len);
+  int rc = cnn_stage_pool_take(t->net, t->text, t->text_len, t->first,
+                               t->end, t->batch, out, err, err_len);
   if (rc) return rc;
   size_t n;
   const cnn_layer *layers = cnn_net_layers(t->net, &n);
@@ -133,6 +134,15 @@ static int load_stage(const cnn_task *t, uint8_t *state, cnn_cpu_stage **out,
     }
   }
   return 0;
+}
+
+/* Back to the pool after a task; destroyed after a failure (its state is
+ * unknown). */
+static void put_stage(const cnn_task *t, cnn_cpu_stage *s, int rc) {
+  if (rc)
+    cnn_cpu_stage_destroy(s);
+  else
+    cnn_stage_pool_give(t->text, t->text_len, t->first, t->end, t->batch, s);
 }
 
 static int run_forward(const cnn_task *t, uint8_t *state,
@@ -184,7 +194,7 @@ static int run_forward(const cnn_task *t, uint8_t *state,
       res->correct = correct;
     }
   }
-  cnn_cpu_stage_destroy(s);
+  put_stage(t, s, rc);
   free(tmp_in);
   free(tmp_out);
   return rc;
@@ -239,7 +249,7 @@ static int run_backward(const cnn_task *t, uint8_t *state,
     for (uint64_t k = 0; k < count; k++) grads[off + k] += g[k];
   }
   if (!rc) header(state)->flags &= ~(1u << t->slot);
-  cnn_cpu_stage_destroy(s);
+  put_stage(t, s, rc);
   free(g);
   free(tmp_dout);
   return rc;

@@ -275,6 +275,13 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
   if (rc) goto out;
   t->key = cnn_stage_key(p->net.data, p->net.len, t->first, t->end,
                          t->batch, t->slots);
+  t->text = malloc(p->net.len ? p->net.len : 1);
+  if (!t->text) {
+    rc = fail(err, err_len, EMBER_ENOMEM, "out of memory");
+    goto out;
+  }
+  memcpy(t->text, p->net.data, p->net.len);
+  t->text_len = p->net.len;
   compute_cost(t);
 out:
   ember__cnn__params__free_unpacked(p, NULL);
@@ -310,5 +317,6 @@ uint64_t cnn_task_output_size(const cnn_task *t) {
 void cnn_task_free(cnn_task *t) {
   if (!t) return;
   cnn_net_destroy(t->net);
+  free(t->text);
   free(t);
 }

@@ -19,6 +19,9 @@
 typedef struct cnn_task {
   Ember__Cnn__Op op;
   cnn_net *net;                 /* owned */
+  uint8_t *text;                /* the .cfg text, owned (the stage pool's
+                                   key, with the range and batch) */
+  size_t text_len;
   uint32_t first, end, batch;
   uint32_t slots, slot;         /* kept FORWARDs; FORWARD/BACKWARD's one */
   uint32_t accumulated;         /* UPDATE: BACKWARDs in the gradients */
