@@ -267,13 +267,20 @@ __kernel void cnn_softmax(__global const float *x, __global float *p,
     dx[n * K + k] = (pr[k] - (k == l ? 1.0f : 0.0f)) / (float)N;
 }
 
-/* cnn_sgd: v = momentum v + g + decay w; w -= learning_rate v; g = 0. */
+/* cnn_sgd: on n floats at w + w_off, v + v_off, g + g_off (the stage's
+ * own buffers at offset 0, or regions of one state block):
+ * v = momentum v + g scale + decay w; w -= learning_rate v; g = 0. scale
+ * is 1 / the number of backward passes the gradients hold. */
 __kernel void cnn_sgd(__global float *w, __global float *v, __global float *g,
-                      ulong total, float learning_rate, float momentum,
+                      ulong w_off, ulong v_off, ulong g_off, ulong total,
+                      float scale, float learning_rate, float momentum,
                       float decay) {
   size_t i = get_global_id(0);
   if (i >= total) return;
-  float vi = momentum * v[i] + g[i] + decay * w[i];
+  w += w_off;
+  v += v_off;
+  g += g_off;
+  float vi = momentum * v[i] + g[i] * scale + decay * w[i];
   v[i] = vi;
   w[i] -= learning_rate * vi;
   g[i] = 0.0f;

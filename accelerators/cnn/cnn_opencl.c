@@ -198,24 +198,38 @@ typedef struct karg {
   launch((s), (k), (n), (const karg[]){__VA_ARGS__},                \
          sizeof((const karg[]){__VA_ARGS__}) / sizeof(karg))
 
-static int cl_fail(cnn_ocl_stage *s, const char *what, cl_int rc) {
-  seterr(s->errbuf, sizeof s->errbuf, "%s failed (%d)", what, (int)rc);
+static int fail_into(char *err, size_t err_len, const char *what,
+                     cl_int rc) {
+  seterr(err, err_len, "%s failed (%d)", what, (int)rc);
   return EMBER_EPLATFORM;
 }
 
-/* launch: kernel k over n items (none queued when n is 0). */
-static int launch(cnn_ocl_stage *s, int k, size_t n, const karg *args,
-                  size_t nargs) {
+static int cl_fail(cnn_ocl_stage *s, const char *what, cl_int rc) {
+  return fail_into(s->errbuf, sizeof s->errbuf, what, rc);
+}
+
+/* launch_on: kernel k of o over n items on q (none queued when n is 0);
+ * a failure named in err. */
+static int launch_on(cnn_ocl *o, cl_command_queue q, int k, size_t n,
+                     const karg *args, size_t nargs, char *err,
+                     size_t err_len) {
   if (n == 0) return 0;
-  cl_kernel kern = s->o->k[k];
+  cl_kernel kern = o->k[k];
   for (size_t i = 0; i < nargs; i++) {
     cl_int rc = clSetKernelArg(kern, (cl_uint)i, args[i].size, args[i].value);
-    if (rc != CL_SUCCESS) return cl_fail(s, kernel_names[k], rc);
+    if (rc != CL_SUCCESS) return fail_into(err, err_len, kernel_names[k], rc);
   }
   size_t global = (n + CNN_OCL_ROUND - 1) / CNN_OCL_ROUND * CNN_OCL_ROUND;
-  cl_int rc = clEnqueueNDRangeKernel(s->q, kern, 1, NULL, &global, NULL, 0,
+  cl_int rc = clEnqueueNDRangeKernel(q, kern, 1, NULL, &global, NULL, 0,
                                      NULL, NULL);
-  return rc == CL_SUCCESS ? 0 : cl_fail(s, kernel_names[k], rc);
+  return rc == CL_SUCCESS ? 0 : fail_into(err, err_len, kernel_names[k], rc);
+}
+
+/* launch: kernel k over n items on the stage's queue. */
+static int launch(cnn_ocl_stage *s, int k, size_t n, const karg *args,
+                  size_t nargs) {
+  return launch_on(s->o, s->q, k, n, args, nargs, s->errbuf,
+                   sizeof s->errbuf);
 }
 
 static int write_buf(cnn_ocl_stage *s, cl_mem m, size_t bytes,
@@ -229,6 +243,20 @@ static int read_buf(cnn_ocl_stage *s, cl_mem m, size_t bytes, void *dst) {
   cl_int rc = clEnqueueReadBuffer(s->q, m, CL_TRUE, 0, bytes, dst, 0, NULL,
                                   NULL);
   return rc == CL_SUCCESS ? 0 : cl_fail(s, "clEnqueueReadBuffer", rc);
+}
+
+/* copy_buf: bytes of src at src_off to dst at dst_off, queued. */
+static int copy_buf(cnn_ocl_stage *s, cl_mem src, size_t src_off, cl_mem dst,
+                    size_t dst_off, size_t bytes) {
+  if (!bytes) return 0;
+  cl_int rc = clEnqueueCopyBuffer(s->q, src, dst, src_off, dst_off, bytes, 0,
+                                  NULL, NULL);
+  return rc == CL_SUCCESS ? 0 : cl_fail(s, "clEnqueueCopyBuffer", rc);
+}
+
+static int finish(cnn_ocl_stage *s) {
+  cl_int cr = clFinish(s->q);
+  return cr == CL_SUCCESS ? 0 : cl_fail(s, "clFinish", cr);
 }
 
 static int zero_buf(cnn_ocl_stage *s, cl_mem m, size_t bytes) {
@@ -404,6 +432,9 @@ static int forward_layer(cnn_ocl_stage *s, size_t i) {
   return EMBER_EINVAL;
 }
 
+static int forward_rest(cnn_ocl_stage *s, int rc, bool labels,
+                        cl_mem out_mem, float *out, double *loss);
+
 int cnn_ocl_stage_forward(cnn_ocl_stage *s, const float *in, float *out,
                           const uint8_t *labels, double *loss) {
   if (!s || !in) return EMBER_EINVAL;
@@ -419,11 +450,20 @@ int cnn_ocl_stage_forward(cnn_ocl_stage *s, const float *in, float *out,
   int rc = write_buf(s, s->act[0], sizeof(float) * N *
                                        elems(s->layers[0].l.in), in);
   if (!rc && labels) rc = write_buf(s, s->labels, N, labels);
-  s->have_labels = labels != NULL;
+  return forward_rest(s, rc, labels != NULL, NULL, out, loss);
+}
+
+/* forward_rest: after the input (and labels) are in place, rc their
+ * result: the layers, the output to out_mem and out, the loss. */
+static int forward_rest(cnn_ocl_stage *s, int rc, bool labels,
+                        cl_mem out_mem, float *out, double *loss) {
+  uint32_t N = s->batch;
+  size_t out_bytes = sizeof(float) * N * elems(cnn_ocl_stage_output(s));
+  s->have_labels = labels;
   for (size_t i = 0; !rc && i < s->count; i++) rc = forward_layer(s, i);
-  if (!rc && out)
-    rc = read_buf(s, s->act[s->count],
-                  sizeof(float) * N * elems(cnn_ocl_stage_output(s)), out);
+  if (!rc && out_mem)
+    rc = copy_buf(s, s->act[s->count], 0, out_mem, 0, out_bytes);
+  if (!rc && out) rc = read_buf(s, s->act[s->count], out_bytes, out);
   if (!rc && labels) {
     rc = read_buf(s, s->loss, sizeof(float) * N, s->loss_host);
     if (!rc && loss) {
@@ -432,12 +472,22 @@ int cnn_ocl_stage_forward(cnn_ocl_stage *s, const float *in, float *out,
       *loss = sum / N;
     }
   }
-  if (!rc) {
-    cl_int cr = clFinish(s->q);
-    if (cr != CL_SUCCESS) rc = cl_fail(s, "clFinish", cr);
-  }
+  if (!rc) rc = finish(s);
   if (rc) s->have_labels = false;
   return rc;
+}
+
+int cnn_ocl_stage_forward_mem(cnn_ocl_stage *s, cl_mem in, size_t in_off,
+                              cl_mem labels, size_t labels_off, cl_mem out,
+                              float *host_out, double *loss) {
+  if (!s || !in || (labels && !s->softmax)) return EMBER_EINVAL;
+  uint32_t N = s->batch;
+  s->errbuf[0] = '\0';
+  s->have_labels = false;
+  int rc = copy_buf(s, in, in_off, s->act[0], 0,
+                    sizeof(float) * N * elems(s->layers[0].l.in));
+  if (!rc && labels) rc = copy_buf(s, labels, labels_off, s->labels, 0, N);
+  return forward_rest(s, rc, labels != NULL, out, host_out, loss);
 }
 
 /* ---- EB and PG ------------------------------------------------------------ */
@@ -512,10 +562,26 @@ int cnn_ocl_stage_backward(cnn_ocl_stage *s, const float *dout, float *din) {
   if (!rc && din)
     rc = read_buf(s, s->err[0],
                   sizeof(float) * N * elems(cnn_ocl_stage_input(s)), din);
-  if (!rc) {
-    cl_int cr = clFinish(s->q);
-    if (cr != CL_SUCCESS) rc = cl_fail(s, "clFinish", cr);
-  }
+  if (!rc) rc = finish(s);
+  return rc;
+}
+
+int cnn_ocl_stage_backward_mem(cnn_ocl_stage *s, cl_mem dout, cl_mem din) {
+  if (!s) return EMBER_EINVAL;
+  if (s->softmax ? !s->have_labels : !dout) return EMBER_EINVAL;
+  if (din && s->first == 0) return EMBER_EINVAL;
+  s->errbuf[0] = '\0';
+  uint32_t N = s->batch;
+  int rc = 0;
+  if (!s->softmax)
+    rc = copy_buf(s, dout, 0, s->err[s->count], 0,
+                  sizeof(float) * N * elems(cnn_ocl_stage_output(s)));
+  for (size_t i = s->count; !rc && i-- > 0;)
+    rc = backward_layer(s, i, i > 0 || din != NULL);
+  if (!rc && din)
+    rc = copy_buf(s, s->err[0], 0, din, 0,
+                  sizeof(float) * N * elems(cnn_ocl_stage_input(s)));
+  if (!rc) rc = finish(s);
   return rc;
 }
 
@@ -524,8 +590,23 @@ int cnn_ocl_stage_backward(cnn_ocl_stage *s, const float *dout, float *din) {
 static int sgd(cnn_ocl_stage *s, cl_mem w, cl_mem v, cl_mem g, uint64_t n,
                double learning_rate, double momentum, double decay) {
   return LAUNCH(s, K_SGD, (size_t)n, A_MEM(w), A_MEM(v), A_MEM(g),
-                A_ULONG(n), A_FLOAT(learning_rate), A_FLOAT(momentum),
-                A_FLOAT(decay));
+                A_ULONG(0), A_ULONG(0), A_ULONG(0), A_ULONG(n), A_FLOAT(1),
+                A_FLOAT(learning_rate), A_FLOAT(momentum), A_FLOAT(decay));
+}
+
+int cnn_ocl_sgd(cnn_ocl *o, cl_command_queue q, cl_mem buf, uint64_t w_off,
+                uint64_t v_off, uint64_t g_off, uint64_t n, float scale,
+                float learning_rate, float momentum, float decay, char *err,
+                size_t err_len) {
+  if (!o || !q || !buf) return EMBER_EINVAL;
+  const karg args[] = {A_MEM(buf),          A_MEM(buf),
+                       A_MEM(buf),          A_ULONG(w_off),
+                       A_ULONG(v_off),      A_ULONG(g_off),
+                       A_ULONG(n),          A_FLOAT(scale),
+                       A_FLOAT(learning_rate), A_FLOAT(momentum),
+                       A_FLOAT(decay)};
+  return launch_on(o, q, K_SGD, (size_t)n, args, sizeof args / sizeof *args,
+                   err, err_len);
 }
 
 int cnn_ocl_stage_update(cnn_ocl_stage *s, double learning_rate,
@@ -542,10 +623,7 @@ int cnn_ocl_stage_update(cnn_ocl_stage *s, double learning_rate,
       rc = sgd(s, ol->b, ol->vb, ol->gb, ol->l.biases, learning_rate,
                momentum, 0);
   }
-  if (!rc) {
-    cl_int cr = clFinish(s->q);
-    if (cr != CL_SUCCESS) rc = cl_fail(s, "clFinish", cr);
-  }
+  if (!rc) rc = finish(s);
   return rc;
 }
 
@@ -586,5 +664,37 @@ int cnn_ocl_stage_set_params(cnn_ocl_stage *s, size_t layer,
   s->errbuf[0] = '\0';
   int rc = write_buf(s, ol->w, sizeof(float) * ol->l.weights, weights);
   if (!rc) rc = write_buf(s, ol->b, sizeof(float) * ol->l.biases, biases);
+  return rc;
+}
+
+/* part_of: the buffers of part of layer ol. */
+static void part_of(ocl_layer *ol, cnn_ocl_part part, cl_mem *w, cl_mem *b) {
+  *w = part == CNN_OCL_GRADS ? ol->gw : ol->w;
+  *b = part == CNN_OCL_GRADS ? ol->gb : ol->b;
+}
+
+int cnn_ocl_stage_load(cnn_ocl_stage *s, size_t layer, cnn_ocl_part part,
+                       cl_mem src, size_t off) {
+  ocl_layer *ol = param_layer(s, layer);
+  if (!ol || !src) return EMBER_EINVAL;
+  cl_mem w, b;
+  part_of(ol, part, &w, &b);
+  size_t wb = sizeof(float) * ol->l.weights;
+  s->errbuf[0] = '\0';
+  int rc = copy_buf(s, src, off, w, 0, wb);
+  if (!rc) rc = copy_buf(s, src, off + wb, b, 0, sizeof(float) * ol->l.biases);
+  return rc;
+}
+
+int cnn_ocl_stage_store(cnn_ocl_stage *s, size_t layer, cnn_ocl_part part,
+                        cl_mem dst, size_t off) {
+  ocl_layer *ol = param_layer(s, layer);
+  if (!ol || !dst) return EMBER_EINVAL;
+  cl_mem w, b;
+  part_of(ol, part, &w, &b);
+  size_t wb = sizeof(float) * ol->l.weights;
+  s->errbuf[0] = '\0';
+  int rc = copy_buf(s, w, 0, dst, off, wb);
+  if (!rc) rc = copy_buf(s, b, 0, dst, off + wb, sizeof(float) * ol->l.biases);
   return rc;
 }

@@ -99,4 +99,56 @@ int cnn_ocl_stage_set_params(cnn_ocl_stage *stage, size_t layer,
 int cnn_ocl_stage_get_grads(cnn_ocl_stage *stage, size_t layer,
                             float *weights, float *biases);
 
+/*
+ * Device-buffer variants, for a stage whose truth lives in other device
+ * buffers (the cnn accelerator's state block, cnn_exec_opencl.c). The
+ * caller keeps every cl_mem (of o's context) and checks what the host
+ * variants check on the host (labels below the classes). Each blocks
+ * until done, like the host variants, except load and store, which only
+ * queue their copies on the stage's queue (in order: the stage's next
+ * call, or clFinish, completes them).
+ *
+ * cnn_ocl_stage_forward_mem - cnn_ocl_stage_forward with the input taken
+ * from in at byte offset in_off and the labels (NULL: none) from labels at
+ * labels_off; the output copied to out (NULL: not) at offset 0 and read
+ * into host_out (NULL: not).
+ *
+ * cnn_ocl_stage_backward_mem - cnn_ocl_stage_backward with dout and din
+ * device buffers (at offset 0; NULL where the host variant takes NULL).
+ *
+ * cnn_ocl_stage_load, cnn_ocl_stage_store - copy the parameters or the
+ * accumulated gradients (part) of the stage's layer of network index
+ * layer from, or to, a buffer at byte offset off: the weights, then the
+ * biases right after them (cnn_layout.h's order). The backward pass adds
+ * to the gradients, so gradients loaded before it accumulate.
+ *
+ * All return 0, EMBER_EINVAL (a bad argument, a layer without parameters)
+ * or EMBER_EPLATFORM (cnn_ocl_stage_error()).
+ */
+typedef enum { CNN_OCL_PARAMS, CNN_OCL_GRADS } cnn_ocl_part;
+
+int cnn_ocl_stage_forward_mem(cnn_ocl_stage *stage, cl_mem in, size_t in_off,
+                              cl_mem labels, size_t labels_off, cl_mem out,
+                              float *host_out, double *loss);
+int cnn_ocl_stage_backward_mem(cnn_ocl_stage *stage, cl_mem dout,
+                               cl_mem din);
+int cnn_ocl_stage_load(cnn_ocl_stage *stage, size_t layer, cnn_ocl_part part,
+                       cl_mem src, size_t off);
+int cnn_ocl_stage_store(cnn_ocl_stage *stage, size_t layer,
+                        cnn_ocl_part part, cl_mem dst, size_t off);
+
+/*
+ * cnn_ocl_sgd - queue SGD on q (of o's device) over n floats of buf:
+ * parameters at float index w_off, their momentum at v_off, gradients at
+ * g_off: v = momentum v + g scale + decay w; w -= learning_rate v; g = 0
+ * (cnn_ref.h's update on the mean of 1/scale backward passes). Does not
+ * wait. Returns 0, EMBER_EINVAL or EMBER_EPLATFORM (the reason in err).
+ * It sets arguments of o's kernels: not concurrently with other calls on
+ * o or its stages.
+ */
+int cnn_ocl_sgd(cnn_ocl *o, cl_command_queue q, cl_mem buf, uint64_t w_off,
+                uint64_t v_off, uint64_t g_off, uint64_t n, float scale,
+                float learning_rate, float momentum, float decay, char *err,
+                size_t err_len);
+
 #endif
