@@ -13,7 +13,10 @@
  * second backward after one forward gives the same result). A softmax
  * stage's forward with labels writes the per-sample losses and the
  * gradient at the softmax's input, err[L-1], which its backward starts
- * from.
+ * from. The *_mem variants take their input, labels and errors from other
+ * device buffers (the cnn accelerator's state block) by
+ * clEnqueueCopyBuffer, and cnn_ocl_sgd runs the update on regions of one
+ * buffer in place.
  */
 #include "cnn_opencl.h"
 
