@@ -68,14 +68,7 @@ static int cnn_run_cpu(void *prepared, const acc_block *inputs,
                         ctx->outputs, ctx->n_outputs, ctx->cancel, &res, err,
                         err_len);
   if (rc) return rc;
-  size_t len = ember__cnn__result__get_packed_size(&res);
-  out->data = malloc(len ? len : 1);
-  if (!out->data) {
-    snprintf(err, err_len, "out of memory");
-    return EMBER_ENOMEM;
-  }
-  out->size = ember__cnn__result__pack(&res, out->data);
-  return 0;
+  return cnn_task_pack_result(&res, out, err, err_len);
 }
 
 static void cnn_release(void *prepared) { cnn_task_free(prepared); }
@@ -117,6 +110,9 @@ const acc_descriptor acc_cnn_descriptor = {
   .release = cnn_release,
   .work = cnn_work,
   .work_unit = "flops",
+#ifdef EMBER_HAVE_OPENCL
+  .opencl = &acc_cnn_opencl_ops,
+#endif
   .fpga = &cnn_fpga_model,
   .plan = cnn_plan,
 };

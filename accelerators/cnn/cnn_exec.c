@@ -9,7 +9,6 @@
  * order, as cnn_cpu_stage_update(). BACKWARD recomputes the stage's inner
  * activations from the stashed input before it runs EB and PG.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,60 +30,6 @@ static int canceled(const atomic_int *cancel) {
   return cancel && atomic_load(cancel);
 }
 
-static void stamp(const cnn_task *t, uint8_t *state) {
-  cnn_state_header *h = header(state);
-  memset(h, 0, sizeof *h);
-  memcpy(h->magic, CNN_STATE_MAGIC, sizeof h->magic);
-  h->key = t->key;
-  h->first = t->first;
-  h->end = t->end;
-  h->batch = t->batch;
-  h->slots = t->slots;
-}
-
-static int check_stamp(const cnn_task *t, uint8_t *state, char *err,
-                       size_t err_len) {
-  const cnn_state_header *h = header(state);
-  if (memcmp(h->magic, CNN_STATE_MAGIC, sizeof h->magic) != 0) {
-    snprintf(err, err_len, "the state block holds no stage: INIT or "
-             "SET_PARAMS it first");
-    return EMBER_ESTATE;
-  }
-  if (h->key != t->key) {
-    snprintf(err, err_len, "the state block holds another stage (layers "
-             "%u..%u, batch %u, or another network)", h->first,
-             h->end ? h->end - 1 : 0, h->batch);
-    return EMBER_ESTATE;
-  }
-  return 0;
-}
-
-/* splitmix64 */
-static uint64_t next_u64(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-/* He-uniform weights, U(-sqrt(6 / fan_in), sqrt(6 / fan_in)), from a
- * stream per layer seeded by (seed, the layer's index in the network): a
- * stage draws the same weights whatever range it is part of. Biases 0. */
-static void init_layer(const cnn_layer *l, size_t index, uint64_t seed,
-                       float *w, float *b) {
-  uint64_t fan_in = l->weights / (l->kind == CNN_LAYER_CONV
-                                      ? l->out.c
-                                      : (uint64_t)l->out.h * l->out.w *
-                                            l->out.c);
-  double a = sqrt(6.0 / (double)(fan_in ? fan_in : 1));
-  uint64_t s = seed ^ (0xd1b54a32d192ed03ull * (index + 1));
-  for (uint64_t i = 0; i < l->weights; i++) {
-    double u = (double)(next_u64(&s) >> 11) * 0x1.0p-53;
-    w[i] = (float)((2 * u - 1) * a);
-  }
-  memset(b, 0, l->biases * sizeof *b);
-}
-
 /* cnn_cpu's update, on the block's canonical floats */
 static void sgd(float *w, float *v, float *g, uint64_t n, float scale,
                 float lr, float momentum, float decay) {
@@ -94,14 +39,6 @@ static void sgd(float *w, float *v, float *g, uint64_t n, float scale,
     g[i] = 0;
   }
 }
-
-/* Each layer of the stage with parameters: its index and offset (floats)
- * into the parameter-shaped regions. */
-#define FOR_PARAM_LAYERS(t, layers, i, off)                                   \
-  for (uint64_t off = 0, i##_ = 1; i##_; i##_ = 0)                            \
-    for (uint32_t i = (t)->first; i < (t)->end;                               \
-         off += (layers)[i].weights + (layers)[i].biases, i++)                \
-      if ((layers)[i].weights + (layers)[i].biases)
 
 /* A float view of an input block: the block itself when aligned, else a
  * copy in *tmp (freed by the caller). NULL when out of memory. */
@@ -123,7 +60,7 @@ static int load_stage(const cnn_task *t, uint8_t *state, cnn_cpu_stage **out,
   size_t n;
   const cnn_layer *layers = cnn_net_layers(t->net, &n);
   const float *p = region(state, t->layout.params_off);
-  FOR_PARAM_LAYERS(t, layers, i, off) {
+  CNN_FOR_PARAM_LAYERS(t, layers, i, off) {
     rc = cnn_cpu_stage_set_params(*out, i, p + off, p + off +
                                   layers[i].weights);
     if (rc) {
@@ -239,7 +176,7 @@ static int run_backward(const cnn_task *t, uint8_t *state,
                      ember_errname(rc));
   }
   float *grads = region(state, L->grads_off);
-  if (!rc) FOR_PARAM_LAYERS(t, layers, i, off) {
+  if (!rc) CNN_FOR_PARAM_LAYERS(t, layers, i, off) {
     rc = cnn_cpu_stage_get_grads(s, i, g, g + layers[i].weights);
     if (rc) {
       snprintf(err, err_len, "layer %u: cannot read gradients", i);
@@ -275,19 +212,18 @@ int cnn_task_run(const cnn_task *t, uint8_t *state, const acc_block *inputs,
   size_t pbytes = (size_t)L->params * sizeof(float);
   int rc = 0;
   if (t->op != EMBER__CNN__OP__INIT && t->op != EMBER__CNN__OP__SET_PARAMS) {
-    rc = check_stamp(t, state, err, err_len);
+    rc = cnn_task_check_stamp(t, header(state), err, err_len);
     if (rc) return rc;
   }
   switch (t->op) {
   case EMBER__CNN__OP__INIT:
     memset(state, 0, (size_t)L->total);
-    stamp(t, state);
-    FOR_PARAM_LAYERS(t, layers, i, off)
-      init_layer(&layers[i], i, t->seed, p + off, p + off + layers[i].weights);
+    cnn_task_stamp(t, header(state));
+    cnn_task_init_params(t, p);
     break;
   case EMBER__CNN__OP__SET_PARAMS:
     memset(state, 0, (size_t)L->total);
-    stamp(t, state);
+    cnn_task_stamp(t, header(state));
     memcpy(p, inputs[0].data, pbytes);
     break;
   case EMBER__CNN__OP__GET_PARAMS:
@@ -296,7 +232,7 @@ int cnn_task_run(const cnn_task *t, uint8_t *state, const acc_block *inputs,
   case EMBER__CNN__OP__UPDATE: {
     float *v = region(state, L->momentum_off), *g = region(state, L->grads_off);
     float scale = 1.0f / (float)t->accumulated;
-    FOR_PARAM_LAYERS(t, layers, i, off) {
+    CNN_FOR_PARAM_LAYERS(t, layers, i, off) {
       uint64_t w = layers[i].weights;
       sgd(p + off, v + off, g + off, w, scale, (float)t->learning_rate,
           (float)t->momentum, (float)t->decay);

@@ -60,4 +60,34 @@ int cnn_task_run(const cnn_task *t, uint8_t *state, const acc_block *inputs,
                  const atomic_int *cancel, Ember__Cnn__Result *res,
                  char *err, size_t err_len);
 
+/* Each layer of the stage with parameters: its index i and offset off
+ * (floats) into the parameter-shaped regions of the state block. */
+#define CNN_FOR_PARAM_LAYERS(t, layers, i, off)                               \
+  for (uint64_t off = 0, i##_ = 1; i##_; i##_ = 0)                            \
+    for (uint32_t i = (t)->first; i < (t)->end;                               \
+         off += (layers)[i].weights + (layers)[i].biases, i++)                \
+      if ((layers)[i].weights + (layers)[i].biases)
+
+/* The state block's header and INIT, alike on every back end
+ * (cnn_state.c). cnn_task_stamp: h (a host copy of the header) zeroed and
+ * stamped for t's stage. cnn_task_check_stamp: 0, or EMBER_ESTATE with the
+ * reason in err when h holds no stage or another one. cnn_task_init_params:
+ * INIT's parameters (seeded He-uniform weights, zero biases) into params,
+ * t->layout.params floats. */
+void cnn_task_stamp(const cnn_task *t, cnn_state_header *h);
+int cnn_task_check_stamp(const cnn_task *t, const cnn_state_header *h,
+                         char *err, size_t err_len);
+void cnn_task_init_params(const cnn_task *t, float *params);
+
+/* cnn_task_pack_result: res packed into out->data (malloc'd, the caller
+ * frees it). Returns 0 or EMBER_ENOMEM (in err). */
+int cnn_task_pack_result(const Ember__Cnn__Result *res, acc_output *out,
+                         char *err, size_t err_len);
+
+#ifdef EMBER_HAVE_OPENCL
+/* The descriptor's OpenCL implementation: every op on the state block in
+ * its device buffer (cnn_exec_opencl.c). */
+extern const acc_opencl_ops acc_cnn_opencl_ops;
+#endif
+
 #endif

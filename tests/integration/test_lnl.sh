@@ -123,6 +123,12 @@ NAMADDR="unix:$SOCK"
 modes="embedded cpu fpga-emu"
 if grep -q '^plf .*opencl' "$WORK/acc"; then
   modes="$modes opencl"
+  # the same platform serves cnn (acc_cnn_opencl_ops)
+  if ! grep -q '^cnn .*opencl' "$WORK/acc"; then
+    echo "FAIL: an opencl platform serves plf but not cnn:" >&2
+    cat "$WORK/acc" >&2
+    exit 1
+  fi
 else
   echo "skip: no OpenCL platform serves plf on this NAM ($(grep '^plf ' "$WORK/acc" | awk '{ print $3 }'))"
 fi

@@ -1,0 +1,287 @@
+/*
+ * cnn.cl - the layers of a cnn training stage in single precision: FP, EB
+ * and PG of convolution, max-pool and connected layers, ReLU, softmax with
+ * cross-entropy, and the SGD update. The maths and layouts are cnn_ref.h's
+ * (NCHW, OIHW weights, connected weights output x input in CHW order,
+ * darknet's max-pool windows); the host side is cnn_opencl.c.
+ *
+ * Every kernel is one-dimensional, one work-item per element it writes,
+ * the global size rounded up (items past `total` return at once). Sums
+ * run in float in cnn_ref.c's order where one item owns the whole sum;
+ * the device may contract a*b+c into an FMA.
+ *
+ * A first version: direct loops reading global memory. Tiling belongs in
+ * cnn_conv_fwd (a work-group per output tile, the input patch and the
+ * filter's slice in local memory), cnn_conv_bwd_data (the same over the
+ * input) and the two weight-gradient kernels (a group per weight tile, the
+ * batch reduced in local memory); connected layers are matrix products and
+ * would take a tiled GEMM.
+ */
+
+/* The ReLU or identity of a pre-activation z. */
+inline float act_fwd(int relu, float z) {
+  return relu && z < 0.0f ? 0.0f : z;
+}
+
+/* cnn_conv_fwd: y (N x O x OH x OW) from x (N x C x H x W), weights w
+ * (O x C x K x K), biases b (O), stride S, padding P on each side. */
+__kernel void cnn_conv_fwd(__global const float *x, __global const float *w,
+                           __global const float *b, __global float *y,
+                           int N, int C, int H, int W, int O, int OH, int OW,
+                           int K, int S, int P, int relu) {
+  size_t g = get_global_id(0);
+  if (g >= (size_t)N * O * OH * OW) return;
+  int ow = (int)(g % OW);
+  size_t t = g / OW;
+  int oh = (int)(t % OH);
+  t /= OH;
+  int o = (int)(t % O);
+  size_t n = t / O;
+  float z = b[o];
+  for (int i = 0; i < C; i++) {
+    __global const float *xi = x + (n * C + i) * H * W;
+    __global const float *wi = w + ((size_t)o * C + i) * K * K;
+    for (int kh = 0; kh < K; kh++) {
+      int ih = oh * S - P + kh;
+      if (ih < 0 || ih >= H) continue;
+      for (int kw = 0; kw < K; kw++) {
+        int iw = ow * S - P + kw;
+        if (iw < 0 || iw >= W) continue;
+        z += wi[kh * K + kw] * xi[(size_t)ih * W + iw];
+      }
+    }
+  }
+  y[g] = act_fwd(relu, z);
+}
+
+/* cnn_conv_bwd_data: dx (N x C x H x W) from the error dz at the
+ * convolution's pre-activation (N x O x OH x OW), gathered per input
+ * element over the outputs whose window covers it. */
+__kernel void cnn_conv_bwd_data(__global const float *dz,
+                                __global const float *w, __global float *dx,
+                                int N, int C, int H, int W, int O, int OH,
+                                int OW, int K, int S, int P) {
+  size_t g = get_global_id(0);
+  if (g >= (size_t)N * C * H * W) return;
+  int iw = (int)(g % W);
+  size_t t = g / W;
+  int ih = (int)(t % H);
+  t /= H;
+  int i = (int)(t % C);
+  size_t n = t / C;
+  float s = 0.0f;
+  for (int o = 0; o < O; o++) {
+    __global const float *dzo = dz + (n * O + o) * OH * OW;
+    __global const float *wo = w + ((size_t)o * C + i) * K * K;
+    for (int kh = 0; kh < K; kh++) {
+      int th = ih + P - kh;
+      if (th < 0 || th % S) continue;
+      int oh = th / S;
+      if (oh >= OH) continue;
+      for (int kw = 0; kw < K; kw++) {
+        int tw = iw + P - kw;
+        if (tw < 0 || tw % S) continue;
+        int ow = tw / S;
+        if (ow >= OW) continue;
+        s += wo[kh * K + kw] * dzo[(size_t)oh * OW + ow];
+      }
+    }
+  }
+  dx[g] = s;
+}
+
+/* cnn_conv_bwd_weights: dw (O x C x K x K) += the sum over the batch and
+ * the output positions of x * dz. */
+__kernel void cnn_conv_bwd_weights(__global const float *x,
+                                   __global const float *dz,
+                                   __global float *dw, int N, int C, int H,
+                                   int W, int O, int OH, int OW, int K,
+                                   int S, int P) {
+  size_t g = get_global_id(0);
+  if (g >= (size_t)O * C * K * K) return;
+  int kw = (int)(g % K);
+  size_t t = g / K;
+  int kh = (int)(t % K);
+  t /= K;
+  int i = (int)(t % C);
+  int o = (int)(t / C);
+  float s = 0.0f;
+  for (int n = 0; n < N; n++) {
+    __global const float *xi = x + ((size_t)n * C + i) * H * W;
+    __global const float *dzo = dz + ((size_t)n * O + o) * OH * OW;
+    for (int oh = 0; oh < OH; oh++) {
+      int ih = oh * S - P + kh;
+      if (ih < 0 || ih >= H) continue;
+      for (int ow = 0; ow < OW; ow++) {
+        int iw = ow * S - P + kw;
+        if (iw < 0 || iw >= W) continue;
+        s += xi[(size_t)ih * W + iw] * dzo[(size_t)oh * OW + ow];
+      }
+    }
+  }
+  dw[g] += s;
+}
+
+/* cnn_bias_grad: db (C) += the sum over the batch and the P positions of
+ * dz (N x C x P): convolutions (P = OH x OW) and connected layers (P = 1). */
+__kernel void cnn_bias_grad(__global const float *dz, __global float *db,
+                            int N, int C, int P) {
+  size_t c = get_global_id(0);
+  if (c >= (size_t)C) return;
+  float s = 0.0f;
+  for (int n = 0; n < N; n++) {
+    __global const float *d = dz + ((size_t)n * C + c) * P;
+    for (int p = 0; p < P; p++) s += d[p];
+  }
+  db[c] += s;
+}
+
+/* cnn_relu_bwd: the error through a ReLU, in place, from its output y:
+ * e stays where y > 0 and is 0 elsewhere. */
+__kernel void cnn_relu_bwd(__global const float *y, __global float *e,
+                           ulong total) {
+  size_t g = get_global_id(0);
+  if (g >= total) return;
+  if (!(y[g] > 0.0f)) e[g] = 0.0f;
+}
+
+/* cnn_pool_fwd: darknet's max-pool, y (N x C x OH x OW) from x
+ * (N x C x H x W), windows of K x K from row oh * S - B (B = padding / 2);
+ * arg receives the first maximum's position in its H x W plane, -1 for a
+ * window wholly outside the input (whose output is 0). */
+__kernel void cnn_pool_fwd(__global const float *x, __global float *y,
+                           __global int *arg, int N, int C, int H, int W,
+                           int OH, int OW, int K, int S, int B) {
+  size_t g = get_global_id(0);
+  if (g >= (size_t)N * C * OH * OW) return;
+  int ow = (int)(g % OW);
+  size_t t = g / OW;
+  int oh = (int)(t % OH);
+  size_t plane = t / OH;   /* n * C + c */
+  __global const float *xp = x + plane * H * W;
+  int best = -1;
+  float bv = 0.0f;
+  for (int kh = 0; kh < K; kh++) {
+    int ih = oh * S - B + kh;
+    if (ih < 0 || ih >= H) continue;
+    for (int kw = 0; kw < K; kw++) {
+      int iw = ow * S - B + kw;
+      if (iw < 0 || iw >= W) continue;
+      int at = ih * W + iw;
+      if (best < 0 || xp[at] > bv) {
+        best = at;
+        bv = xp[at];
+      }
+    }
+  }
+  y[g] = bv;
+  arg[g] = best;
+}
+
+/* cnn_pool_bwd: dx (N x C x H x W), each input element the sum of the
+ * errors dy of the windows whose maximum it was (gathered, so overlapping
+ * windows need no atomics). */
+__kernel void cnn_pool_bwd(__global const float *dy, __global const int *arg,
+                           __global float *dx, int N, int C, int H, int W,
+                           int OH, int OW, int K, int S, int B) {
+  size_t g = get_global_id(0);
+  if (g >= (size_t)N * C * H * W) return;
+  int iw = (int)(g % W);
+  size_t t = g / W;
+  int ih = (int)(t % H);
+  size_t plane = t / H;
+  int at = ih * W + iw;
+  /* windows oh with oh * S - B <= ih < oh * S - B + K */
+  int hh = (ih + B) / S, lh = ih + B - K + 1;
+  int hw = (iw + B) / S, lw = iw + B - K + 1;
+  lh = lh <= 0 ? 0 : (lh + S - 1) / S;
+  lw = lw <= 0 ? 0 : (lw + S - 1) / S;
+  if (hh > OH - 1) hh = OH - 1;
+  if (hw > OW - 1) hw = OW - 1;
+  float s = 0.0f;
+  for (int oh = lh; oh <= hh; oh++)
+    for (int ow = lw; ow <= hw; ow++) {
+      size_t o = (plane * OH + oh) * OW + ow;
+      if (arg[o] == at) s += dy[o];
+    }
+  dx[g] = s;
+}
+
+/* cnn_fc_fwd: y (N x O) = act(b + w x), w (O x J), x (N x J). */
+__kernel void cnn_fc_fwd(__global const float *x, __global const float *w,
+                         __global const float *b, __global float *y, int N,
+                         int J, int O, int relu) {
+  size_t g = get_global_id(0);
+  if (g >= (size_t)N * O) return;
+  size_t o = g % O, n = g / O;
+  __global const float *wo = w + o * J;
+  __global const float *xn = x + n * J;
+  float z = b[o];
+  for (int j = 0; j < J; j++) z += wo[j] * xn[j];
+  y[g] = act_fwd(relu, z);
+}
+
+/* cnn_fc_bwd_data: dx (N x J) = w^T dz. */
+__kernel void cnn_fc_bwd_data(__global const float *dz,
+                              __global const float *w, __global float *dx,
+                              int N, int J, int O) {
+  size_t g = get_global_id(0);
+  if (g >= (size_t)N * J) return;
+  size_t j = g % J, n = g / J;
+  __global const float *dzn = dz + n * O;
+  float s = 0.0f;
+  for (int o = 0; o < O; o++) s += w[(size_t)o * J + j] * dzn[o];
+  dx[g] = s;
+}
+
+/* cnn_fc_bwd_weights: dw (O x J) += the sum over the batch of dz x^T. */
+__kernel void cnn_fc_bwd_weights(__global const float *x,
+                                 __global const float *dz,
+                                 __global float *dw, int N, int J, int O) {
+  size_t g = get_global_id(0);
+  if (g >= (size_t)O * J) return;
+  size_t j = g % J, o = g / J;
+  float s = 0.0f;
+  for (int n = 0; n < N; n++) s += x[(size_t)n * J + j] * dz[(size_t)n * O + o];
+  dw[g] += s;
+}
+
+/* cnn_softmax: one item per sample, p (N x K) from x; with labels, the
+ * sample's loss -log p[label] into loss[n] and the gradient of the mean
+ * loss with respect to x, (p - onehot(label)) / N, into dx. */
+__kernel void cnn_softmax(__global const float *x, __global float *p,
+                          __global const uchar *labels, __global float *loss,
+                          __global float *dx, int N, int K, int with_labels) {
+  size_t n = get_global_id(0);
+  if (n >= (size_t)N) return;
+  __global const float *xr = x + n * K;
+  __global float *pr = p + n * K;
+  float m = xr[0], sum = 0.0f;
+  for (int k = 1; k < K; k++) m = fmax(m, xr[k]);
+  for (int k = 0; k < K; k++) sum += pr[k] = exp(xr[k] - m);
+  for (int k = 0; k < K; k++) pr[k] /= sum;
+  if (!with_labels) return;
+  int l = labels[n];
+  loss[n] = log(sum) - (xr[l] - m);
+  for (int k = 0; k < K; k++)
+    dx[n * K + k] = (pr[k] - (k == l ? 1.0f : 0.0f)) / (float)N;
+}
+
+/* cnn_sgd: on n floats at w + w_off, v + v_off, g + g_off (the stage's
+ * own buffers at offset 0, or regions of one state block):
+ * v = momentum v + g scale + decay w; w -= learning_rate v; g = 0. scale
+ * is 1 / the number of backward passes the gradients hold. */
+__kernel void cnn_sgd(__global float *w, __global float *v, __global float *g,
+                      ulong w_off, ulong v_off, ulong g_off, ulong total,
+                      float scale, float learning_rate, float momentum,
+                      float decay) {
+  size_t i = get_global_id(0);
+  if (i >= total) return;
+  w += w_off;
+  v += v_off;
+  g += g_off;
+  float vi = momentum * v[i] + g[i] * scale + decay * w[i];
+  v[i] = vi;
+  w[i] -= learning_rate * vi;
+  g[i] = 0.0f;
+}
