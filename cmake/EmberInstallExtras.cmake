@@ -78,6 +78,7 @@ if(EMBER_HELP2MAN)
   # from `ember help COMMAND` through a wrapper that help2man can run.
   foreach(spec "align;align query i with reference i (Smith-Waterman)"
                "lnl;log-likelihoods of fixed trees for an alignment (plf)"
+               "train;train a CNN on MNIST-style images (cnn)"
                "accelerators;list the accelerators and platforms a NAM offers"
                "beagle;run a BEAGLE program (MrBayes) on ember's plf accelerator")
     list(GET spec 0 CMD)

@@ -13,8 +13,12 @@ _ember() {
     esac
   done
   case $prev in
-    --query|--ref|--out|--matrix|--alignment|--trees|--rates|--site-lnl)
+    --query|--ref|--out|--matrix|--alignment|--trees|--rates|--site-lnl|\
+    --net|--save|--load|--plot)
       COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null
+      return ;;
+    --data)
+      COMPREPLY=($(compgen -d -- "$cur")); compopt -o filenames 2>/dev/null
       return ;;
     --platform|--prefer)
       COMPREPLY=($(compgen -W "cpu opencl fpga-emu" -- "$cur")); return ;;
@@ -26,13 +30,15 @@ _ember() {
       COMPREPLY=($(compgen -W "JC F81 K80 HKY GTR LG WAG JTT" -- "$cur"))
       return ;;
     --nam|--gam|--label|--match|--mismatch|--gap-open|--gap-extend|\
-    --threads|--instances|--reconnect-window|--max-vectors)
+    --threads|--instances|--reconnect-window|--max-vectors|--epochs|--batch|\
+    --micro-batch|--lr|--momentum|--decay|--stages|--nodes|--seed|\
+    --train-limit|--test-limit)
       return ;;
   esac
   case $cmd in
     "")
-      COMPREPLY=($(compgen -W "align lnl accelerators beagle help --help --version" \
-                   -- "$cur")) ;;
+      COMPREPLY=($(compgen -W "align lnl train accelerators beagle help
+                   --help --version" -- "$cur")) ;;
     align)
       COMPREPLY=($(compgen -W "--query --ref --protein --match --mismatch
         --matrix --gap-open --gap-extend --nam --embedded --gam --label
@@ -42,6 +48,11 @@ _ember() {
       COMPREPLY=($(compgen -W "--alignment --trees --model --type --rates
         --site-lnl --max-vectors --precision --platform --nam --embedded
         --threads --instances --json --help" -- "$cur")) ;;
+    train)
+      COMPREPLY=($(compgen -W "--net --data --epochs --batch --micro-batch
+        --lr --momentum --decay --stages --platform --nam --gam --nodes
+        --embedded --sync --plan --save --load --plot --json --seed
+        --train-limit --test-limit --help" -- "$cur")) ;;
     accelerators)
       COMPREPLY=($(compgen -W "--nam --embedded --json --help" -- "$cur")) ;;
     beagle)
@@ -61,7 +72,7 @@ _ember() {
         COMPREPLY=($(compgen -c -- "$cur"))
       fi ;;
     help)
-      COMPREPLY=($(compgen -W "align lnl accelerators beagle" -- "$cur")) ;;
+      COMPREPLY=($(compgen -W "align lnl train accelerators beagle" -- "$cur")) ;;
   esac
 }
 complete -F _ember ember

@@ -2,7 +2,7 @@
 # test_completion.sh DIR - the completions offer the real subcommands and
 # options: `ember al<TAB>`, `emberctl la<TAB>`, `ember align --pla<TAB>`,
 # `ember align --platform f<TAB>`, `ember ln<TAB>`, `ember lnl --max<TAB>`,
-# `ember lnl --precision s<TAB>`.
+# `ember lnl --precision s<TAB>`, `ember tr<TAB>`, `ember train --micro<TAB>`.
 set -eu
 dir=$1
 . "$dir/ember.bash"
@@ -29,6 +29,10 @@ expect "$(complete_words _ember ember lnl --max)" "--max-vectors"
 expect "$(complete_words _ember ember lnl --site)" "--site-lnl"
 expect "$(complete_words _ember ember lnl --precision s)" "single"
 expect "$(complete_words _ember ember lnl --type p)" "protein"
+expect "$(complete_words _ember ember tr)" "train"
+expect "$(complete_words _ember ember train --micro)" "--micro-batch"
+expect "$(complete_words _ember ember train --pl)" "--platform --plan --plot"
+expect "$(complete_words _ember ember help tr)" "train"
 expect "$(complete_words _emberctl emberctl la)" "label"
 expect "$(complete_words _emberctl emberctl label a)" "add"
 expect "$(complete_words _emberctl emberctl --json ev)" "events"

@@ -149,6 +149,12 @@ json_t *cli_json_text(const char *s) {
 
 void cli_progress_show(cli_progress *pr, size_t done, size_t total,
                        size_t min_total, const char *verb, const char *unit) {
+  cli_progress_show_note(pr, done, total, min_total, verb, unit, NULL);
+}
+
+void cli_progress_show_note(cli_progress *pr, size_t done, size_t total,
+                            size_t min_total, const char *verb,
+                            const char *unit, const char *note) {
   if (!pr->tty || total == 0) return;
   uint64_t now = clock_now_ns();
   if (!pr->shown && total <= min_total && now - pr->start_ns < PROGRESS_MIN_NS)
@@ -156,10 +162,11 @@ void cli_progress_show(cli_progress *pr, size_t done, size_t total,
   if (pr->shown && now - pr->last_ns < PROGRESS_EVERY_NS && done != total)
     return;
   char d[32], t[32];
-  int w = fprintf(stderr, "\r%s %s/%s %s (%d%%)", verb,
+  int w = fprintf(stderr, "\r%s %s/%s %s (%d%%)%s%s", verb,
                   cli_group_digits(done, d, sizeof d),
                   cli_group_digits(total, t, sizeof t), unit,
-                  (int)((double)done * 100.0 / (double)total));
+                  (int)((double)done * 100.0 / (double)total),
+                  note ? ", " : "", note ? note : "");
   if (w > 0 && w - 1 < pr->width) fprintf(stderr, "%*s", pr->width - (w - 1), "");
   if (w > 0 && w - 1 > pr->width) pr->width = w - 1;
   fflush(stderr);

@@ -33,6 +33,7 @@ extern const cli_command cli_cmd_align;
 extern const cli_command cli_cmd_accelerators;
 extern const cli_command cli_cmd_beagle;
 extern const cli_command cli_cmd_lnl;
+extern const cli_command cli_cmd_train;
 
 /* cli_error - "ember: CMD: message" on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...)
@@ -78,6 +79,12 @@ typedef struct cli_progress {
  * trees (50%)". */
 void cli_progress_show(cli_progress *pr, size_t done, size_t total,
                        size_t min_total, const char *verb, const char *unit);
+
+/* cli_progress_show_note - the same line with ", NOTE" after it (NULL:
+ * none), e.g. "epoch 1/5 640/60,000 images (1%), 1,234 img/s". */
+void cli_progress_show_note(cli_progress *pr, size_t done, size_t total,
+                            size_t min_total, const char *verb,
+                            const char *unit, const char *note);
 
 /* cli_progress_clear - erase the line, if one was shown. */
 void cli_progress_clear(cli_progress *pr);

@@ -15,6 +15,7 @@
 static const cli_command *const commands[] = {
     &cli_cmd_align,
     &cli_cmd_lnl,
+    &cli_cmd_train,
     &cli_cmd_accelerators,
     &cli_cmd_beagle,
 };
