@@ -16,7 +16,7 @@ import weakref
 
 import numpy as np
 
-from . import _lib, _lnl
+from . import _lib, _lnl, _train
 from ._lib import lib
 from .errors import Error, check
 
@@ -712,6 +712,117 @@ class Client:
                           max_vectors=max_vectors, threads=threads,
                           instances=instances, platform=platform,
                           report=report, progress=progress)
+
+    # -- CNN training ----------------------------------------------------
+
+    def train(self, net, train=None, test=None, *, data=None, epochs=1,
+              batch=None, micro_batch=None, lr=None, momentum=None,
+              decay=None, stages=1, platform=None, sync=False, seed=1,
+              load=None, save=None, train_limit=None, test_limit=None,
+              on_epoch=None, progress=None):
+        """Train a convolutional network on the cnn accelerator
+        (ember_train): SGD on a softmax cross-entropy loss, the network
+        split into `stages` stages of balanced work driven as a pipeline.
+
+        net: a darknet .cfg: a path (an os.PathLike, or a str without
+        "[net]" or a newline), its text, or a list of layer dicts (see
+        ember.cfg_from_layers): [net] (height, width, channels, batch,
+        learning_rate, momentum, decay), [convolutional], [maxpool],
+        [connected], [softmax].
+        train, test: (images, labels) pairs of numpy arrays (test may be
+        None: no test pass). images: shape (n, c, h, w), (n, h, w) when
+        c is 1, or (n, c*h*w), matching the [net] section; uint8 pixels are
+        scaled by 1/255, other numbers taken as they are (float32, C
+        order). labels: n integers in 0..255 (each below the network's
+        classes). Or data: an idx directory (MNIST's file names, plain or
+        .gz) instead of both.
+        epochs: epochs to train; batch: samples per update (None: the
+        .cfg's); micro_batch: samples per task, dividing batch (None: the
+        largest divisor of batch up to 16); lr, momentum, decay: None for
+        the .cfg's; stages: pipeline stages; platform: the kind every
+        stage runs on ("cpu", "opencl", "fpga-emu"; None: any); sync: each
+        stage updates before the next mini-batch (the result equals one
+        stage's) instead of FPDeep's pipelined updates; seed: initial
+        weights and the shuffle; load: a weights file to start from (what
+        save wrote; epochs go on from its count); save: a weights file
+        written after each epoch; train_limit, test_limit: use the first
+        N samples.
+        on_epoch: called after each epoch with its dict (below); returning
+        False stops training, and ember.Error EMBER_ECANCELED is raised.
+        progress: called as progress(done, total) with the epoch's samples.
+
+        Returns a list with one dict per epoch: epoch (1-based, counting a
+        loaded file's), epochs, loss (mean training loss), train_accuracy,
+        test_accuracy (None without test data), seconds, images_per_second
+        and stages (a list of {"platform": name, "busy": share of the
+        epoch spent running its tasks}).
+
+            hist = client.train("lenet.cfg", (x, y), (x_test, y_test),
+                                epochs=2, batch=20, save="lenet.weights")
+            print(hist[-1]["loss"], hist[-1]["test_accuracy"])
+
+        Raises ember.Error (EMBER_EPARAM: a .cfg that does not parse, with
+        file:line, data that does not match the network, more stages than
+        layers; EMBER_EFORMAT: a broken idx or weights file;
+        EMBER_ENOPLATFORM; EMBER_ECANCELED), with .epochs the dicts of the
+        epochs done; TypeError or ValueError for arguments refused before
+        the call (labels that are not integers in 0..255, images that do
+        not match the [net] shape or the labels' count). What on_epoch or
+        progress raises stops training and is raised again. Training runs
+        on state blocks, which never fall back: a client in fallback fails
+        (EMBER_ESTATE); ember.train handles that.
+        """
+        if train is None and data is None and epochs:
+            raise ValueError("train: give (images, labels) or an idx "
+                             "directory as data=")
+        history, _ = _train.run(
+            [self._handle()], net, train, test, on_epoch=on_epoch,
+            progress=progress, data=data, epochs=epochs, batch=batch,
+            micro_batch=micro_batch, lr=lr, momentum=momentum, decay=decay,
+            stages=stages, platform=platform, sync=sync, seed=seed,
+            load=load, save=save, train_limit=train_limit,
+            test_limit=test_limit)
+        return history
+
+    def evaluate(self, net, test=None, load=None, *, data=None, batch=None,
+                 micro_batch=None, stages=1, platform=None, seed=1,
+                 test_limit=None, progress=None):
+        """The test accuracy of a network's weights (ember_train with no
+        epochs): the share of the test samples it predicts right, a float.
+
+        net, test (an (images, labels) pair), data, batch, micro_batch,
+        stages, platform, test_limit and progress as in train(); load: the
+        weights file (what train's save= wrote; None: the weights seed
+        makes).
+
+            acc = client.evaluate("lenet.cfg", (x_test, y_test),
+                                  load="lenet.weights")
+        """
+        if test is None and data is None:
+            raise ValueError("test: give (images, labels) or an idx "
+                             "directory as data=")
+        _, result = _train.run(
+            [self._handle()], net, None, test, progress=progress, data=data,
+            epochs=0, batch=batch, micro_batch=micro_batch, lr=None,
+            momentum=None, decay=None, stages=stages, platform=platform,
+            sync=False, seed=seed, load=load, save=None, train_limit=None,
+            test_limit=test_limit)
+        acc = result["test_accuracy"]
+        return float("nan") if acc is None else acc
+
+    def train_plan(self, net, *, stages=1, platform=None, batch=None,
+                   micro_batch=None, sync=False):
+        """The plan train() would follow (ember_train_plan), as text: one
+        row per stage with its platform, layers and channels, operations
+        per sample, share of the work and expected idle share.
+
+            print(client.train_plan("lenet.cfg", stages=3))
+        """
+        return _train.plan(
+            [self._handle()], net, data=None, epochs=1, batch=batch,
+            micro_batch=micro_batch, lr=None, momentum=None, decay=None,
+            stages=stages, platform=platform, sync=sync, seed=1, load=None,
+            save=None, train_limit=None, test_limit=None)
 
     # -- introspection ---------------------------------------------------
 

@@ -244,6 +244,71 @@ class EmberClientStats(ctypes.Structure):
     ]
 
 
+class EmberTrainEpoch(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("epoch", c_uint),
+        ("epochs", c_uint),
+        ("loss", c_double),
+        ("train_accuracy", c_double),
+        ("test_accuracy", c_double),
+        ("seconds", c_double),
+        ("images_per_second", c_double),
+        ("n_stages", c_size_t),
+        ("stage_busy", POINTER(c_double)),
+        ("stage_platform", POINTER(c_char_p)),
+    ]
+
+
+TRAIN_EPOCH_CB = ctypes.CFUNCTYPE(c_int, POINTER(EmberTrainEpoch), c_void_p)
+PROGRESS_CB = ctypes.CFUNCTYPE(None, c_size_t, c_size_t, c_void_p)
+
+
+class EmberTrainParams(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("net_path", c_char_p),
+        ("net_text", c_char_p),
+        ("net_len", c_size_t),
+        ("data_dir", c_char_p),
+        ("train_images", c_void_p),   # const float *
+        ("train_labels", c_void_p),   # const uint8_t *
+        ("n_train", c_size_t),
+        ("test_images", c_void_p),
+        ("test_labels", c_void_p),
+        ("n_test", c_size_t),
+        ("train_limit", c_size_t),
+        ("test_limit", c_size_t),
+        ("epochs", c_uint),
+        ("batch", c_uint),
+        ("micro_batch", c_uint),
+        ("learning_rate", c_double),
+        ("momentum", c_double),
+        ("decay", c_double),
+        ("stages", c_uint),
+        ("platform", c_char_p),
+        ("sync", c_int),
+        ("seed", c_uint64),
+        ("load_path", c_char_p),
+        ("save_path", c_char_p),
+        ("epoch_cb", TRAIN_EPOCH_CB),
+        ("progress", PROGRESS_CB),
+        ("user", c_void_p),
+    ]
+
+
+class EmberTrainResult(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("epochs", c_uint),
+        ("loss", c_double),
+        ("train_accuracy", c_double),
+        ("test_accuracy", c_double),
+        ("seconds", c_double),
+        ("tasks", c_size_t),
+    ]
+
+
 # Every mirror, by its C name: what the ABI test compares.
 STRUCTS = {
     "ember_options": EmberOptions,
@@ -259,9 +324,10 @@ STRUCTS = {
     "ember_platform_info": EmberPlatformInfo,
     "ember_accel_info": EmberAccelInfo,
     "ember_client_stats": EmberClientStats,
+    "ember_train_epoch": EmberTrainEpoch,
+    "ember_train_params": EmberTrainParams,
+    "ember_train_result": EmberTrainResult,
 }
-
-PROGRESS_CB = ctypes.CFUNCTYPE(None, c_size_t, c_size_t, c_void_p)
 
 # name: (restype, argtypes)
 _PROTOTYPES = {
@@ -333,7 +399,20 @@ _PROTOTYPES = {
                                [c_void_p, c_size_t]),
     "ember_listing_free": (None, [c_void_p]),
     "ember_client_get_stats": (None, [c_void_p, POINTER(EmberClientStats)]),
+    "ember_train_params_default": (None, [POINTER(EmberTrainParams)]),
+    "ember_train": (c_int, [POINTER(c_void_p), c_size_t,
+                            POINTER(EmberTrainParams),
+                            POINTER(EmberTrainResult)]),
+    "ember_train_plan": (c_int, [POINTER(c_void_p), c_size_t,
+                                 POINTER(EmberTrainParams),
+                                 POINTER(c_void_p)]),
 }
+
+# Functions a libember.so.0 older than the binding may lack: declared when
+# present, and the calls that need them raise ember.Error
+# (EMBER_ENOTFOUND) otherwise (has() tells).
+_OPTIONAL = frozenset(("ember_train_params_default", "ember_train",
+                       "ember_train_plan"))
 
 
 def _load():
@@ -351,8 +430,15 @@ def _load():
 
 
 lib = _load()
+_missing = set()
 for _name, (_res, _args) in _PROTOTYPES.items():
-    _f = getattr(lib, _name)
+    try:
+        _f = getattr(lib, _name)
+    except AttributeError:
+        if _name not in _OPTIONAL:
+            raise
+        _missing.add(_name)
+        continue
     _f.restype = _res
     _f.argtypes = _args
 
@@ -361,6 +447,12 @@ for _name, (_res, _args) in _PROTOTYPES.items():
 libc = ctypes.CDLL(None)
 libc.free.restype = None
 libc.free.argtypes = [c_void_p]
+
+
+def has(name):
+    """True when the loaded library has the function name (one of
+    _OPTIONAL may be missing from an older libember.so.0)."""
+    return name in _PROTOTYPES and name not in _missing
 
 
 def text(p):

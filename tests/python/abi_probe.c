@@ -118,6 +118,36 @@ int main(void) {
   F(ember_client_stats, plugins_refused);
   F(ember_client_stats, tasks_resubmitted);
 
+  S(ember_train_epoch);
+  F(ember_train_epoch, size); F(ember_train_epoch, epoch);
+  F(ember_train_epoch, epochs); F(ember_train_epoch, loss);
+  F(ember_train_epoch, train_accuracy); F(ember_train_epoch, test_accuracy);
+  F(ember_train_epoch, seconds); F(ember_train_epoch, images_per_second);
+  F(ember_train_epoch, n_stages); F(ember_train_epoch, stage_busy);
+  F(ember_train_epoch, stage_platform);
+
+  S(ember_train_params);
+  F(ember_train_params, size); F(ember_train_params, net_path);
+  F(ember_train_params, net_text); F(ember_train_params, net_len);
+  F(ember_train_params, data_dir); F(ember_train_params, train_images);
+  F(ember_train_params, train_labels); F(ember_train_params, n_train);
+  F(ember_train_params, test_images); F(ember_train_params, test_labels);
+  F(ember_train_params, n_test); F(ember_train_params, train_limit);
+  F(ember_train_params, test_limit); F(ember_train_params, epochs);
+  F(ember_train_params, batch); F(ember_train_params, micro_batch);
+  F(ember_train_params, learning_rate); F(ember_train_params, momentum);
+  F(ember_train_params, decay); F(ember_train_params, stages);
+  F(ember_train_params, platform); F(ember_train_params, sync);
+  F(ember_train_params, seed); F(ember_train_params, load_path);
+  F(ember_train_params, save_path); F(ember_train_params, epoch_cb);
+  F(ember_train_params, progress); F(ember_train_params, user);
+
+  S(ember_train_result);
+  F(ember_train_result, size); F(ember_train_result, epochs);
+  F(ember_train_result, loss); F(ember_train_result, train_accuracy);
+  F(ember_train_result, test_accuracy); F(ember_train_result, seconds);
+  F(ember_train_result, tasks);
+
   printf("EMBER_BLOCK_CACHE %u\n", EMBER_BLOCK_CACHE);
   printf("EMBER_BLOCK_BROADCAST %u\n", EMBER_BLOCK_BROADCAST);
   printf("EMBER_BLOCK_STATE %u\n", EMBER_BLOCK_STATE);
