@@ -16,6 +16,7 @@ BIN=build
 DATA=tests/data/sw
 WORK=$(mktemp -d /tmp/ember-demo.XXXXXX)
 SOCK="$WORK/nam.sock"
+FASHION=${EMBER_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
 NAM_PID=""
 cleanup() {
   if [ -n "$NAM_PID" ] && kill -0 "$NAM_PID" 2>/dev/null; then
@@ -30,7 +31,7 @@ echo "== starting ember-nam on unix:$SOCK (deploy/nam.conf.example)"
 "$BIN/nam/ember-nam" --config deploy/nam.conf.example \
   --set "listen=unix:$SOCK" --set log_level=notice --set metrics_listen= \
   --set "opencl.cache_dir=$BIN/kernel-cache" \
-  --set "fpga-emu.bitstreams=sw,plf" &
+  --set "fpga-emu.bitstreams=sw,plf,cnn" &
 NAM_PID=$!
 # readiness: the daemon answers ListAccelerators once it is listening
 tries=0
@@ -143,6 +144,23 @@ if [ -n "$(chains "$WORK/mb_ember/out.txt")" ] &&
   echo "every printed log-likelihood equals Debian's libhmsbeagle run"
 else
   echo "demo: MrBayes through ember and on Debian's BEAGLE disagree" >&2; exit 1
+fi
+
+echo
+echo "== CNN training (the cnn accelerator): the LeNet-like network shipped in"
+echo "   accelerators/cnn/nets/lenet.cfg on Fashion-MNIST (Debian's"
+echo "   dataset-fashion-mnist: 60,000 training and 10,000 test images), split"
+echo "   in two stages by FPDeep's partitioner and trained for one epoch as a"
+echo "   pipeline through ember-nam; each stage's weights live in a state block"
+"$EMBER" train --nam "unix:$SOCK" --platform cpu --stages 2 --plan \
+  --net accelerators/cnn/nets/lenet.cfg
+"$EMBER" train --nam "unix:$SOCK" --platform cpu --stages 2 --epochs 1 \
+  --net accelerators/cnn/nets/lenet.cfg --data "$FASHION" | tee "$WORK/train.txt"
+acc=$(sed -n 's/^test accuracy //p' "$WORK/train.txt")
+if awk -v a="$acc" 'BEGIN { exit !(a >= 0.8) }'; then
+  echo "test accuracy after one epoch: $acc"
+else
+  echo "demo: test accuracy '$acc' after one epoch is below 0.8" >&2; exit 1
 fi
 
 echo

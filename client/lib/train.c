@@ -376,9 +376,9 @@ static int start_weights(setup *s, unsigned *epochs_done) {
       ember__client_set_error("out of memory");
       return EMBER_ENOMEM;
     }
-    rc = train_weights_load(s->p.load_path, s->net, params, epochs_done);
+    rc = ember__train_weights_load(s->p.load_path, s->net, params, epochs_done);
   }
-  if (!rc) rc = train_stages_init(&s->run, params);
+  if (!rc) rc = ember__train_stages_init(&s->run, params);
   free(params);
   return rc;
 }
@@ -390,9 +390,9 @@ static int save_weights(setup *s, unsigned epochs_done) {
     ember__client_set_error("out of memory");
     return EMBER_ENOMEM;
   }
-  int rc = train_stages_params(&s->run, params);
+  int rc = ember__train_stages_params(&s->run, params);
   if (!rc)
-    rc = train_weights_save(s->p.save_path, s->net, params, epochs_done);
+    rc = ember__train_weights_save(s->p.save_path, s->net, params, epochs_done);
   free(params);
   return rc;
 }
@@ -401,7 +401,8 @@ static int test_pass(setup *s, const train_samples *test, double *acc) {
   *acc = NAN;
   if (!test->n) return 0;
   train_pass tp;
-  int rc = train_pass_run(&s->run, test, NULL, test->n, 0, &tp, NULL, NULL);
+  int rc = ember__train_pass_run(&s->run, test, NULL, test->n, 0, &tp, NULL,
+                                  NULL);
   if (!rc) *acc = (double)tp.correct / (double)test->n;
   return rc;
 }
@@ -451,7 +452,7 @@ int ember_train(ember_client *const *clients, size_t n_clients,
   train_samples train = {0}, test = {0};
   size_t *order = NULL;
   int rc = setup_make(&s, clients, n_clients, params);
-  if (!rc) rc = train_samples_load(&s.p, s.net, &train, &test);
+  if (!rc) rc = ember__train_samples_load(&s.p, s.net, &train, &test);
   size_t batch = (size_t)s.run.micro * s.run.per_batch;
   if (!rc && s.p.epochs && train.n < batch) {
     ember__client_set_error("%zu training samples: fewer than one batch of "
@@ -482,9 +483,9 @@ int ember_train(ember_client *const *clients, size_t n_clients,
   unsigned last = done + s.p.epochs;
   for (unsigned e = 0; !rc && e < s.p.epochs; e++) {
     size_t n = train.n / batch * batch; /* whole mini-batches */
-    train_shuffle(order, train.n, s.p.seed, done + e);
+    ember__train_shuffle(order, train.n, s.p.seed, done + e);
     train_pass tp;
-    rc = train_pass_run(&s.run, &train, order, n, 1, &tp, s.p.progress,
+    rc = ember__train_pass_run(&s.run, &train, order, n, 1, &tp, s.p.progress,
                         s.p.user);
     /* the test pass counts its own platform time: keep the epoch's */
     for (size_t i = 0; !rc && i < s.run.n_stages; i++)
@@ -508,8 +509,8 @@ int ember_train(ember_client *const *clients, size_t n_clients,
     ember__struct_out(result, &res, sizeof res, EMBER__TRAIN_RESULT_V0);
   free(order);
   free(exec_ns);
-  train_samples_free(&train);
-  train_samples_free(&test);
+  ember__train_samples_free(&train);
+  ember__train_samples_free(&test);
   setup_free(&s);
   return rc;
 }

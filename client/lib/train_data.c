@@ -60,7 +60,7 @@ static int from_arrays(const float *x, const uint8_t *y, size_t n,
   return 0;
 }
 
-int train_samples_load(const ember_train_params *p, const cnn_net *net,
+int ember__train_samples_load(const ember_train_params *p, const cnn_net *net,
                        train_samples *train, train_samples *test) {
   memset(train, 0, sizeof *train);
   memset(test, 0, sizeof *test);
@@ -79,18 +79,18 @@ int train_samples_load(const ember_train_params *p, const cnn_net *net,
                        p->test_limit, test);
   }
   if (rc) {
-    train_samples_free(train);
-    train_samples_free(test);
+    ember__train_samples_free(train);
+    ember__train_samples_free(test);
   }
   return rc;
 }
 
-void train_samples_free(train_samples *s) {
+void ember__train_samples_free(train_samples *s) {
   cnn_data_destroy(s->idx);
   memset(s, 0, sizeof *s);
 }
 
-void train_samples_gather(const train_samples *s, const size_t *order,
+void ember__train_samples_gather(const train_samples *s, const size_t *order,
                           size_t n, float *x, uint8_t *y) {
   for (size_t i = 0; i < n; i++) {
     size_t k = order[i];
@@ -111,7 +111,8 @@ static uint64_t next_u64(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
-void train_shuffle(size_t *order, size_t n, uint64_t seed, unsigned epoch) {
+void ember__train_shuffle(size_t *order, size_t n, uint64_t seed,
+                          unsigned epoch) {
   uint64_t s = seed ^ (0x2545f4914f6cdd1dull * (epoch + 1u));
   for (size_t i = 0; i < n; i++) order[i] = i;
   for (size_t i = n; i > 1; i--) {

@@ -27,22 +27,23 @@ typedef struct train_samples {
   size_t elems;              /* floats per sample */
 } train_samples;
 
-/* train_samples_load - the training and test samples of p for net:
+/* ember__train_samples_load - the training and test samples of p for net:
  * p->data_dir's idx files, or p's arrays; limits applied; shapes and
  * labels checked against the network. 0, or an error with
  * ember_last_error() set. */
-int train_samples_load(const ember_train_params *p, const cnn_net *net,
+int ember__train_samples_load(const ember_train_params *p, const cnn_net *net,
                        train_samples *train, train_samples *test);
-void train_samples_free(train_samples *s);
+void ember__train_samples_free(train_samples *s);
 
-/* train_samples_gather - samples order[0 .. n-1] (indices) as floats into
- * x (n x elems) and their labels into y. */
-void train_samples_gather(const train_samples *s, const size_t *order,
+/* ember__train_samples_gather - samples order[0 .. n-1] (indices) as
+ * floats into x (n x elems) and their labels into y. */
+void ember__train_samples_gather(const train_samples *s, const size_t *order,
                           size_t n, float *x, uint8_t *y);
 
-/* train_shuffle - order[0 .. n-1] = a permutation of 0 .. n-1 drawn from
+/* ember__train_shuffle - order[0 .. n-1] = a permutation of 0 .. n-1 drawn from
  * (seed, epoch). */
-void train_shuffle(size_t *order, size_t n, uint64_t seed, unsigned epoch);
+void ember__train_shuffle(size_t *order, size_t n, uint64_t seed,
+                          unsigned epoch);
 
 /* ---- stages and the pipeline (train_pipeline.c) ------------------------- */
 
@@ -83,33 +84,35 @@ typedef struct train_pass {
 
 typedef void (*train_pass_progress)(size_t done, size_t total, void *user);
 
-/* train_stages_init - INIT every stage (seeded) or, with params (the
+/* ember__train_stages_init - INIT every stage (seeded) or, with params (the
  * network's, in order), SET_PARAMS. 0 or an error (ember_last_error()). */
-int train_stages_init(train_run *r, const float *params);
+int ember__train_stages_init(train_run *r, const float *params);
 
-/* train_pass_run - one epoch's training (order: sample indices, a whole
+/* ember__train_pass_run - one epoch's training (order: sample indices, a whole
  * number of mini-batches of them) through the pipeline, or with
  * order == NULL and train == 0 an evaluation of every sample of s
  * (forward only). 0 or an error (ember_last_error()). */
-int train_pass_run(train_run *r, const train_samples *s, const size_t *order,
+int ember__train_pass_run(train_run *r, const train_samples *s,
+                          const size_t *order,
                    size_t n, int train, train_pass *out,
                    train_pass_progress progress, void *user);
 
-/* train_stages_params - GET_PARAMS of every stage: the network's
+/* ember__train_stages_params - GET_PARAMS of every stage: the network's
  * parameters (cnn_net_params floats) into params. */
-int train_stages_params(train_run *r, float *params);
+int ember__train_stages_params(train_run *r, float *params);
 
 /* ---- weights files (train_weights.c) ------------------------------------ */
 
-/* train_weights_save - the network's parameters and epochs trained, to
+/* ember__train_weights_save - the network's parameters and epochs trained, to
  * path (written whole to a temporary name, then renamed). */
-int train_weights_save(const char *path, const cnn_net *net,
+int ember__train_weights_save(const char *path, const cnn_net *net,
                        const float *params, unsigned epochs);
 
-/* train_weights_load - read path's parameters for net into params
+/* ember__train_weights_load - read path's parameters for net into params
  * (cnn_net_params floats) and *epochs. EMBER_EFORMAT for a broken file,
  * EMBER_EPARAM for another network's, EMBER_EIO. */
-int train_weights_load(const char *path, const cnn_net *net, float *params,
+int ember__train_weights_load(const char *path, const cnn_net *net,
+                              float *params,
                        unsigned *epochs);
 
 #endif

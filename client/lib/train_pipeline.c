@@ -181,7 +181,7 @@ static int on_every_stage(train_run *r, enum op op, ember_block **in,
   return rc;
 }
 
-int train_stages_init(train_run *r, const float *params) {
+int ember__train_stages_init(train_run *r, const float *params) {
   if (!params) return on_every_stage(r, OP_INIT, NULL, NULL);
   ember_block **in = calloc(r->n_stages, sizeof *in);
   if (!in) {
@@ -202,7 +202,7 @@ int train_stages_init(train_run *r, const float *params) {
   return rc;
 }
 
-int train_stages_params(train_run *r, float *params) {
+int ember__train_stages_params(train_run *r, float *params) {
   ember_block **outs = calloc(r->n_stages, sizeof *outs);
   if (!outs) {
     ember__client_set_error("out of memory");
@@ -253,7 +253,7 @@ static int make_inputs(pass *p, size_t g) {
     size_t j = at + (k < m->valid ? k : m->valid - 1); /* a tail: padded */
     p->idx[k] = p->order ? p->order[j] : j;
   }
-  train_samples_gather(p->s, p->idx, r->micro, p->xbuf, p->ybuf);
+  ember__train_samples_gather(p->s, p->idx, r->micro, p->xbuf, p->ybuf);
   train_stage *first = &r->stages[0], *last = &r->stages[r->n_stages - 1];
   int rc = ember_block_create(first->client, p->xbuf,
                               (size_t)r->micro * p->s->elems * sizeof(float),
@@ -429,7 +429,8 @@ static void pass_free(pass *p) {
   pthread_cond_destroy(&p->cv);
 }
 
-int train_pass_run(train_run *r, const train_samples *s, const size_t *order,
+int ember__train_pass_run(train_run *r, const train_samples *s,
+                          const size_t *order,
                    size_t n, int train, train_pass *out,
                    train_pass_progress progress, void *user) {
   memset(out, 0, sizeof *out);

@@ -23,7 +23,7 @@
 
 #define WEIGHTS_MAGIC "EMBCNNW1"
 
-int train_weights_save(const char *path, const cnn_net *net,
+int ember__train_weights_save(const char *path, const cnn_net *net,
                        const float *params, unsigned epochs) {
   size_t n;
   const cnn_layer *layers = cnn_net_layers(net, &n);
@@ -62,7 +62,8 @@ static int broken(const char *path, const char *why) {
   return EMBER_EFORMAT;
 }
 
-int train_weights_load(const char *path, const cnn_net *net, float *params,
+int ember__train_weights_load(const char *path, const cnn_net *net,
+                              float *params,
                        unsigned *epochs) {
   FILE *f = fopen(path, "rb");
   if (!f) {
