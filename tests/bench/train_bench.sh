@@ -1,0 +1,86 @@
+#!/bin/sh
+# train_bench.sh - what `ember train` achieves: LeNet
+# (accelerators/cnn/nets/lenet.cfg) on Fashion-MNIST (Debian's
+# dataset-fashion-mnist), one epoch over the first N training images
+# (default 12,800) with the full test pass, side by side in one run:
+#   embedded   in-process, 1 and 2 stages
+#   daemon     through one ember-nam on a unix socket, cpu, 1 and 2 stages
+#   fpga-emu   1, 2 and 4 stages, each on its own emulated board (FPDeep's
+#              1157 GOPS per FPGA as the model; the results are computed by
+#              this machine's CPU, so wall time is bounded by its cores)
+#   two NAMs   2 stages, one on each of two ember-nam on TCP loopback
+#              (activations and errors through the client)
+# Prints per run images per second, each stage's busy share (its tasks'
+# platform time over the epoch's wall time) and the plan's expected idle.
+# A benchmark: it asserts nothing.
+#
+#   tests/bench/train_bench.sh [N] [DATA_DIR]   (from the repository root,
+#                                                build/ built, or $BUILD)
+set -eu
+n=${1:-12800}
+data=${2:-/usr/share/datasets/fashion-mnist}
+root=$(pwd)
+build=${BUILD:-$root/build}
+ember=$build/client/cli/ember
+nam=$build/nam/ember-nam
+net=$root/accelerators/cnn/nets/lenet.cfg
+[ -x "$ember" ] && [ -x "$nam" ] || { echo "build ember and ember-nam first ($build)"; exit 1; }
+tmp=$(mktemp -d)
+pids=""
+cleanup() {
+  for p in $pids; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+start_nam() { # address log
+  "$nam" --config "$root/deploy/nam.conf.example" --set "listen=$1" \
+    --set log_level=warning --set metrics_listen= --set cpu_workers=4 \
+    --set opencl.enabled=false --set fpga-emu.boards=4 \
+    --set "fpga-emu.bitstreams=cnn" --set fpga-emu.reprogram_time=0 \
+    >"$2" 2>&1 &
+  pids="$pids $!"
+  i=0
+  until "$ember" accelerators --nam "$1" >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -lt 600 ] || { cat "$2"; exit 1; }
+    sleep 0.05
+  done
+}
+
+# run NAME ARGS...: one epoch, its figures as a table row
+run() {
+  name=$1
+  shift
+  "$ember" train --net "$net" "$@" --plan > "$tmp/plan" 2>&1 || true
+  idle=$(awk '$1 ~ /^[0-9]+$/ { printf "%s%s", sep, $NF; sep = " " }' "$tmp/plan")
+  "$ember" train --net "$net" --data "$data" --epochs 1 --train-limit "$n" \
+    --json "$@" > "$tmp/out.json" 2> "$tmp/err" ||
+    { echo "$name: failed"; cat "$tmp/err"; return 0; }
+  python3 - "$tmp/out.json" "$name" "$idle" <<'PY'
+import json, sys
+o = [json.loads(l) for l in open(sys.argv[1])][0]
+busy = " ".join("%3.0f%%" % (100 * s["busy"]) for s in o["stages"])
+plat = ",".join(s["platform"] for s in o["stages"])
+print("%-22s %-24s %8.0f  %6.2f%%  %-22s %s"
+      % (sys.argv[2], plat[:24], o["images_per_second"],
+         100 * o["test_accuracy"], busy, sys.argv[3]))
+PY
+}
+
+start_nam "unix:$tmp/nam.sock" "$tmp/nam.log"
+start_nam "tcp:127.0.0.1:47811" "$tmp/nam2.log"
+start_nam "tcp:127.0.0.1:47812" "$tmp/nam3.log"
+echo "LeNet, one epoch of $n Fashion-MNIST training images (batch 64, micro-batches of 16), then 10,000 test images"
+echo "$(nproc) cores: $(sed -n 's/^model name\t*: //p' /proc/cpuinfo | head -1)"
+printf "%-22s %-24s %8s  %7s  %-22s %s\n" run platforms img/s "test" "busy per stage" "planned idle per stage"
+for s in 1 2; do
+  run "embedded, $s stage(s)" --embedded --stages "$s"
+done
+for s in 1 2; do
+  run "daemon cpu, $s stage(s)" --nam "unix:$tmp/nam.sock" --platform cpu --stages "$s"
+done
+for s in 1 2 4; do
+  run "fpga-emu, $s stage(s)" --nam "unix:$tmp/nam.sock" --platform fpga-emu --stages "$s"
+done
+run "two NAMs (tcp), 2 stages" --nam tcp:127.0.0.1:47811 --nam tcp:127.0.0.1:47812 \
+  --platform cpu --stages 2
