@@ -37,6 +37,10 @@ install(FILES ${PROJECT_SOURCE_DIR}/completion/emberctl.bash
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
         RENAME emberctl)
 
+# the LeNet-like network `ember train` ships with
+install(FILES ${PROJECT_SOURCE_DIR}/accelerators/cnn/nets/lenet.cfg
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/ember/nets)
+
 install(FILES ${PROJECT_SOURCE_DIR}/README.md
               ${PROJECT_SOURCE_DIR}/deploy/nam.conf.example
               ${PROJECT_SOURCE_DIR}/deploy/gam.conf.example

@@ -143,6 +143,14 @@ if command -v mb >/dev/null; then
   echo "ember beagle --embedded -- mb: ok ($(grep -c '^ *[0-9]* -- [[(]*-[0-9]' "$tmp/mb.txt") chain lines)"
 fi
 
+# ember train: the shipped LeNet on the 200 training and 100 test images
+# of tests/data/cnn/small, in-process, two stages
+/usr/bin/ember train --embedded --net /usr/share/ember/nets/lenet.cfg \
+  --data tests/data/cnn/small --stages 2 --epochs 1 --batch 20 >"$tmp/train.txt"
+grep -q '^test accuracy 0\.[0-9]' "$tmp/train.txt" ||
+  { cat "$tmp/train.txt" >&2; echo "packages: ember train failed" >&2; exit 1; }
+echo "ember train --embedded (lenet.cfg, 2 stages): $(grep '^test accuracy' "$tmp/train.txt")"
+
 /usr/sbin/ember-nam --config /etc/ember/nam.conf --check-config
 echo "ember-nam --config /etc/ember/nam.conf --check-config: ok"
 
