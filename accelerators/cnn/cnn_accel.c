@@ -35,6 +35,13 @@ static int cnn_plan(const void *prepared, const acc_task_shape *shape,
              shape->n_states);
     return EMBER_EPARAM;
   }
+  if (shape->state_sizes[0] != t->layout.total && t->layout.icp) {
+    snprintf(err, err_len, "the state block has %zu bytes; layer %u's "
+             "channels [%u, %u) at batch %u take %llu",
+             shape->state_sizes[0], t->first, t->layout.c0, t->layout.c1,
+             t->batch, (unsigned long long)t->layout.total);
+    return EMBER_EPARAM;
+  }
   if (shape->state_sizes[0] != t->layout.total) {
     snprintf(err, err_len, "the state block has %zu bytes; layers %u..%u "
              "at batch %u take %llu", shape->state_sizes[0], t->first,
@@ -49,7 +56,8 @@ static int cnn_plan(const void *prepared, const acc_task_shape *shape,
              shape->n_outputs);
     return EMBER_EPARAM;
   }
-  if (shape->n_outputs) plan->output_sizes[0] = cnn_task_output_size(t);
+  for (size_t i = 0; i < shape->n_outputs; i++)
+    plan->output_sizes[i] = cnn_task_output_size(t, i);
   plan->cost = t->cost;
   return 0;
 }

@@ -50,6 +50,24 @@ int cnn_cpu_stage_create(const cnn_net *net, size_t first, size_t end,
                          uint32_t batch, cnn_cpu_stage **out, char *err,
                          size_t err_len);
 
+/*
+ * cnn_cpu_slice_create - a one-layer stage for an input-channel slice
+ * (ICP, FPDeep): layer `layer` of net, a convolutional or connected layer,
+ * with only `channels` input channels (1 .. its input channels; for a
+ * connected layer 1 .. its input elements, the layer then taking a 1 x 1 x
+ * channels input) and a linear activation, keeping its biases (load zeros
+ * where a slice has none). Its input is the slice's channels, packed
+ * (batch x channels x H x W); the error at its input is always computed.
+ * The stage's layer index is `layer`, for the parameter functions below,
+ * whose weights are then the slice's (out x channels x K x K). The
+ * caller adds partial sums and applies the activation. Returns as
+ * cnn_cpu_stage_create(); EMBER_EINVAL for another layer kind or a
+ * channel count out of range.
+ */
+int cnn_cpu_slice_create(const cnn_net *net, size_t layer,
+                         uint32_t channels, uint32_t batch,
+                         cnn_cpu_stage **out, char *err, size_t err_len);
+
 /* cnn_cpu_stage_destroy - free a stage; NULL is a no-op. */
 void cnn_cpu_stage_destroy(cnn_cpu_stage *stage);
 

@@ -584,26 +584,22 @@ static int build_boundaries_out(build *b) {
   return reorder(b, s->dout_plain, t->diff, -1, NULL, &s->dout_reo);
 }
 
-int cnn_cpu_stage_create(const cnn_net *net, size_t first, size_t end,
-                         uint32_t batch, cnn_cpu_stage **out, char *err,
-                         size_t err_len) {
-  if (out) *out = NULL;
-  if (err && err_len) err[0] = '\0';
-  size_t n = 0;
-  const cnn_layer *layers = net ? cnn_net_layers(net, &n) : NULL;
+/* A stage of count layers (copies of layers[0 .. count), the network's
+ * layers first .. first+count-1), the error at its input computed when
+ * eb_in. */
+static int create(const cnn_layer *layers, size_t first, size_t count,
+                  bool eb_in, uint32_t classes, uint32_t batch,
+                  cnn_cpu_stage **out, char *err, size_t err_len) {
   build b = {NULL, err, err_len, first};
-  if (!net || !out || first >= end || end > n || batch == 0 ||
-      batch > CNN_MAX_BATCH)
-    return fail(&b, EMBER_EINVAL, "bad arguments");
   cnn_cpu_stage *s = calloc(1, sizeof *s);
   if (!s) return fail(&b, EMBER_ENOMEM, "out of memory");
   b.s = s;
   s->batch = batch;
   s->first = first;
-  s->count = end - first;
-  s->eb_in = first > 0;
-  s->softmax = layers[end - 1].kind == CNN_LAYER_SOFTMAX;
-  s->classes = cnn_net_classes(net);
+  s->count = count;
+  s->eb_in = eb_in;
+  s->softmax = layers[count - 1].kind == CNN_LAYER_SOFTMAX;
+  s->classes = classes;
   s->grads_zero = true;
   s->layers = calloc(s->count, sizeof *s->layers);
   s->t = calloc(s->count + 1, sizeof *s->t);
@@ -617,7 +613,7 @@ int cnn_cpu_stage_create(const cnn_net *net, size_t first, size_t end,
                                 dnnl_stream_default_flags) != dnnl_success)
     rc = fail(&b, EMBER_EPLATFORM, "oneDNN stream");
   for (size_t j = 0; !rc && j < s->count; j++) {
-    s->layers[j].l = layers[first + j];
+    s->layers[j].l = layers[j];
     s->layers[j].index = first + j;
   }
   if (!rc) rc = build_boundaries_in(&b);
@@ -631,7 +627,7 @@ int cnn_cpu_stage_create(const cnn_net *net, size_t first, size_t end,
     case CNN_LAYER_SOFTMAX: rc = build_softmax(&b, j); break;
     }
   }
-  b.layer = end - 1;
+  b.layer = first + count - 1;
   if (!rc) rc = build_boundaries_out(&b);
   if (rc) {
     cnn_cpu_stage_destroy(s);
@@ -639,6 +635,48 @@ int cnn_cpu_stage_create(const cnn_net *net, size_t first, size_t end,
   }
   *out = s;
   return 0;
+}
+
+int cnn_cpu_stage_create(const cnn_net *net, size_t first, size_t end,
+                         uint32_t batch, cnn_cpu_stage **out, char *err,
+                         size_t err_len) {
+  if (out) *out = NULL;
+  if (err && err_len) err[0] = '\0';
+  size_t n = 0;
+  const cnn_layer *layers = net ? cnn_net_layers(net, &n) : NULL;
+  build b = {NULL, err, err_len, first};
+  if (!net || !out || first >= end || end > n || batch == 0 ||
+      batch > CNN_MAX_BATCH)
+    return fail(&b, EMBER_EINVAL, "bad arguments");
+  return create(layers + first, first, end - first, first > 0,
+                cnn_net_classes(net), batch, out, err, err_len);
+}
+
+int cnn_cpu_slice_create(const cnn_net *net, size_t layer,
+                         uint32_t channels, uint32_t batch,
+                         cnn_cpu_stage **out, char *err, size_t err_len) {
+  if (out) *out = NULL;
+  if (err && err_len) err[0] = '\0';
+  size_t n = 0;
+  const cnn_layer *layers = net ? cnn_net_layers(net, &n) : NULL;
+  build b = {NULL, err, err_len, layer};
+  if (!net || !out || layer >= n || batch == 0 || batch > CNN_MAX_BATCH)
+    return fail(&b, EMBER_EINVAL, "bad arguments");
+  cnn_layer l = layers[layer];
+  uint64_t all = (uint64_t)l.in.h * l.in.w * l.in.c;
+  if (l.kind == CNN_LAYER_CONV && channels >= 1 && channels <= l.in.c) {
+    l.weights = l.weights / l.in.c * channels;
+    l.in.c = channels;
+  } else if (l.kind == CNN_LAYER_CONNECTED && channels >= 1 &&
+             channels <= all) {
+    l.weights = l.weights / all * channels;
+    l.in = (cnn_shape){1, 1, channels};
+  } else {
+    return fail(&b, EMBER_EINVAL, "not a convolutional or connected layer, "
+                "or %u input channels out of its range", channels);
+  }
+  l.act = CNN_ACT_LINEAR;
+  return create(&l, layer, 1, true, 0, batch, out, err, err_len);
 }
 
 void cnn_cpu_stage_destroy(cnn_cpu_stage *s) {

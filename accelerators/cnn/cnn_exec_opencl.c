@@ -370,6 +370,10 @@ static int ops_run(void *state, void *queue, void *prepared,
     snprintf(err, err_len, "canceled");
     return EMBER_ECANCELED;
   }
+  if (r.t->layout.icp) {
+    snprintf(err, err_len, "ICP slices run on cpu only for now");
+    return EMBER_EPARAM;
+  }
   Ember__Cnn__Result res = EMBER__CNN__RESULT__INIT;
   int rc = start(&r, ctx, n_wait, (const cl_event *)wait_events);
   if (!rc) rc = run_op(&r, inputs, (cl_mem const *)dev_inputs, ctx, &res);

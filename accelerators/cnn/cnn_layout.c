@@ -30,7 +30,66 @@ int cnn_layout_compute(const cnn_net *net, uint32_t first, uint32_t end,
   out->stash_stride = align64(out->in_elems * sizeof(float));
   out->labels_off = out->stash_off + slots * out->stash_stride;
   out->labels_stride = out->last ? align64(batch) : 0;
-  out->total = out->labels_off + slots * out->labels_stride;
+  out->kept_off = out->labels_off + slots * out->labels_stride;
+  out->kept_stride = 0;
+  out->stash_elems = out->in_elems;
+  out->icp = out->icp_last = 0;
+  out->c0 = out->c1 = 0;
+  out->unit = 0;
+  out->weights = out->biases = 0;
+  out->total = out->kept_off;
+  if (out->total > SIZE_MAX) return EMBER_ETOOBIG;
+  return 0;
+}
+
+uint32_t cnn_layer_channels(const cnn_layer *l) {
+  if (l->kind == CNN_LAYER_CONV) return l->in.c;
+  /* within cnn_net.h's limits: per-sample activations are below 2^26 */
+  if (l->kind == CNN_LAYER_CONNECTED)
+    return (uint32_t)((uint64_t)l->in.h * l->in.w * l->in.c);
+  return 0;
+}
+
+uint64_t cnn_layer_channel_unit(const cnn_layer *l) {
+  return l->kind == CNN_LAYER_CONV ? (uint64_t)l->in.h * l->in.w : 1;
+}
+
+int cnn_layout_compute_slice(const cnn_net *net, uint32_t layer, uint32_t c0,
+                             uint32_t c1, uint32_t batch, uint32_t slots,
+                             cnn_layout *out) {
+  size_t n;
+  const cnn_layer *l = &cnn_net_layers(net, &n)[layer];
+  uint64_t outs = (uint64_t)l->out.h * l->out.w * l->out.c;
+  uint64_t per_out = l->kind == CNN_LAYER_CONV
+                         ? (uint64_t)l->size * l->size
+                         : 1; /* weights per output row and channel */
+  uint64_t rows = l->kind == CNN_LAYER_CONV ? l->out.c : outs;
+  out->icp = 1;
+  out->c0 = c0;
+  out->c1 = c1;
+  out->icp_last = c1 == cnn_layer_channels(l);
+  out->unit = cnn_layer_channel_unit(l);
+  out->weights = rows * (c1 - c0) * per_out;
+  out->biases = out->icp_last ? l->biases : 0;
+  out->params = out->weights + out->biases;
+  out->in_elems = (uint64_t)l->in.h * l->in.w * l->in.c * batch;
+  out->out_elems = outs * batch;
+  out->stash_elems = (uint64_t)(c1 - c0) * out->unit * batch;
+  out->last = 0;
+  uint64_t pbytes = align64(out->params * sizeof(float));
+  out->params_off = sizeof(cnn_state_header);
+  out->momentum_off = out->params_off + pbytes;
+  out->grads_off = out->momentum_off + pbytes;
+  out->slots = slots;
+  out->stash_off = out->grads_off + pbytes;
+  out->stash_stride = align64(out->stash_elems * sizeof(float));
+  out->labels_off = out->stash_off + slots * out->stash_stride;
+  out->labels_stride = 0;
+  out->kept_off = out->labels_off;
+  out->kept_stride = out->icp_last && l->act == CNN_ACT_RELU
+                         ? align64(out->out_elems * sizeof(float))
+                         : 0;
+  out->total = out->kept_off + slots * out->kept_stride;
   if (out->total > SIZE_MAX) return EMBER_ETOOBIG;
   return 0;
 }
@@ -42,6 +101,17 @@ uint64_t cnn_stage_key(const uint8_t *text, size_t len, uint32_t first,
   /* slots only when more than one: one-slot keys stay what they were */
   uint32_t tail[4] = {first, end, batch, slots};
   for (int k = 0; k < (slots > 1 ? 4 : 3); k++)
+    for (int s = 0; s < 32; s += 8)
+      h = (h ^ ((tail[k] >> s) & 0xff)) * 0x100000001b3ull;
+  return h;
+}
+
+uint64_t cnn_slice_key(const uint8_t *text, size_t len, uint32_t layer,
+                       uint32_t c0, uint32_t c1, uint32_t batch,
+                       uint32_t slots) {
+  uint64_t h = cnn_stage_key(text, len, layer, layer + 1, batch, slots);
+  uint32_t tail[3] = {0x49435030u /* "ICP0" */, c0, c1};
+  for (int k = 0; k < 3; k++)
     for (int s = 0; s < 32; s += 8)
       h = (h ^ ((tail[k] >> s) & 0xff)) * 0x100000001b3ull;
   return h;

@@ -20,6 +20,17 @@
  *             workspaces cannot live in a block); see README.md
  *   labels    per slot, that FORWARD's labels, batch bytes (last stage
  *             only)
+ *   kept      per slot, the last ICP slice of a ReLU layer only: its
+ *             FORWARD's output (batch x out floats, after the ReLU), whose
+ *             mask BACKWARD applies to the output error
+ *
+ * An ICP slice (cnn.proto: channel_begin/end, one convolutional or
+ * connected layer, input channels [c0, c1)) has the same regions, sized
+ * for the slice: params are its weights, out x (c1 - c0) x K x K (the
+ * OIHW sub-tensor; connected: out x (c1 - c0), the rows' columns c0..c1-1)
+ * then, in the last slice only (c1 == the layer's input channels), the
+ * biases; momentum and grads alike; the stash holds the slice's input
+ * channels (batch x (c1 - c0) x H x W), not the whole input; no labels.
  * Every region starts on a 64-byte boundary; floats are in host order
  * (the platforms of one node share it).
  */
@@ -43,18 +54,30 @@ typedef struct cnn_state_header {
   uint32_t first, end, batch, flags;
   uint64_t updates;       /* UPDATEs since INIT or SET_PARAMS */
   uint32_t slots;
-  uint8_t reserved[20];
+  uint32_t channel_begin, channel_end; /* an ICP slice's; 0, 0 otherwise */
+  uint8_t reserved[12];
 } cnn_state_header;
 
 typedef struct cnn_layout {
   uint64_t params;        /* parameter floats of the stage */
-  uint64_t in_elems;      /* floats of one batch at the stage's input */
+  uint64_t in_elems;      /* floats of one batch at the stage's input (a
+                             slice: the layer's whole input) */
   uint64_t out_elems;     /* ... and at its output */
   int last;               /* the stage ends in the softmax */
   uint32_t slots;
   uint64_t params_off, momentum_off, grads_off;
   uint64_t stash_off, stash_stride;   /* slot s at stash_off + s * stride */
   uint64_t labels_off, labels_stride; /* likewise */
+  uint64_t kept_off, kept_stride;     /* likewise; 0 stride: none */
+  uint64_t stash_elems;   /* floats stashed per slot: in_elems, or a
+                             slice's batch x (c1 - c0) x unit */
+  /* ICP slices; icp 0 (and the rest 0) for a stage of whole layers */
+  int icp;
+  int icp_last;           /* the slice holding the last input channel */
+  uint32_t c0, c1;        /* its input channels [c0, c1) */
+  uint64_t unit;          /* floats per input channel and sample: H x W
+                             (convolution), 1 (connected) */
+  uint64_t weights, biases; /* its parameter floats (params = the sum) */
   uint64_t total;         /* bytes of the state block */
 } cnn_layout;
 
@@ -68,10 +91,34 @@ typedef struct cnn_layout {
 int cnn_layout_compute(const cnn_net *net, uint32_t first, uint32_t end,
                        uint32_t batch, uint32_t slots, cnn_layout *out);
 
+/*
+ * cnn_layout_compute_slice - the layout of the ICP slice of layer `layer`
+ * of net over input channels [c0, c1) (already checked: a convolutional or
+ * connected layer, c0 < c1 <= its input channels; for a connected layer
+ * its input elements) at batch batch with slots stashes. Returns 0, or
+ * EMBER_ETOOBIG as cnn_layout_compute().
+ */
+int cnn_layout_compute_slice(const cnn_net *net, uint32_t layer, uint32_t c0,
+                             uint32_t c1, uint32_t batch, uint32_t slots,
+                             cnn_layout *out);
+
+/* cnn_layer_channels - what ICP splits in a layer: a convolution's input
+ * channels, a connected layer's input elements; 0 for other layers. And
+ * the floats per such channel per sample (H x W; 1). */
+uint32_t cnn_layer_channels(const cnn_layer *l);
+uint64_t cnn_layer_channel_unit(const cnn_layer *l);
+
 /* cnn_stage_key - a 64-bit FNV-1a hash of the network text, the range, the
  * batch and the slots: what INIT stamps into the header and other ops
  * compare. */
 uint64_t cnn_stage_key(const uint8_t *text, size_t len, uint32_t first,
                        uint32_t end, uint32_t batch, uint32_t slots);
+
+/* cnn_slice_key - the key of an ICP slice: cnn_stage_key() of its layer
+ * with the channel range [c0, c1) hashed on (stages of whole layers keep
+ * the keys they had). */
+uint64_t cnn_slice_key(const uint8_t *text, size_t len, uint32_t layer,
+                       uint32_t c0, uint32_t c1, uint32_t batch,
+                       uint32_t slots);
 
 #endif

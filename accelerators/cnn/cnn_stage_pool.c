@@ -8,7 +8,7 @@
 typedef struct pooled {
   uint8_t *text;             /* NULL: a free entry */
   size_t len;
-  uint32_t first, end, batch;
+  uint32_t first, end, batch, channels;
   uint64_t used;             /* when it was given back (a counter) */
   cnn_cpu_stage *stage;
 } pooled;
@@ -18,17 +18,20 @@ static pooled pool[CNN_STAGE_POOL_MAX];
 static uint64_t clock_ticks;
 
 static int same(const pooled *p, const uint8_t *text, size_t len,
-                uint32_t first, uint32_t end, uint32_t batch) {
+                uint32_t first, uint32_t end, uint32_t batch,
+                uint32_t channels) {
   return p->text && p->len == len && p->first == first && p->end == end &&
-         p->batch == batch && memcmp(p->text, text, len) == 0;
+         p->batch == batch && p->channels == channels &&
+         memcmp(p->text, text, len) == 0;
 }
 
 int cnn_stage_pool_take(const cnn_net *net, const uint8_t *text, size_t len,
                         uint32_t first, uint32_t end, uint32_t batch,
-                        cnn_cpu_stage **out, char *err, size_t err_len) {
+                        uint32_t channels, cnn_cpu_stage **out, char *err,
+                        size_t err_len) {
   pthread_mutex_lock(&pool_lock);
   for (size_t i = 0; i < CNN_STAGE_POOL_MAX; i++)
-    if (same(&pool[i], text, len, first, end, batch)) {
+    if (same(&pool[i], text, len, first, end, batch, channels)) {
       *out = pool[i].stage;
       free(pool[i].text);
       memset(&pool[i], 0, sizeof pool[i]);
@@ -37,11 +40,15 @@ int cnn_stage_pool_take(const cnn_net *net, const uint8_t *text, size_t len,
       return 0;
     }
   pthread_mutex_unlock(&pool_lock);
+  if (channels)
+    return cnn_cpu_slice_create(net, first, channels, batch, out, err,
+                                err_len);
   return cnn_cpu_stage_create(net, first, end, batch, out, err, err_len);
 }
 
 void cnn_stage_pool_give(const uint8_t *text, size_t len, uint32_t first,
-                         uint32_t end, uint32_t batch, cnn_cpu_stage *stage) {
+                         uint32_t end, uint32_t batch, uint32_t channels,
+                         cnn_cpu_stage *stage) {
   if (!stage) return;
   uint8_t *copy = malloc(len ? len : 1);
   if (!copy) {
@@ -63,7 +70,8 @@ void cnn_stage_pool_give(const uint8_t *text, size_t len, uint32_t first,
   evicted = pool[slot].stage;
   evicted_text = pool[slot].text;
   pool[slot] = (pooled){.text = copy, .len = len, .first = first,
-                        .end = end, .batch = batch, .used = ++clock_ticks,
+                        .end = end, .batch = batch,
+                        .channels = channels, .used = ++clock_ticks,
                         .stage = stage};
   pthread_mutex_unlock(&pool_lock);
   cnn_cpu_stage_destroy(evicted);

@@ -4,7 +4,8 @@
  * a small batch through it, and every FORWARD and BACKWARD needs one; the
  * state block stays the truth (parameters are loaded from it every task),
  * so a stage is reusable by any task of the same shape: the same network
- * text (compared byte for byte, not by hash), range and batch.
+ * text (compared byte for byte, not by hash), range, batch and, for an
+ * ICP slice's stage (cnn_cpu_slice_create), its channel count.
  *
  * At most CNN_STAGE_POOL_MAX idle stages are kept, the least recently
  * used destroyed first; a stage taken is the caller's alone until given
@@ -21,15 +22,18 @@
 #define CNN_STAGE_POOL_MAX 8
 
 /* cnn_stage_pool_take - an idle stage of this shape with its gradients
- * zeroed, or a new one (cnn_cpu_stage_create's errors). Its parameters
- * are whatever its last user left: load them. */
+ * zeroed, or a new one (cnn_cpu_stage_create's errors; with channels
+ * non-zero, cnn_cpu_slice_create's of layer first with that many input
+ * channels). Its parameters are whatever its last user left: load them. */
 int cnn_stage_pool_take(const cnn_net *net, const uint8_t *text, size_t len,
                         uint32_t first, uint32_t end, uint32_t batch,
-                        cnn_cpu_stage **out, char *err, size_t err_len);
+                        uint32_t channels, cnn_cpu_stage **out, char *err,
+                        size_t err_len);
 
-/* cnn_stage_pool_give - hand a stage taken for (text, first, end, batch)
- * back for reuse; after a failure, destroy it instead. */
+/* cnn_stage_pool_give - hand a stage taken for (text, first, end, batch,
+ * channels) back for reuse; after a failure, destroy it instead. */
 void cnn_stage_pool_give(const uint8_t *text, size_t len, uint32_t first,
-                         uint32_t end, uint32_t batch, cnn_cpu_stage *stage);
+                         uint32_t end, uint32_t batch, uint32_t channels,
+                         cnn_cpu_stage *stage);
 
 #endif

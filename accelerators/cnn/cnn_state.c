@@ -20,6 +20,8 @@ void cnn_task_stamp(const cnn_task *t, cnn_state_header *h) {
   h->end = t->end;
   h->batch = t->batch;
   h->slots = t->slots;
+  h->channel_begin = t->layout.c0;
+  h->channel_end = t->layout.c1;
 }
 
 int cnn_task_check_stamp(const cnn_task *t, const cnn_state_header *h,
@@ -27,6 +29,12 @@ int cnn_task_check_stamp(const cnn_task *t, const cnn_state_header *h,
   if (memcmp(h->magic, CNN_STATE_MAGIC, sizeof h->magic) != 0) {
     snprintf(err, err_len, "the state block holds no stage: INIT or "
              "SET_PARAMS it first");
+    return EMBER_ESTATE;
+  }
+  if (h->key != t->key && h->channel_end) {
+    snprintf(err, err_len, "the state block holds another stage (layer %u's "
+             "channels [%u, %u), batch %u, or another network)", h->first,
+             h->channel_begin, h->channel_end, h->batch);
     return EMBER_ESTATE;
   }
   if (h->key != t->key) {
@@ -48,28 +56,45 @@ static uint64_t next_u64(uint64_t *s) {
 
 /* He-uniform weights, U(-sqrt(6 / fan_in), sqrt(6 / fan_in)), from a
  * stream per layer seeded by (seed, the layer's index in the network): a
- * stage draws the same weights whatever range it is part of. Biases 0. */
+ * stage draws the same weights whatever range it is part of. Biases 0.
+ * Of each row of `row` weights (an output: its input channels' weights in
+ * order), only [lo, hi) is kept, packed: an ICP slice's part of the
+ * layer's weights (the whole row for a whole layer). */
 static void init_layer(const cnn_layer *l, size_t index, uint64_t seed,
-                       float *w, float *b) {
+                       uint64_t row, uint64_t lo, uint64_t hi, float *w,
+                       float *b, uint64_t biases) {
   uint64_t fan_in = l->weights / (l->kind == CNN_LAYER_CONV
                                       ? l->out.c
                                       : (uint64_t)l->out.h * l->out.w *
                                             l->out.c);
   double a = sqrt(6.0 / (double)(fan_in ? fan_in : 1));
   uint64_t s = seed ^ (0xd1b54a32d192ed03ull * (index + 1));
-  for (uint64_t i = 0; i < l->weights; i++) {
+  for (uint64_t i = 0, k = 0, col = 0; i < l->weights; i++) {
     double u = (double)(next_u64(&s) >> 11) * 0x1.0p-53;
-    w[i] = (float)((2 * u - 1) * a);
+    if (col >= lo && col < hi) w[k++] = (float)((2 * u - 1) * a);
+    if (++col == row) col = 0;
   }
-  memset(b, 0, l->biases * sizeof *b);
+  memset(b, 0, biases * sizeof *b);
 }
 
 void cnn_task_init_params(const cnn_task *t, float *params) {
   size_t n;
   const cnn_layer *layers = cnn_net_layers(t->net, &n);
-  CNN_FOR_PARAM_LAYERS(t, layers, i, off)
-    init_layer(&layers[i], i, t->seed, params + off,
-               params + off + layers[i].weights);
+  const cnn_layout *L = &t->layout;
+  if (L->icp) {
+    const cnn_layer *l = &layers[t->first];
+    uint64_t per = l->kind == CNN_LAYER_CONV ? (uint64_t)l->size * l->size
+                                             : 1;
+    uint64_t row = (uint64_t)cnn_layer_channels(l) * per;
+    init_layer(l, t->first, t->seed, row, L->c0 * per, L->c1 * per, params,
+               params + L->weights, L->biases);
+    return;
+  }
+  CNN_FOR_PARAM_LAYERS(t, layers, i, off) {
+    uint64_t row = layers[i].weights ? layers[i].weights : 1;
+    init_layer(&layers[i], i, t->seed, row, 0, row, params + off,
+               params + off + layers[i].weights, layers[i].biases);
+  }
 }
 
 int cnn_task_pack_result(const Ember__Cnn__Result *res, acc_output *out,

@@ -66,6 +66,33 @@ static int check_backend(const cnn_layer *layers, uint32_t first,
   return 0;
 }
 
+/* An ICP slice (cnn.proto): both channel fields, one convolutional or
+ * connected layer, a non-empty range of its input channels (a connected
+ * layer's input elements). */
+static int check_slice(const cnn_task *t, const cnn_layer *layers,
+                       const Ember__Cnn__Params *p, char *err,
+                       size_t err_len) {
+  if (!p->has_channel_begin || !p->has_channel_end)
+    return fail(err, err_len, EMBER_EPARAM, "channel_begin and channel_end "
+                "(an ICP slice) come together: %s is missing",
+                p->has_channel_begin ? "channel_end" : "channel_begin");
+  if (t->end != t->first + 1)
+    return fail(err, err_len, EMBER_EPARAM, "an ICP slice (channel_begin/"
+                "end) is one layer, not layers [%u, %u)", t->first, t->end);
+  const cnn_layer *l = &layers[t->first];
+  if (l->kind != CNN_LAYER_CONV && l->kind != CNN_LAYER_CONNECTED)
+    return fail(err, err_len, EMBER_EPARAM, "an ICP slice splits a "
+                "convolutional or connected layer; layer %u is a %s",
+                t->first, cnn_layer_kind_name(l->kind));
+  uint32_t all = cnn_layer_channels(l);
+  if (p->channel_begin >= p->channel_end || p->channel_end > all)
+    return fail(err, err_len, EMBER_EPARAM, "channels [%u, %u) not a "
+                "non-empty range of layer %u's %u input %s", p->channel_begin,
+                p->channel_end, t->first, all,
+                l->kind == CNN_LAYER_CONV ? "channels" : "elements");
+  return 0;
+}
+
 /* The SGD settings: the task's, else the network's; NaN fails every
  * comparison and is refused with the rest. */
 static int check_sgd(cnn_task *t, const Ember__Cnn__Params *p, char *err,
@@ -90,6 +117,11 @@ static int check_sgd(cnn_task *t, const Ember__Cnn__Params *p, char *err,
 static int want_inputs(const cnn_task *t, size_t n_inputs, size_t want,
                        char *err, size_t err_len) {
   if (n_inputs == want) return 0;
+  if (t->layout.icp)
+    return fail(err, err_len, EMBER_EPARAM, "%s of layer %u's channels "
+                "[%u, %u) takes %zu input block%s, not %zu", op_name(t->op),
+                t->first, t->layout.c0, t->layout.c1, want,
+                want == 1 ? "" : "s", n_inputs);
   return fail(err, err_len, EMBER_EPARAM, "%s of layers %u..%u takes %zu "
               "input block%s, not %zu", op_name(t->op), t->first, t->end - 1,
               want, want == 1 ? "" : "s", n_inputs);
@@ -109,6 +141,16 @@ static int check_inputs(const cnn_task *t, const acc_block *inputs,
   int rc;
   switch (t->op) {
   case EMBER__CNN__OP__FORWARD:
+    if (L->icp) {
+      rc = want_inputs(t, n_inputs, L->c0 ? 2 : 1, err, err_len);
+      if (!rc)
+        rc = want_size(&inputs[0], "input 0 (the layer's whole input)",
+                       L->in_elems * sizeof(float), err, err_len);
+      if (!rc && L->c0)
+        rc = want_size(&inputs[1], "input 1 (the previous slice's partial "
+                       "sums)", L->out_elems * sizeof(float), err, err_len);
+      return rc;
+    }
     rc = want_inputs(t, n_inputs, L->last ? 2 : 1, err, err_len);
     if (!rc)
       rc = want_size(&inputs[0], "input 0 (activations)",
@@ -127,7 +169,10 @@ static int check_inputs(const cnn_task *t, const acc_block *inputs,
   case EMBER__CNN__OP__BACKWARD:
     rc = want_inputs(t, n_inputs, L->last ? 0 : 1, err, err_len);
     if (!rc && !L->last)
-      rc = want_size(&inputs[0], "input 0 (output error)",
+      rc = want_size(&inputs[0], !L->icp || L->icp_last
+                                     ? "input 0 (output error)"
+                                     : "input 0 (the last slice's error "
+                                       "before the activation)",
                      L->out_elems * sizeof(float), err, err_len);
     return rc;
   case EMBER__CNN__OP__SET_PARAMS:
@@ -155,6 +200,14 @@ static void compute_cost(cnn_task *t) {
     elem = add_sat(elem, layers[i].elem_ops);
   }
   const cnn_layout *L = &t->layout;
+  if (L->icp) { /* the slice's share of the layer's multiply-adds; the
+                   partial sums' adds, and the activation in the last */
+    uint32_t all = cnn_layer_channels(&layers[t->first]);
+    uint64_t outs = L->out_elems / t->batch;
+    fp = mul_sat(fp, L->c1 - L->c0) / all;
+    bp = mul_sat(bp, L->c1 - L->c0) / all;
+    elem = add_sat(L->icp_last ? elem : 0, L->c0 ? outs : 0);
+  }
   uint64_t pbytes = L->params * sizeof(float);
   uint64_t in = L->in_elems * sizeof(float), out = L->out_elems * sizeof(float);
   acc_cost *c = &t->cost;
@@ -167,11 +220,16 @@ static void compute_cost(cnn_task *t) {
     c->ops = mul_sat(t->batch, add_sat(mul_sat(2, fp), elem));
     c->bytes_read = in + (L->last ? t->batch : 0);
     c->bytes_written = out;
+    if (L->icp) /* its channels of the input, the partial sums */
+      c->bytes_read = L->stash_elems * sizeof(float) + (L->c0 ? out : 0);
     break;
   case EMBER__CNN__OP__BACKWARD:
     c->ops = mul_sat(t->batch, add_sat(mul_sat(2, bp), elem));
     c->bytes_read = L->last ? 0 : out;
     c->bytes_written = t->first ? in : 0;
+    if (L->icp) /* its channels' error, and dz from the last slice */
+      c->bytes_written = L->stash_elems * sizeof(float) +
+                         (L->icp_last ? out : 0);
     break;
   case EMBER__CNN__OP__UPDATE:
     c->ops = 5 * L->params;
@@ -262,8 +320,16 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
   }
   rc = check_backend(layers, t->first, t->end, err, err_len);
   if (rc) goto out;
-  if (cnn_layout_compute(t->net, t->first, t->end, t->batch, t->slots,
-                         &t->layout)) {
+  if (p->has_channel_begin || p->has_channel_end) {
+    rc = check_slice(t, layers, p, err, err_len);
+    if (rc) goto out;
+  }
+  if (p->has_channel_begin
+          ? cnn_layout_compute_slice(t->net, t->first, p->channel_begin,
+                                     p->channel_end, t->batch, t->slots,
+                                     &t->layout)
+          : cnn_layout_compute(t->net, t->first, t->end, t->batch, t->slots,
+                               &t->layout)) {
     rc = fail(err, err_len, EMBER_EPARAM, "state too large for this host");
     goto out;
   }
@@ -273,8 +339,12 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
   }
   rc = check_inputs(t, inputs, n_inputs, err, err_len);
   if (rc) goto out;
-  t->key = cnn_stage_key(p->net.data, p->net.len, t->first, t->end,
-                         t->batch, t->slots);
+  t->key = t->layout.icp
+               ? cnn_slice_key(p->net.data, p->net.len, t->first,
+                               t->layout.c0, t->layout.c1, t->batch,
+                               t->slots)
+               : cnn_stage_key(p->net.data, p->net.len, t->first, t->end,
+                               t->batch, t->slots);
   t->text = malloc(p->net.len ? p->net.len : 1);
   if (!t->text) {
     rc = fail(err, err_len, EMBER_ENOMEM, "out of memory");
@@ -299,16 +369,19 @@ size_t cnn_task_max_outputs(const cnn_task *t) {
   case EMBER__CNN__OP__GET_PARAMS:
     return 1;
   case EMBER__CNN__OP__BACKWARD:
+    if (t->layout.icp) return t->layout.icp_last ? 2 : 1;
     return t->first ? 1 : 0;
   default:
     return 0;
   }
 }
 
-uint64_t cnn_task_output_size(const cnn_task *t) {
+uint64_t cnn_task_output_size(const cnn_task *t, size_t i) {
+  if (i >= cnn_task_max_outputs(t)) return 0;
   switch (t->op) {
   case EMBER__CNN__OP__FORWARD: return t->layout.out_elems * sizeof(float);
-  case EMBER__CNN__OP__BACKWARD: return t->layout.in_elems * sizeof(float);
+  case EMBER__CNN__OP__BACKWARD: /* a slice's block 1: dz */
+    return (i ? t->layout.out_elems : t->layout.stash_elems) * sizeof(float);
   case EMBER__CNN__OP__GET_PARAMS: return t->layout.params * sizeof(float);
   default: return 0;
   }

@@ -22,7 +22,8 @@ typedef struct cnn_task {
   uint8_t *text;                /* the .cfg text, owned (the stage pool's
                                    key, with the range and batch) */
   size_t text_len;
-  uint32_t first, end, batch;
+  uint32_t first, end, batch;  /* an ICP slice: end == first + 1, its
+                                   channels in layout (icp, c0, c1) */
   uint32_t slots, slot;         /* kept FORWARDs; FORWARD/BACKWARD's one */
   uint32_t accumulated;         /* UPDATE: BACKWARDs in the gradients */
   uint64_t seed;                /* INIT */
@@ -41,10 +42,11 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
                      cnn_task **out, char *err, size_t err_len);
 
 /* cnn_task_outputs - how many out blocks the task may make (at most):
- * FORWARD 1, BACKWARD 1 (0 for a stage starting at layer 0), GET_PARAMS
- * 1 (exactly), others 0; and the size of out block 0. */
+ * FORWARD 1, BACKWARD 1 (0 for a stage starting at layer 0; an ICP slice
+ * 1, its last slice 2), GET_PARAMS 1 (exactly), others 0; and the size of
+ * out block i (0 beyond them). */
 size_t cnn_task_max_outputs(const cnn_task *t);
-uint64_t cnn_task_output_size(const cnn_task *t);
+uint64_t cnn_task_output_size(const cnn_task *t, size_t i);
 
 /* Free a task; NULL is a no-op. */
 void cnn_task_free(cnn_task *t);
@@ -60,7 +62,18 @@ int cnn_task_run(const cnn_task *t, uint8_t *state, const acc_block *inputs,
                  const atomic_int *cancel, Ember__Cnn__Result *res,
                  char *err, size_t err_len);
 
-/* Each layer of the stage with parameters: its index i and offset off
+/* FORWARD and BACKWARD of an ICP slice (t->layout.icp) on the CPU, for
+ * cnn_task_run, after the stamp is checked: the same contract
+ * (cnn_exec_icp.c). */
+int cnn_icp_forward(const cnn_task *t, uint8_t *state,
+                    const acc_block *inputs, acc_mut_block *outputs,
+                    size_t n_outputs, char *err, size_t err_len);
+int cnn_icp_backward(const cnn_task *t, uint8_t *state,
+                     const acc_block *inputs, acc_mut_block *outputs,
+                     size_t n_outputs, char *err, size_t err_len);
+
+/* Each layer of the stage with parameters (not an ICP slice's: see
+ * cnn_layout's weights and biases): its index i and offset off
  * (floats) into the parameter-shaped regions of the state block. */
 #define CNN_FOR_PARAM_LAYERS(t, layers, i, off)                               \
   for (uint64_t off = 0, i##_ = 1; i##_; i##_ = 0)                            \

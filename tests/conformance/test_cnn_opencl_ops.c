@@ -21,7 +21,8 @@
  * stage's final parameters within 1e-4 of the CPU's relative to their
  * Euclidean norm. SET_PARAMS of the CPU's parameters from a device input
  * then GET_PARAMS gives them back byte for byte. Also: a BACKWARD on an empty slot and any op on an
- * unstamped block refused with EMBER_ESTATE, as on the CPU.
+ * unstamped block refused with EMBER_ESTATE, as on the CPU; an ICP slice
+ * (channel_begin/end) refused with EMBER_EPARAM: cpu only so far.
  * Exit 77 (skipped) when no OpenCL device exists.
  */
 #define CL_TARGET_OPENCL_VERSION 120
@@ -93,6 +94,10 @@ typedef struct op {
   uint32_t first, end, slot, accumulated;
 } op;
 
+/* While set, params_of makes an ICP slice of channels [slice[0],
+ * slice[1]) of layer first. */
+static const uint32_t *slice;
+
 static uint8_t *params_of(const op *o, size_t *len) {
   Ember__Cnn__Params p = EMBER__CNN__PARAMS__INIT;
   p.op = o->op;
@@ -108,6 +113,11 @@ static uint8_t *params_of(const op *o, size_t *len) {
   p.slot = o->slot;
   p.has_accumulated = 1;
   p.accumulated = o->accumulated ? o->accumulated : 1;
+  if (slice) {
+    p.has_channel_begin = p.has_channel_end = 1;
+    p.channel_begin = slice[0];
+    p.channel_end = slice[1];
+  }
   *len = ember__cnn__params__get_packed_size(&p);
   uint8_t *buf = xcalloc(*len, 1);
   ember__cnn__params__pack(&p, buf);
@@ -445,6 +455,27 @@ static void refusals(const size_t *sizes) {
         ember_errname(rc), err);
   printf("refused: %s\n", err);
   dev_free(&d);
+  clReleaseMemObject(st);
+
+  /* ICP slices run on the cpu only, so far: refused at run */
+  cnn_net *net = NULL;
+  MUST(cnn_cfg_parse(cfg, cfg_len, "lenet", &net, err, sizeof err) == 0,
+       "%s", err);
+  cnn_layout L;
+  MUST(cnn_layout_compute_slice(net, 2, 0, 7, B, SLOTS, &L) == 0, "layout");
+  cnn_net_destroy(net);
+  st = clCreateBuffer(dev.ctx, CL_MEM_READ_WRITE, (size_t)L.total, NULL,
+                      &crc);
+  MUST(crc == CL_SUCCESS, "clCreateBuffer: %d", crc);
+  static const uint32_t channels[2] = {0, 7};
+  op s = {EMBER__CNN__OP__INIT, 2, 3, 0, 0};
+  slice = channels;
+  rc = ocl_task(&s, NULL, NULL, 0, st, (size_t)L.total, NULL, 0, &res, err,
+                sizeof err);
+  slice = NULL;
+  CHECK(rc == EMBER_EPARAM && strstr(err, "cpu only"),
+        "INIT of an ICP slice: %s: %s", ember_errname(rc), err);
+  printf("refused: %s\n", err);
   clReleaseMemObject(st);
 }
 

@@ -9,6 +9,9 @@
  * slow here) when the block is small. A refusal must say why; nothing may
  * read or write outside the blocks.
  *
+ * Seeds in corpus/cnn_task/ include ICP slices (channel_begin/end:
+ * init_slice, init_conv_slice, update_slice, forward_slice).
+ *
  * Input: uint16 LE params length P, P bytes of Params, a byte whose value
  * mod 3 is the number of input blocks, uint16 LE length of input 0, its
  * bytes, and the rest as input 1.

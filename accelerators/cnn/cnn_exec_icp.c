@@ -1,0 +1,192 @@
+/*
+ * cnn_exec_icp.c - FORWARD and BACKWARD of an input-channel-partitioned
+ * (ICP) slice on the CPU (cnn.proto, cnn_layout.h): one convolutional or
+ * connected layer over input channels [c0, c1).
+ *
+ * The slice runs as a one-layer cnn_cpu stage with c1 - c0 input channels
+ * and a linear activation (cnn_cpu_slice_create, kept in the stage pool);
+ * the rest is plain loops here. FORWARD packs the slice's channels of the
+ * layer's whole input into the slot's stash, runs the stage on them (the
+ * biases are the block's in the last slice, zeros in the others), adds the
+ * previous slice's partial sums and, in the last slice of a ReLU layer,
+ * applies the ReLU and keeps the output for BACKWARD's mask. BACKWARD
+ * makes dz (the last slice: the output error through that mask; the
+ * others are given it), re-runs the stage's forward pass from the stash
+ * (as whole stages do, cnn_exec.c), runs EB and PG with dz, and adds the
+ * weight gradients (and the last slice's bias gradients) into the block.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cnn_cpu.h"
+#include "cnn_stage_pool.h"
+#include "cnn_task.h"
+#include "ember/ember_errors.h"
+
+static float *region(uint8_t *state, uint64_t off) {
+  return (float *)(void *)(state + off);
+}
+
+static cnn_state_header *header(uint8_t *state) {
+  return (cnn_state_header *)(void *)state;
+}
+
+static const cnn_layer *layer_of(const cnn_task *t) {
+  size_t n;
+  return &cnn_net_layers(t->net, &n)[t->first];
+}
+
+/* A float view of an input block: the block itself when aligned, else a
+ * copy in *tmp (freed by the caller). NULL when out of memory. */
+static const float *floats_of(const acc_block *b, float **tmp) {
+  *tmp = NULL;
+  if (((uintptr_t)b->data % sizeof(float)) == 0)
+    return (const float *)(const void *)b->data;
+  *tmp = malloc(b->size ? b->size : 1);
+  if (*tmp) memcpy(*tmp, b->data, b->size);
+  return *tmp;
+}
+
+static int no_memory(char *err, size_t err_len) {
+  snprintf(err, err_len, "out of memory");
+  return EMBER_ENOMEM;
+}
+
+/* The slice's cnn_cpu stage from the pool, holding the block's weights,
+ * and its biases in the last slice (zeros in the others). */
+static int load_slice(const cnn_task *t, uint8_t *state, cnn_cpu_stage **out,
+                      char *err, size_t err_len) {
+  const cnn_layout *L = &t->layout;
+  int rc = cnn_stage_pool_take(t->net, t->text, t->text_len, t->first,
+                               t->end, t->batch, L->c1 - L->c0, out, err,
+                               err_len);
+  if (rc) return rc;
+  const float *p = region(state, L->params_off);
+  float *zeros = NULL;
+  const float *b = p + L->weights;
+  if (!L->icp_last) b = zeros = calloc(layer_of(t)->biases + 1, sizeof *b);
+  rc = b ? cnn_cpu_stage_set_params(*out, t->first, p, b) : EMBER_ENOMEM;
+  free(zeros);
+  if (rc) {
+    snprintf(err, err_len, "layer %u: cannot load the slice's parameters",
+             t->first);
+    cnn_cpu_stage_destroy(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+static void put_slice(const cnn_task *t, cnn_cpu_stage *s, int rc) {
+  if (rc)
+    cnn_cpu_stage_destroy(s);
+  else
+    cnn_stage_pool_give(t->text, t->text_len, t->first, t->end, t->batch,
+                        t->layout.c1 - t->layout.c0, s);
+}
+
+int cnn_icp_forward(const cnn_task *t, uint8_t *state,
+                    const acc_block *inputs, acc_mut_block *outputs,
+                    size_t n_outputs, char *err, size_t err_len) {
+  const cnn_layout *L = &t->layout;
+  const cnn_layer *l = layer_of(t);
+  /* the slice's channels, packed, into the slot's stash */
+  uint8_t *stash = state + L->stash_off + t->slot * L->stash_stride;
+  size_t sample = (size_t)(L->in_elems / t->batch) * sizeof(float);
+  size_t part = (size_t)(L->stash_elems / t->batch) * sizeof(float);
+  size_t skip = (size_t)(L->c0 * L->unit) * sizeof(float);
+  for (uint32_t n = 0; n < t->batch; n++)
+    memcpy(stash + n * part, inputs[0].data + n * sample + skip, part);
+  size_t outs = (size_t)L->out_elems;
+  float *tmp_out = NULL, *tmp_prev = NULL;
+  float *z = n_outputs ? (float *)(void *)outputs[0].data : NULL;
+  if (!z) z = tmp_out = malloc(outs * sizeof *z);
+  const float *prev = L->c0 ? floats_of(&inputs[1], &tmp_prev) : NULL;
+  if (!z || (L->c0 && !prev)) {
+    free(tmp_out);
+    free(tmp_prev);
+    return no_memory(err, err_len);
+  }
+  cnn_cpu_stage *s = NULL;
+  int rc = load_slice(t, state, &s, err, err_len);
+  if (!rc) {
+    rc = cnn_cpu_stage_forward(s, (const float *)(const void *)stash, z, NULL,
+                               NULL);
+    if (rc) snprintf(err, err_len, "forward failed (%s)", ember_errname(rc));
+  }
+  if (!rc) {
+    if (prev)
+      for (size_t i = 0; i < outs; i++) z[i] += prev[i];
+    if (L->icp_last && l->act == CNN_ACT_RELU) {
+      for (size_t i = 0; i < outs; i++) z[i] = z[i] > 0 ? z[i] : 0;
+      memcpy(state + L->kept_off + t->slot * L->kept_stride, z,
+             outs * sizeof *z);
+    }
+    header(state)->flags |= 1u << t->slot;
+  }
+  put_slice(t, s, rc);
+  free(tmp_out);
+  free(tmp_prev);
+  return rc;
+}
+
+int cnn_icp_backward(const cnn_task *t, uint8_t *state,
+                     const acc_block *inputs, acc_mut_block *outputs,
+                     size_t n_outputs, char *err, size_t err_len) {
+  const cnn_layout *L = &t->layout;
+  const cnn_layer *l = layer_of(t);
+  if (!(header(state)->flags & (1u << t->slot))) {
+    snprintf(err, err_len, "BACKWARD on slot %u without a FORWARD there "
+             "since INIT, SET_PARAMS or its last BACKWARD", t->slot);
+    return EMBER_ESTATE;
+  }
+  size_t outs = (size_t)L->out_elems;
+  float *tmp_dy = NULL, *tmp_dz = NULL;
+  const float *dy = floats_of(&inputs[0], &tmp_dy);
+  /* dz: what the other slices are given; the last slice makes it */
+  const float *dz = dy;
+  float *dz_out = n_outputs > 1 ? (float *)(void *)outputs[1].data : NULL;
+  if (dy && L->icp_last && l->act == CNN_ACT_RELU) {
+    float *d = dz_out ? dz_out : (tmp_dz = malloc(outs * sizeof *d));
+    const float *y = region(state, L->kept_off + t->slot * L->kept_stride);
+    if (d)
+      for (size_t i = 0; i < outs; i++) d[i] = y[i] > 0 ? dy[i] : 0;
+    dz = d;
+  } else if (dy && dz_out) {
+    memcpy(dz_out, dy, outs * sizeof *dz_out);
+  }
+  float *g = malloc((size_t)(L->weights + l->biases) * sizeof *g);
+  if (!dy || !dz || !g) {
+    free(tmp_dy);
+    free(tmp_dz);
+    free(g);
+    return no_memory(err, err_len);
+  }
+  float *din = n_outputs ? (float *)(void *)outputs[0].data : NULL;
+  cnn_cpu_stage *s = NULL;
+  int rc = load_slice(t, state, &s, err, err_len);
+  if (!rc) {
+    const float *in = region(state, L->stash_off + t->slot * L->stash_stride);
+    rc = cnn_cpu_stage_forward(s, in, NULL, NULL, NULL);
+    if (!rc) rc = cnn_cpu_stage_backward(s, dz, din);
+    if (rc) snprintf(err, err_len, "backward failed (%s)",
+                     ember_errname(rc));
+  }
+  if (!rc) {
+    rc = cnn_cpu_stage_get_grads(s, t->first, g, g + L->weights);
+    if (rc) snprintf(err, err_len, "layer %u: cannot read gradients",
+                     t->first);
+  }
+  if (!rc) {
+    float *grads = region(state, L->grads_off);
+    /* the biases' gradients follow the weights' in both: none in the
+     * block but the last slice's (L->params = weights + biases) */
+    for (uint64_t k = 0; k < L->params; k++) grads[k] += g[k];
+    header(state)->flags &= ~(1u << t->slot);
+  }
+  put_slice(t, s, rc);
+  free(g);
+  free(tmp_dy);
+  free(tmp_dz);
+  return rc;
+}

@@ -1,0 +1,458 @@
+/* test_cnn_icp - input-channel-partitioned (ICP) slices of the cnn
+ * descriptor, called directly: LeNet's conv2 (layer 2, 20 input channels)
+ * split in 2 and 3 slices and fc1 (layer 4, 800 input elements) in 2,
+ * each chain against the unsplit one-layer stage over two training steps:
+ *   FORWARD    the last slice's output vs the stage's output
+ *   BACKWARD   the slices' input-channel errors, concatenated, vs the
+ *              stage's input error
+ *   gradients  each slice's weight gradients (and the last one's bias
+ *              gradients) vs the sub-tensors of the stage's
+ *   UPDATE     each slice's parameters vs the sub-tensors of the stage's
+ * all within TOL, relative to the norm (float sums in another order: the
+ * slices add their partial sums one after another, oneDNN sums all
+ * channels at once; in practice about 1e-7). INIT's slices are the
+ * sub-tensors of the stage's INIT exactly. And hostile channel ranges
+ * refused with EMBER_EPARAM and a reason; a block of one slice refused by
+ * another slice's task (the key holds the range). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "accel.h"
+#include "accelerators/cnn/cnn.pb-c.h"
+#include "cnn_layout.h"
+#include "cnn_net.h"
+#include "ember/ember_errors.h"
+
+#define LENET EMBER_SOURCE_DIR "/accelerators/cnn/nets/lenet.cfg"
+#define TOL 1e-5
+enum { B = 4, STEPS = 2 };
+
+static char *net_text;
+static size_t net_len;
+static cnn_net *net;
+
+static void *xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size);
+  assert_non_null(p);
+  return p;
+}
+
+static int setup(void **state) {
+  (void)state;
+  FILE *f = fopen(LENET, "rb");
+  assert_non_null(f);
+  net_text = xcalloc(CNN_CFG_MAX_BYTES, 1);
+  net_len = fread(net_text, 1, CNN_CFG_MAX_BYTES, f);
+  fclose(f);
+  char err[256];
+  assert_int_equal(cnn_cfg_parse(net_text, net_len, "lenet", &net, err,
+                                 sizeof err), 0);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  cnn_net_destroy(net);
+  free(net_text);
+  return 0;
+}
+
+static const acc_descriptor *cnn(void) {
+  const acc_descriptor *d = acc_registry_find("cnn");
+  assert_non_null(d);
+  return d;
+}
+
+/* A stage: layers [first, end), or with sliced, layer first's channels
+ * [c0, c1). */
+typedef struct stage {
+  uint32_t first, end;
+  int sliced;
+  uint32_t c0, c1;
+} stage;
+
+static uint8_t *params(Ember__Cnn__Op op, const stage *s, size_t *len) {
+  Ember__Cnn__Params p = EMBER__CNN__PARAMS__INIT;
+  p.op = op;
+  p.net.data = (uint8_t *)net_text;
+  p.net.len = net_len;
+  p.first = s->first;
+  p.end = s->end;
+  p.batch = B;
+  p.has_seed = 1;
+  p.seed = 42;
+  if (s->sliced) {
+    p.has_channel_begin = p.has_channel_end = 1;
+    p.channel_begin = s->c0;
+    p.channel_end = s->c1;
+  }
+  *len = ember__cnn__params__get_packed_size(&p);
+  uint8_t *buf = xcalloc(*len, 1);
+  ember__cnn__params__pack(&p, buf);
+  return buf;
+}
+
+static cnn_layout layout_of(const stage *s) {
+  cnn_layout L;
+  int rc = s->sliced ? cnn_layout_compute_slice(net, s->first, s->c0, s->c1,
+                                                B, 1, &L)
+                     : cnn_layout_compute(net, s->first, s->end, B, 1, &L);
+  assert_int_equal(rc, 0);
+  return L;
+}
+
+static acc_mut_block new_state(const stage *s) {
+  cnn_layout L = layout_of(s);
+  acc_mut_block b = {xcalloc(L.total, 1), L.total};
+  return b;
+}
+
+/* validate + plan + run_cpu; out blocks sized by plan into outs
+ * (calloc'd, the caller frees them); returns the first failing code, err
+ * the reason. */
+static int run_op(Ember__Cnn__Op op, const stage *s, const acc_block *in,
+                  size_t n_in, acc_mut_block *state, acc_mut_block *outs,
+                  size_t n_out, char *err, size_t err_len) {
+  const acc_descriptor *d = cnn();
+  size_t len;
+  uint8_t *p = params(op, s, &len);
+  void *prep = NULL;
+  int rc = d->validate(p, len, in, n_in, &prep, err, err_len);
+  free(p);
+  if (rc) return rc;
+  acc_task_shape shape = {n_out, &state->size, 1};
+  acc_task_plan plan;
+  rc = acc_plan_task(d, prep, &shape, 0, &plan, err, err_len);
+  for (size_t i = 0; !rc && i < n_out; i++) {
+    outs[i].size = plan.output_sizes[i];
+    outs[i].data = xcalloc(outs[i].size, 1);
+  }
+  if (!rc) {
+    acc_run_ctx ctx = {0};
+    ctx.states = state;
+    ctx.n_states = 1;
+    ctx.outputs = outs;
+    ctx.n_outputs = n_out;
+    acc_output out = {0};
+    rc = d->run_cpu(prep, in, n_in, &ctx, &out, err, err_len);
+    free(out.data);
+  }
+  d->release(prep);
+  return rc;
+}
+
+static void ok_op(Ember__Cnn__Op op, const stage *s, const acc_block *in,
+                  size_t n_in, acc_mut_block *state, acc_mut_block *outs,
+                  size_t n_out) {
+  char err[256] = "";
+  int rc = run_op(op, s, in, n_in, state, outs, n_out, err, sizeof err);
+  if (rc) fail_msg("op %d on layer %u [%u, %u): %s: %s", (int)op, s->first,
+                   s->c0, s->c1, ember_errname(rc), err);
+}
+
+static double rel_err(const float *a, const float *b, size_t n) {
+  double d = 0, nb = 0;
+  for (size_t i = 0; i < n; i++) {
+    d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    nb += (double)b[i] * b[i];
+  }
+  return sqrt(d) / (nb > 0 ? sqrt(nb) : 1e-30);
+}
+
+static void expect_close(const char *what, const float *got,
+                         const float *want, size_t n) {
+  double e = rel_err(got, want, n);
+  print_message("    %-28s rel err %.2e over %zu values\n", what, e, n);
+  if (!(e <= TOL)) fail_msg("%s: relative error %g > %g", what, e, TOL);
+}
+
+static const float *floats(const acc_mut_block *b) {
+  return (const float *)(const void *)b->data;
+}
+
+/* Columns [lo, hi) of each row of `row` floats of whole (rows of them),
+ * packed into out: a slice's part of weights stored output by output. */
+static void sub_rows(const float *whole, size_t rows, size_t row, size_t lo,
+                     size_t hi, float *out) {
+  for (size_t r = 0; r < rows; r++)
+    memcpy(out + r * (hi - lo), whole + r * row + lo,
+           (hi - lo) * sizeof *out);
+}
+
+/* Each slice's parameter-shaped region at off (params or grads) against
+ * the sub-tensors of the whole stage's. */
+static void expect_param_slices(const char *what, const acc_mut_block *whole,
+                                const acc_mut_block *slices, const stage *sl,
+                                size_t n, int grads) {
+  size_t cnt;
+  const cnn_layer *l = &cnn_net_layers(net, &cnt)[sl[0].first];
+  stage ws = {sl[0].first, sl[0].first + 1, 0, 0, 0};
+  cnn_layout WL = layout_of(&ws);
+  size_t per = l->kind == CNN_LAYER_CONV ? (size_t)l->size * l->size : 1;
+  size_t rows = l->biases, row = (size_t)(l->weights / rows);
+  const float *w = (const float *)(const void *)(whole->data +
+                                                 (grads ? WL.grads_off
+                                                        : WL.params_off));
+  for (size_t k = 0; k < n; k++) {
+    cnn_layout L = layout_of(&sl[k]);
+    const float *got = (const float *)(const void *)(slices[k].data +
+                                                     (grads ? L.grads_off
+                                                            : L.params_off));
+    float *want = xcalloc(L.weights, sizeof *want);
+    sub_rows(w, rows, row, sl[k].c0 * per, sl[k].c1 * per, want);
+    char name[96];
+    snprintf(name, sizeof name, "%s [%u, %u) weights", what, sl[k].c0,
+             sl[k].c1);
+    expect_close(name, got, want, (size_t)L.weights);
+    free(want);
+    if (L.biases) {
+      snprintf(name, sizeof name, "%s [%u, %u) biases", what, sl[k].c0,
+               sl[k].c1);
+      assert_int_equal(L.biases, l->biases);
+      expect_close(name, got + L.weights, w + l->weights, (size_t)L.biases);
+    }
+  }
+}
+
+/* Layer `layer` split at the bounds (bounds[0] = 0 .. bounds[n] = all)
+ * against the unsplit stage, STEPS training steps. */
+static void chain_equals_layer(uint32_t layer, const uint32_t *bounds,
+                               size_t n) {
+  size_t cnt;
+  const cnn_layer *l = &cnn_net_layers(net, &cnt)[layer];
+  print_message("  layer %u (%s) in %zu slices\n", layer,
+                cnn_layer_kind_name(l->kind), n);
+  stage ws = {layer, layer + 1, 0, 0, 0};
+  stage sl[8];
+  acc_mut_block whole = new_state(&ws), st[8];
+  ok_op(EMBER__CNN__OP__INIT, &ws, NULL, 0, &whole, NULL, 0);
+  for (size_t k = 0; k < n; k++) {
+    sl[k] = (stage){layer, layer + 1, 1, bounds[k], bounds[k + 1]};
+    st[k] = new_state(&sl[k]);
+    ok_op(EMBER__CNN__OP__INIT, &sl[k], NULL, 0, &st[k], NULL, 0);
+  }
+  expect_param_slices("INIT", &whole, st, sl, n, 0);
+  cnn_layout WL = layout_of(&ws);
+  size_t in_n = (size_t)WL.in_elems, out_n = (size_t)WL.out_elems;
+  size_t unit = l->kind == CNN_LAYER_CONV ? (size_t)l->in.h * l->in.w : 1;
+  size_t sample = in_n / B;
+  float *x = xcalloc(in_n, sizeof *x), *dy = xcalloc(out_n, sizeof *dy);
+  float *dx_cat = xcalloc(in_n, sizeof *dx_cat);
+  uint64_t rng = 0x1234567u;
+  for (int step = 0; step < STEPS; step++) {
+    print_message("   step %d\n", step);
+    for (size_t i = 0; i < in_n; i++) {
+      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+      x[i] = (float)((double)(rng >> 11) * 0x1.0p-53); /* >= 0: activations */
+    }
+    for (size_t i = 0; i < out_n; i++) {
+      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+      dy[i] = (float)((double)(rng >> 11) * 0x1.0p-52 - 1) * 1e-2f;
+    }
+    acc_block xin = {(uint8_t *)x, in_n * sizeof *x};
+    acc_block dyin = {(uint8_t *)dy, out_n * sizeof *dy};
+
+    /* FORWARD: the whole layer, then the chain */
+    acc_mut_block y, part[8], dz[2], din[8], wdx;
+    ok_op(EMBER__CNN__OP__FORWARD, &ws, &xin, 1, &whole, &y, 1);
+    for (size_t k = 0; k < n; k++) {
+      acc_block in[2] = {xin, {NULL, 0}};
+      if (k) in[1] = (acc_block){part[k - 1].data, part[k - 1].size};
+      ok_op(EMBER__CNN__OP__FORWARD, &sl[k], in, k ? 2 : 1, &st[k], &part[k],
+            1);
+      assert_int_equal(part[k].size, out_n * sizeof(float));
+    }
+    expect_close("FORWARD output", floats(&part[n - 1]), floats(&y), out_n);
+
+    /* BACKWARD: the last slice makes dz for the others */
+    /* a stage starting at layer 0 makes no input error */
+    wdx.data = NULL;
+    ok_op(EMBER__CNN__OP__BACKWARD, &ws, &dyin, 1, &whole, &wdx, layer ? 1 : 0);
+    ok_op(EMBER__CNN__OP__BACKWARD, &sl[n - 1], &dyin, 1, &st[n - 1], dz, 2);
+    din[n - 1] = dz[0];
+    acc_block dzin = {dz[1].data, dz[1].size};
+    for (size_t k = 0; k + 1 < n; k++)
+      ok_op(EMBER__CNN__OP__BACKWARD, &sl[k], &dzin, 1, &st[k], &din[k], 1);
+    for (size_t k = 0; k < n; k++) {
+      size_t part_n = (sl[k].c1 - sl[k].c0) * unit;
+      assert_int_equal(din[k].size, B * part_n * sizeof(float));
+      for (size_t s = 0; s < B; s++)
+        memcpy(dx_cat + s * sample + sl[k].c0 * unit,
+               floats(&din[k]) + s * part_n, part_n * sizeof(float));
+    }
+    if (layer)
+      expect_close("BACKWARD input error", dx_cat, floats(&wdx), in_n);
+    expect_param_slices("gradients", &whole, st, sl, n, 1);
+
+    /* UPDATE each, then the parameters */
+    ok_op(EMBER__CNN__OP__UPDATE, &ws, NULL, 0, &whole, NULL, 0);
+    for (size_t k = 0; k < n; k++)
+      ok_op(EMBER__CNN__OP__UPDATE, &sl[k], NULL, 0, &st[k], NULL, 0);
+    expect_param_slices("UPDATE", &whole, st, sl, n, 0);
+
+    free(y.data);
+    free(wdx.data);
+    free(dz[1].data);
+    for (size_t k = 0; k < n; k++) {
+      free(part[k].data);
+      free(din[k].data);
+    }
+  }
+  free(x);
+  free(dy);
+  free(dx_cat);
+  free(whole.data);
+  for (size_t k = 0; k < n; k++) free(st[k].data);
+}
+
+static void conv2_in_2_and_3_slices(void **state) {
+  (void)state;
+  const uint32_t two[] = {0, 10, 20}, three[] = {0, 7, 14, 20};
+  chain_equals_layer(2, two, 2);
+  chain_equals_layer(2, three, 3);
+}
+
+static void fc1_in_2_slices(void **state) {
+  (void)state;
+  const uint32_t two[] = {0, 333, 800};
+  chain_equals_layer(4, two, 2);
+}
+
+/* conv1 (layer 0) sliced too: its one channel as one slice equals the
+ * layer (the input error is computed, though no stage needs it). */
+static void conv1_as_one_slice(void **state) {
+  (void)state;
+  const uint32_t one[] = {0, 1};
+  chain_equals_layer(0, one, 1);
+}
+
+static void refused(Ember__Cnn__Op op, const stage *s, const acc_block *in,
+                    size_t n_in, const char *reason) {
+  size_t len;
+  uint8_t *p = params(op, s, &len);
+  void *prep = NULL;
+  char err[256] = "";
+  int rc = cnn()->validate(p, len, in, n_in, &prep, err, sizeof err);
+  free(p);
+  if (rc != EMBER_EPARAM || prep || !strstr(err, reason))
+    fail_msg("validate: %s \"%s\", expected EMBER_EPARAM \"%s\"",
+             ember_errname(rc), err, reason);
+  print_message("  refused: %s\n", err);
+}
+
+static void hostile_ranges_refused(void **state) {
+  (void)state;
+  const Ember__Cnn__Op init = EMBER__CNN__OP__INIT;
+  stage beyond = {2, 3, 1, 0, 21}, empty = {2, 3, 1, 7, 7},
+        reversed = {2, 3, 1, 8, 7}, huge = {2, 3, 1, 0, UINT32_MAX},
+        pool = {1, 2, 1, 0, 1}, two = {2, 4, 1, 0, 7},
+        softmax = {6, 7, 1, 0, 5}, fc_beyond = {4, 5, 1, 0, 801};
+  refused(init, &beyond, NULL, 0, "channels [0, 21) not a non-empty range "
+          "of layer 2's 20 input channels");
+  refused(init, &empty, NULL, 0, "not a non-empty range");
+  refused(init, &reversed, NULL, 0, "not a non-empty range");
+  refused(init, &huge, NULL, 0, "not a non-empty range");
+  refused(init, &fc_beyond, NULL, 0, "of layer 4's 800 input elements");
+  refused(init, &pool, NULL, 0, "layer 1 is a maxpool");
+  refused(init, &softmax, NULL, 0, "layer 6 is a softmax");
+  refused(init, &two, NULL, 0, "is one layer, not layers [2, 4)");
+  /* one of the two fields only */
+  Ember__Cnn__Params p = EMBER__CNN__PARAMS__INIT;
+  p.op = init;
+  p.net.data = (uint8_t *)net_text;
+  p.net.len = net_len;
+  p.first = 2;
+  p.end = 3;
+  p.batch = B;
+  p.has_channel_end = 1;
+  p.channel_end = 7;
+  size_t len = ember__cnn__params__get_packed_size(&p);
+  uint8_t *buf = xcalloc(len, 1);
+  ember__cnn__params__pack(&p, buf);
+  void *prep = NULL;
+  char err[256] = "";
+  assert_int_equal(cnn()->validate(buf, len, NULL, 0, &prep, err,
+                                   sizeof err), EMBER_EPARAM);
+  assert_non_null(strstr(err, "channel_begin is missing"));
+  print_message("  refused: %s\n", err);
+  free(buf);
+
+  /* blocks: the partial sums are input 1 from the second slice on */
+  stage first = {2, 3, 1, 0, 7}, mid = {2, 3, 1, 7, 14};
+  cnn_layout L = layout_of(&mid);
+  float *x = xcalloc(L.in_elems + L.out_elems, sizeof *x);
+  acc_block in[2] = {{(uint8_t *)x, L.in_elems * sizeof *x},
+                     {(uint8_t *)x, L.out_elems * sizeof *x - 4}};
+  refused(EMBER__CNN__OP__FORWARD, &mid, in, 1,
+          "channels [7, 14) takes 2 input blocks, not 1");
+  refused(EMBER__CNN__OP__FORWARD, &mid, in, 2,
+          "input 1 (the previous slice's partial sums)");
+  refused(EMBER__CNN__OP__FORWARD, &first, in, 2, "takes 1 input block");
+  acc_block short_x = {(uint8_t *)x, L.in_elems * sizeof *x - 4};
+  refused(EMBER__CNN__OP__FORWARD, &first, &short_x, 1,
+          "input 0 (the layer's whole input)");
+  refused(EMBER__CNN__OP__BACKWARD, &mid, &in[1], 1,
+          "the last slice's error before the activation");
+
+  /* plan: a non-last slice's BACKWARD makes 1 out block, the last 2 */
+  const acc_descriptor *d = cnn();
+  acc_block dz = {(uint8_t *)x, L.out_elems * sizeof *x};
+  stage last = {2, 3, 1, 14, 20};
+  const stage *which[2] = {&mid, &last};
+  for (int k = 0; k < 2; k++) {
+    cnn_layout SL = layout_of(which[k]);
+    uint8_t *pp = params(EMBER__CNN__OP__BACKWARD, which[k], &len);
+    assert_int_equal(d->validate(pp, len, &dz, 1, &prep, err, sizeof err),
+                     0);
+    size_t size = SL.total;
+    acc_task_shape sh = {(size_t)(k + 2), &size, 1};
+    acc_task_plan plan;
+    assert_int_equal(acc_plan_task(d, prep, &sh, 0, &plan, err, sizeof err),
+                     EMBER_EPARAM);
+    print_message("  plan refused: %s\n", err);
+    sh.n_outputs = (size_t)(k + 1);
+    assert_int_equal(acc_plan_task(d, prep, &sh, 0, &plan, err, sizeof err),
+                     0);
+    /* conv2's input is 12 x 12 x 20 */
+    assert_int_equal(plan.output_sizes[0], (size_t)B *
+                     (which[k]->c1 - which[k]->c0) * 12 * 12 * sizeof(float));
+    if (k) assert_int_equal(plan.output_sizes[1], L.out_elems * sizeof(float));
+    d->release(prep);
+    free(pp);
+  }
+
+  /* a block stamped for slice [0, 7) (the same size as [7, 14)'s) is
+   * refused by [7, 14)'s tasks */
+  assert_int_equal(layout_of(&first).total, L.total);
+  acc_mut_block st = new_state(&first);
+  ok_op(init, &first, NULL, 0, &st, NULL, 0);
+  int rc = run_op(EMBER__CNN__OP__UPDATE, &mid, NULL, 0, &st, NULL, 0, err,
+                  sizeof err);
+  assert_int_equal(rc, EMBER_ESTATE);
+  assert_non_null(strstr(err, "layer 2's channels [0, 7)"));
+  print_message("  run refused: %s\n", err);
+  /* BACKWARD without a FORWARD */
+  rc = run_op(EMBER__CNN__OP__BACKWARD, &first, &dz, 1, &st, NULL, 0, err,
+              sizeof err);
+  assert_int_equal(rc, EMBER_ESTATE);
+  free(st.data);
+  free(x);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(conv2_in_2_and_3_slices),
+      cmocka_unit_test(fc1_in_2_slices),
+      cmocka_unit_test(conv1_as_one_slice),
+      cmocka_unit_test(hostile_ranges_refused),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
