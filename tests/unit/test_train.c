@@ -93,6 +93,7 @@ static void params_for(ember_train_params *p, epochs_log *l, unsigned stages,
   p->test_images = images;
   p->test_labels = labels;
   p->n_test = N;
+  p->test_limit = 20; /* the test pass's cost, each epoch */
   p->epochs = EPOCHS;
   p->batch = 20;
   p->micro_batch = 5;
