@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "ember/ember.h"
 
 static void verror(const char *cmd, const char *fmt, va_list ap) {
   fprintf(stderr, "ember: %s: ", cmd);
@@ -176,4 +177,21 @@ void cli_progress_show_note(cli_progress *pr, size_t done, size_t total,
 
 void cli_progress_clear(cli_progress *pr) {
   if (pr->shown) fprintf(stderr, "\r%*s\r", pr->width, "");
+}
+
+/* "--platform: unknown kind 'gpu' (cpu, opencl or fpga-emu)" */
+int cli_check_platform_kind(const char *cmd, const char *option,
+                            const char *kind) {
+  char kinds[128] = "";
+  size_t used = 0;
+  for (size_t i = 0; ember_platform_kind(i); i++) {
+    if (strcmp(ember_platform_kind(i), kind) == 0) return 0;
+    const char *sep = i == 0 ? "" : ember_platform_kind(i + 1) ? ", " : " or ";
+    int n = snprintf(kinds + used, sizeof kinds - used, "%s%s", sep,
+                     ember_platform_kind(i));
+    if (n < 0 || (size_t)n >= sizeof kinds - used) break;
+    used += (size_t)n;
+  }
+  return cli_usage_error(cmd, "%s: unknown kind '%s' (%s)", option, kind,
+                         kinds);
 }

@@ -39,6 +39,11 @@ extern const cli_command cli_cmd_train;
 void cli_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* cli_check_platform_kind - 0 when kind is a platform kind ember knows;
+ * else a usage error naming option and the kinds (CLI_USAGE). */
+int cli_check_platform_kind(const char *cmd, const char *option,
+                            const char *kind);
+
 /* cli_usage_error - cli_error plus a hint to `ember help CMD`; returns
  * CLI_USAGE so callers can `return cli_usage_error(...)`. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)

@@ -126,27 +126,6 @@ typedef struct align_args {
   int has_match, has_mismatch, has_gap_open, has_gap_extend;
 } align_args;
 
-static int is_platform_kind(const char *kind) {
-  for (size_t i = 0; ember_platform_kind(i); i++)
-    if (strcmp(ember_platform_kind(i), kind) == 0) return 1;
-  return 0;
-}
-
-/* "--platform: unknown kind 'gpu' (cpu, opencl or fpga-emu)" */
-static int unknown_kind(const char *option, const char *kind) {
-  char kinds[128] = "";
-  size_t used = 0;
-  for (size_t i = 0; ember_platform_kind(i); i++) {
-    const char *sep = i == 0 ? "" : ember_platform_kind(i + 1) ? ", " : " or ";
-    int n = snprintf(kinds + used, sizeof kinds - used, "%s%s", sep,
-                     ember_platform_kind(i));
-    if (n < 0 || (size_t)n >= sizeof kinds - used) break;
-    used += (size_t)n;
-  }
-  return cli_usage_error(CMD, "%s: unknown kind '%s' (%s)", option, kind,
-                         kinds);
-}
-
 /* Parse and check the options; returns 0, CLI_USAGE, or -1 after --help. */
 static int parse_args(int argc, char **argv, align_args *a) {
   memset(a, 0, sizeof *a);
@@ -226,10 +205,10 @@ static int parse_args(int argc, char **argv, align_args *a) {
                                 "DNA uses --match and --mismatch");
   if (a->matrix && !a->matrix[0])
     return cli_usage_error(CMD, "--matrix: an empty name");
-  if (a->platform && !is_platform_kind(a->platform))
-    return unknown_kind("--platform", a->platform);
-  if (a->prefer && !is_platform_kind(a->prefer))
-    return unknown_kind("--prefer", a->prefer);
+  if (a->platform && cli_check_platform_kind(CMD, "--platform", a->platform))
+    return CLI_USAGE;
+  if (a->prefer && cli_check_platform_kind(CMD, "--prefer", a->prefer))
+    return CLI_USAGE;
   if (a->out && !a->out[0]) return cli_usage_error(CMD, "--out: an empty path");
   return 0;
 }

@@ -126,26 +126,6 @@ typedef struct lnl_args {
   int single, embedded, json, threads, instances, max_vectors;
 } lnl_args;
 
-static int is_platform_kind(const char *kind) {
-  for (size_t i = 0; ember_platform_kind(i); i++)
-    if (strcmp(ember_platform_kind(i), kind) == 0) return 1;
-  return 0;
-}
-
-static int unknown_kind(const char *kind) {
-  char kinds[128] = "";
-  size_t used = 0;
-  for (size_t i = 0; ember_platform_kind(i); i++) {
-    const char *sep = i == 0 ? "" : ember_platform_kind(i + 1) ? ", " : " or ";
-    int n = snprintf(kinds + used, sizeof kinds - used, "%s%s", sep,
-                     ember_platform_kind(i));
-    if (n < 0 || (size_t)n >= sizeof kinds - used) break;
-    used += (size_t)n;
-  }
-  return cli_usage_error(CMD, "--platform: unknown kind '%s' (%s)", kind,
-                         kinds);
-}
-
 /* Parse and check the options; returns 0, CLI_USAGE, or -1 after --help. */
 static int parse_args(int argc, char **argv, lnl_args *a) {
   memset(a, 0, sizeof *a);
@@ -211,8 +191,8 @@ static int parse_args(int argc, char **argv, lnl_args *a) {
   if (a->nam && a->embedded)
     return cli_usage_error(CMD, "--nam and --embedded exclude each other");
   if (a->nam && !a->nam[0]) return cli_usage_error(CMD, "--nam: an empty address");
-  if (a->platform && !is_platform_kind(a->platform))
-    return unknown_kind(a->platform);
+  if (a->platform && cli_check_platform_kind(CMD, "--platform", a->platform))
+    return CLI_USAGE;
   return 0;
 }
 

@@ -158,26 +158,6 @@ typedef struct train_args {
   uint64_t seed;
 } train_args;
 
-static int is_platform_kind(const char *kind) {
-  for (size_t i = 0; ember_platform_kind(i); i++)
-    if (strcmp(ember_platform_kind(i), kind) == 0) return 1;
-  return 0;
-}
-
-static int unknown_kind(const char *kind) {
-  char kinds[128] = "";
-  size_t used = 0;
-  for (size_t i = 0; ember_platform_kind(i); i++) {
-    const char *sep = i == 0 ? "" : ember_platform_kind(i + 1) ? ", " : " or ";
-    int n = snprintf(kinds + used, sizeof kinds - used, "%s%s", sep,
-                     ember_platform_kind(i));
-    if (n < 0 || (size_t)n >= sizeof kinds - used) break;
-    used += (size_t)n;
-  }
-  return cli_usage_error(CMD, "--platform: unknown kind '%s' (%s)", kind,
-                         kinds);
-}
-
 /* text as a whole finite number in [min, max]; else CLI_USAGE. */
 static int parse_double(const char *option, const char *text, double min,
                         double max, double *out) {
@@ -254,8 +234,8 @@ static int check_args(const train_args *a) {
   if (a->plot && a->has_epochs && a->epochs == 0)
     return cli_usage_error(CMD, "--plot draws the epochs trained: not with "
                            "--epochs 0");
-  if (a->platform && !is_platform_kind(a->platform))
-    return unknown_kind(a->platform);
+  if (a->platform && cli_check_platform_kind(CMD, "--platform", a->platform))
+    return CLI_USAGE;
   return 0;
 }
 
