@@ -10,6 +10,8 @@
 
 #include <sodium.h>
 
+#include "ember/ember_errors.h"
+
 #define CACHE_MAGIC "EMBCLBN1"
 #define CACHE_SUM_BYTES crypto_generichash_BYTES
 #define CACHE_KEY_BYTES 16       /* 128 bits of each name half */
@@ -124,4 +126,24 @@ void acc_cl_cache_store(cl_program prog, const char *path) {
   if (!ok || rename(tmp, path) != 0) remove(tmp);
 out:
   free(bin);
+}
+
+int acc_cl_build_failed(cl_program prog, cl_device_id dev, cl_int rc,
+                        const char *what, char *err, size_t err_len) {
+  /* the log is returned whole or not at all: size it first */
+  size_t len = 0;
+  char *log = NULL;
+  if (clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &len) ==
+          CL_SUCCESS &&
+      len > 0 && (log = malloc(len + 1)) != NULL &&
+      clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, len, log, NULL) ==
+          CL_SUCCESS)
+    log[len] = '\0';
+  else if (log)
+    log[0] = '\0';
+  if (err && err_len)
+    snprintf(err, err_len, "%s: clBuildProgram failed (%d): %s", what,
+             (int)rc, log ? log : "");
+  free(log);
+  return EMBER_EPLATFORM;
 }

@@ -1,6 +1,7 @@
 /*
  * cl_cache.h - the OpenCL program binary cache the built-in accelerators
- * share (their OpenCL host code: sw_opencl.c, plf_opencl.c).
+ * share (their OpenCL host code: sw_opencl.c, plf_opencl.c, cnn_opencl.c),
+ * and the report of a failed build.
  *
  * A file is named by two BLAKE2b hashes (libsodium's crypto_generichash):
  * of the device (name, driver, version) and of the program (source, build
@@ -31,5 +32,11 @@ cl_program acc_cl_cache_load(cl_context ctx, cl_device_id dev,
 /* acc_cl_cache_store - write prog's binary to path: best effort, through
  * a temporary file renamed into place. */
 void acc_cl_cache_store(cl_program prog, const char *path);
+
+/* acc_cl_build_failed - "WHAT: clBuildProgram failed (RC): BUILD LOG" into
+ * err for a program whose build on dev failed with rc; returns
+ * EMBER_EPLATFORM. */
+int acc_cl_build_failed(cl_program prog, cl_device_id dev, cl_int rc,
+                        const char *what, char *err, size_t err_len);
 
 #endif

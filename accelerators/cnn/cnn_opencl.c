@@ -96,23 +96,6 @@ static void seterr(char *err, size_t len, const char *fmt, ...) {
 
 /* ---- the program --------------------------------------------------------- */
 
-static int build_failed(cnn_ocl *o, cl_int rc, char *err, size_t err_len) {
-  size_t len = 0;
-  char *log = NULL;
-  if (clGetProgramBuildInfo(o->prog, o->dev, CL_PROGRAM_BUILD_LOG, 0, NULL,
-                            &len) == CL_SUCCESS &&
-      len > 0 && (log = malloc(len + 1)) != NULL &&
-      clGetProgramBuildInfo(o->prog, o->dev, CL_PROGRAM_BUILD_LOG, len, log,
-                            NULL) == CL_SUCCESS)
-    log[len] = '\0';
-  else if (log)
-    log[0] = '\0';
-  seterr(err, err_len, "cnn.cl: clBuildProgram failed (%d): %s", (int)rc,
-         log ? log : "");
-  free(log);
-  return EMBER_EPLATFORM;
-}
-
 static int build(cnn_ocl *o, const char *cache_dir, char *err,
                  size_t err_len) {
   if (cache_dir && *cache_dir)
@@ -133,7 +116,8 @@ static int build(cnn_ocl *o, const char *cache_dir, char *err,
       return EMBER_EPLATFORM;
     }
     rc = clBuildProgram(o->prog, 1, &o->dev, build_options, NULL, NULL);
-    if (rc != CL_SUCCESS) return build_failed(o, rc, err, err_len);
+    if (rc != CL_SUCCESS)
+      return acc_cl_build_failed(o->prog, o->dev, rc, "cnn.cl", err, err_len);
     if (o->cache_path[0]) acc_cl_cache_store(o->prog, o->cache_path);
   }
   for (int i = 0; i < K_COUNT; i++) {

@@ -117,24 +117,6 @@ static void device_string(cl_device_id dev, cl_device_info what, char *buf,
 
 /* ---- programs ------------------------------------------------------------ */
 
-static int build_log(const plf_ocl *o, plf_prog *p, cl_int rc, char *err,
-                     size_t err_len) {
-  size_t len = 0;
-  char *log = NULL;
-  if (clGetProgramBuildInfo(p->prog, o->dev, CL_PROGRAM_BUILD_LOG, 0, NULL,
-                            &len) == CL_SUCCESS &&
-      len > 0 && (log = malloc(len + 1)) != NULL &&
-      clGetProgramBuildInfo(p->prog, o->dev, CL_PROGRAM_BUILD_LOG, len, log,
-                            NULL) == CL_SUCCESS)
-    log[len] = '\0';
-  else if (log)
-    log[0] = '\0';
-  seterr(err, err_len, "plf.cl (%s): clBuildProgram failed (%d): %s",
-         p->options, (int)rc, log ? log : "");
-  free(log);
-  return EMBER_EPLATFORM;
-}
-
 static int make_kernels(const plf_ocl *o, plf_prog *p, char *err,
                         size_t err_len) {
   size_t dev_wg = 1, items[16] = {0};
@@ -197,7 +179,11 @@ static int build_program(const plf_ocl *o, plf_prog *p, int prec,
       return EMBER_EPLATFORM;
     }
     rc = clBuildProgram(p->prog, 1, &o->dev, p->options, NULL, NULL);
-    if (rc != CL_SUCCESS) return build_log(o, p, rc, err, err_len);
+    if (rc != CL_SUCCESS) {
+      char what[160];
+      snprintf(what, sizeof what, "plf.cl (%s)", p->options);
+      return acc_cl_build_failed(p->prog, o->dev, rc, what, err, err_len);
+    }
     if (p->cache_path[0]) acc_cl_cache_store(p->prog, p->cache_path);
   }
   return make_kernels(o, p, err, err_len);

@@ -62,21 +62,7 @@ cl_ulong acc_sw_ocl_device_memory(cl_device_id dev) {
 static int build(acc_sw_ocl *o, char *err, size_t err_len) {
   cl_int rc = clBuildProgram(o->prog, 1, &o->dev, BUILD_OPTIONS, NULL, NULL);
   if (rc == CL_SUCCESS) return 0;
-  /* the log is returned whole or not at all: size it first */
-  size_t len = 0;
-  char *log = NULL;
-  if (clGetProgramBuildInfo(o->prog, o->dev, CL_PROGRAM_BUILD_LOG, 0, NULL,
-                            &len) == CL_SUCCESS &&
-      len > 0 && (log = malloc(len + 1)) != NULL &&
-      clGetProgramBuildInfo(o->prog, o->dev, CL_PROGRAM_BUILD_LOG, len, log,
-                            NULL) == CL_SUCCESS)
-    log[len] = '\0';
-  else if (log)
-    log[0] = '\0';
-  seterr(err, err_len, "sw.cl: clBuildProgram failed (%d): %s", (int)rc,
-         log ? log : "");
-  free(log);
-  return EMBER_EPLATFORM;
+  return acc_cl_build_failed(o->prog, o->dev, rc, "sw.cl", err, err_len);
 }
 
 /* work-groups per compute unit a chunk holds at least */
