@@ -212,7 +212,9 @@ static int settle(setup *s) {
 }
 
 /* The plan: stages dealt over the clients in order, on each over its
- * platforms in turn; FPDeep's partitioner by layers, weighted by speed. */
+ * platforms in turn; FPDeep's partitioner, weighted by speed: its fine
+ * phase (stages may cut a layer's input channels, ICP) where every stage
+ * can run slices, else by whole layers. */
 static int make_plan(setup *s, ember_client *const *clients,
                      size_t n_clients) {
   size_t N = s->p.stages ? s->p.stages : 1;

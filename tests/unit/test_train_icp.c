@@ -114,9 +114,11 @@ static int plan_cuts_a_layer(unsigned stages) {
 
 static void sync_icp_equals_one_stage(void **state) {
   (void)state;
-  static const unsigned stages[] = {1, 2, 3};
-  epochs_log logs[3];
-  for (int k = 0; k < 3; k++) {
+  /* 2, 3: conv2 cut; 5: conv2 and fc1 cut, one stage beginning in a
+   * slice of conv2 and ending in one of fc1 (three units) */
+  static const unsigned stages[] = {1, 2, 3, 5};
+  epochs_log logs[4];
+  for (int k = 0; k < 4; k++) {
     if (stages[k] > 1) assert_true(plan_cuts_a_layer(stages[k]));
     ember_train_params p;
     params_for(&p, &logs[k], stages[k], 1, EPOCHS);
@@ -131,7 +133,7 @@ static void sync_icp_equals_one_stage(void **state) {
                   logs[k].train_acc[EPOCHS - 1], r.tasks);
   }
   assert_true(logs[0].loss[EPOCHS - 1] < 0.7 * logs[0].loss[0]);
-  for (int k = 1; k < 3; k++) {
+  for (int k = 1; k < 4; k++) {
     double worst = 0;
     for (int e = 0; e < EPOCHS; e++) {
       double rel = fabs(logs[k].loss[e] - logs[0].loss[e]) /
