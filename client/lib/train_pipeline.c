@@ -476,7 +476,7 @@ static int start(pass *p, size_t i, enum op op) {
   size_t g = op == OP_FORWARD ? s->fwd_sub : op == OP_BACKWARD ? s->bwd_sub
                                                                : 0;
   micro *m = micro_of(p, g);
-  ember_block *in[2] = {NULL, NULL};
+  ember_block *in[3] = {NULL, NULL, NULL};
   size_t n_in = 0;
   ember_block **out = NULL;
   size_t n_out = 0;
@@ -509,15 +509,10 @@ static int start(pass *p, size_t i, enum op op) {
     } else if (i < N - 1) {
       in[n_in++] = m->err[i + 1];
     }
-    /* the input error: a whole unit's for the unit before it (none
-     * before the first layer); a slice's for the gather (the last slice
-     * gives it always, since its dz is out block 1) */
-    if (i > 0 || t->slice) {
-      out = &m->err[i];
-      n_out = 1;
-    }
-    if (t->slice && t->first == 0 && !t->slice_last) n_out = 0;
-    if (t->slice_last) n_out = 2; /* err[i], dz[i] */
+    /* out 0, the input error: a whole unit's for the unit before it
+     * (none before the first layer), a slice's for the gather (none in
+     * the first layer, but the last slice's always: its dz is out 1) */
+    n_out = t->slice_last ? 2 : t->slice ? t->first > 0 : i > 0;
   }
   if (rc) return rc;
   ember_block *outs[2] = {NULL, NULL};
