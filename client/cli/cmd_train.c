@@ -65,6 +65,9 @@ static const char train_help[] =
     "\n"
     "Where it runs:\n"
     "  --stages N          stages the network is split into (default 1)\n"
+    "  --layers-only       stages hold whole layers (default: a stage may\n"
+    "                      begin or end inside a convolutional or connected\n"
+    "                      layer, with a slice of its input channels)\n"
     "  --platform KIND     every stage on a platform of this kind: cpu,\n"
     "                      opencl, fpga-emu (default any)\n"
     "  --nam ADDR          a NAM at unix:PATH or tcp:HOST:PORT; repeat it\n"
@@ -117,7 +120,7 @@ enum {
   OPT_NET = 256, OPT_DATA, OPT_EPOCHS, OPT_BATCH, OPT_MICRO_BATCH, OPT_LR,
   OPT_MOMENTUM, OPT_DECAY, OPT_STAGES, OPT_PLATFORM, OPT_NAM, OPT_GAM,
   OPT_NODES, OPT_EMBEDDED, OPT_SYNC, OPT_PLAN, OPT_SAVE, OPT_LOAD, OPT_PLOT,
-  OPT_JSON, OPT_SEED, OPT_TRAIN_LIMIT, OPT_TEST_LIMIT
+  OPT_JSON, OPT_SEED, OPT_TRAIN_LIMIT, OPT_TEST_LIMIT, OPT_LAYERS_ONLY
 };
 
 static const struct option train_options[] = {
@@ -136,6 +139,7 @@ static const struct option train_options[] = {
     {"nodes", required_argument, NULL, OPT_NODES},
     {"embedded", no_argument, NULL, OPT_EMBEDDED},
     {"sync", no_argument, NULL, OPT_SYNC},
+    {"layers-only", no_argument, NULL, OPT_LAYERS_ONLY},
     {"plan", no_argument, NULL, OPT_PLAN},
     {"save", required_argument, NULL, OPT_SAVE},
     {"load", required_argument, NULL, OPT_LOAD},
@@ -151,7 +155,7 @@ typedef struct train_args {
   const char *net, *data, *platform, *gam, *save, *load, *plot;
   const char **nams;                /* argc entries, n_nams used */
   size_t n_nams;
-  int embedded, sync, plan, json;
+  int embedded, sync, plan, json, layers_only;
   int epochs, batch, micro_batch, stages, nodes, train_limit, test_limit;
   int has_epochs, has_seed;
   double lr, momentum, decay;       /* < 0: the .cfg's */
@@ -282,6 +286,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
       break;
     case OPT_EMBEDDED: a->embedded = 1; break;
     case OPT_SYNC: a->sync = 1; break;
+    case OPT_LAYERS_ONLY: a->layers_only = 1; break;
     case OPT_PLAN: a->plan = 1; break;
     case OPT_SAVE: a->save = optarg; break;
     case OPT_LOAD: a->load = optarg; break;
@@ -796,6 +801,7 @@ static void set_params(const train_args *a, train_run *r,
   if (a->stages) p->stages = (unsigned)a->stages;
   p->platform = a->platform;
   if (a->sync) p->sync = 1;
+  if (a->layers_only) p->layer_split_only = 1;
   if (a->has_seed) p->seed = a->seed;
   p->train_limit = (size_t)a->train_limit;
   p->test_limit = (size_t)a->test_limit;

@@ -41,6 +41,7 @@ void ember_train_params_default(ember_train_params *p) {
 typedef struct candidate {
   size_t client;
   char name[64];
+  char kind[32];
   char label[192];
   double speed;
 } candidate;
@@ -102,6 +103,7 @@ static int platforms_of(ember_client *const *clients, size_t n_clients,
     candidate *cd = &out[(*n)++];
     cd->client = c;
     snprintf(cd->name, sizeof cd->name, "%s", pl->name);
+    snprintf(cd->kind, sizeof cd->kind, "%s", pl->kind);
     if (n_clients > 1)
       snprintf(cd->label, sizeof cd->label, "%s %s",
                ember_client_address(clients[c]), pl->name);
@@ -210,7 +212,9 @@ static int settle(setup *s) {
 }
 
 /* The plan: stages dealt over the clients in order, on each over its
- * platforms in turn; FPDeep's partitioner by layers, weighted by speed. */
+ * platforms in turn; FPDeep's partitioner, weighted by speed: its fine
+ * phase (stages may cut a layer's input channels, ICP) where every stage
+ * can run slices, else by whole layers. */
 static int make_plan(setup *s, ember_client *const *clients,
                      size_t n_clients) {
   size_t N = s->p.stages ? s->p.stages : 1;
@@ -237,44 +241,133 @@ static int make_plan(setup *s, ember_client *const *clients,
     pl[i].name = s->stage_platform[i].label;
     pl[i].speed = s->stage_platform[i].speed;
   }
+  /* FPDeep's fine phase (ICP slices) where every stage can run slices
+   * (not on opencl yet); a plan with OCP pieces (no task for them yet)
+   * falls back to whole layers */
+  unsigned flags = s->p.layer_split_only ? CNN_PLAN_LAYERS_ONLY : 0;
+  for (size_t i = 0; !rc && i < N; i++)
+    if (strcmp(s->stage_platform[i].kind, "opencl") == 0)
+      flags = CNN_PLAN_LAYERS_ONLY;
   char err[512];
   if (!rc) {
-    rc = cnn_plan_create(s->net, pl, N, CNN_PLAN_LAYERS_ONLY, &s->plan, err,
-                         sizeof err);
+    rc = cnn_plan_create(s->net, pl, N, flags, &s->plan, err, sizeof err);
+    if (rc && !flags) {
+      flags = CNN_PLAN_LAYERS_ONLY;
+      rc = cnn_plan_create(s->net, pl, N, flags, &s->plan, err, sizeof err);
+    }
     if (rc) ember__client_set_error("%s", err);
+  }
+  if (!rc && !flags) {
+    size_t n;
+    const cnn_stage *st = cnn_plan_stages(s->plan, &n);
+    int ocp = 0;
+    for (size_t i = 0; i < n; i++)
+      ocp |= st[i].begin_split == CNN_SPLIT_OCP ||
+             st[i].end_split == CNN_SPLIT_OCP;
+    if (ocp) {
+      cnn_plan_destroy(s->plan);
+      s->plan = NULL;
+      rc = cnn_plan_create(s->net, pl, N, CNN_PLAN_LAYERS_ONLY, &s->plan,
+                           err, sizeof err);
+      if (rc) ember__client_set_error("%s", err);
+    }
   }
   free(found);
   free(pl);
   return rc;
 }
 
-/* Stage i of the plan as a train_stage: its layers and platform. */
+/* Append a unit of plan stage i: layers [first, end), or with slice the
+ * ICP slice [c0, c1) of layer first. */
+static int add_unit(setup *s, ember_client *const *clients, size_t i,
+                    uint32_t first, uint32_t end, int slice, uint32_t c0,
+                    uint32_t c1) {
+  train_run *r = &s->run;
+  train_stage *t = &r->stages[r->n_stages++];
+  t->first = first;
+  t->end = end;
+  t->plan_stage = i;
+  t->slice = slice;
+  t->c0 = c0;
+  t->c1 = c1;
+  t->client_index = s->stage_platform[i].client;
+  t->client = clients[t->client_index];
+  snprintf(t->platform, sizeof t->platform, "%s", s->stage_platform[i].name);
+  t->speed = s->stage_platform[i].speed;
+  return 0;
+}
+
+/* The plan's stages as units: each stage's leading slice, whole layers
+ * and trailing slice, with their platform. */
 static int make_stages(setup *s, ember_client *const *clients) {
-  size_t N;
+  size_t N, n_layers;
   const cnn_stage *st = cnn_plan_stages(s->plan, &N);
+  const cnn_layer *layers = cnn_net_layers(s->net, &n_layers);
   train_run *r = &s->run;
   r->text = s->text;
   r->text_len = s->text_len;
   r->net = s->net;
-  r->n_stages = N;
-  r->slots = (uint32_t)(2 * N < CNN_MAX_SLOTS ? 2 * N : CNN_MAX_SLOTS);
-  r->stages = calloc(N, sizeof *r->stages);
+  r->n_plan_stages = N;
+  r->n_stages = 0;
+  r->stages = calloc(3 * N, sizeof *r->stages);
   if (!r->stages) {
     ember__client_set_error("out of memory");
     return EMBER_ENOMEM;
   }
   for (size_t i = 0; i < N; i++) {
-    train_stage *t = &r->stages[i];
-    t->first = st[i].begin.layer;
-    t->end = st[i].end.layer + 1;
-    t->client_index = s->stage_platform[i].client;
-    t->client = clients[t->client_index];
-    snprintf(t->platform, sizeof t->platform, "%s",
-             s->stage_platform[i].name);
-    t->speed = s->stage_platform[i].speed;
-    if (cnn_layout_compute(s->net, t->first, t->end, r->micro, r->slots,
-                           &t->layout)) {
-      ember__client_set_error("stage %zu: state too large", i + 1);
+    uint32_t L0 = st[i].begin.layer, L1 = st[i].end.layer;
+    int lead = st[i].begin_split == CNN_SPLIT_ICP;
+    int trail = st[i].end_split == CNN_SPLIT_ICP;
+    if (L0 == L1 && (lead || trail)) {
+      add_unit(s, clients, i, L0, L0 + 1, 1, st[i].begin.channel,
+               st[i].end.channel);
+      continue;
+    }
+    uint32_t w0 = L0, w1 = L1 + 1;
+    if (lead) {
+      add_unit(s, clients, i, L0, L0 + 1, 1, st[i].begin.channel,
+               cnn_layer_channels(&layers[L0]));
+      w0++;
+    }
+    if (trail) w1--;
+    if (w0 < w1) add_unit(s, clients, i, w0, w1, 0, 0, 0);
+    if (trail) add_unit(s, clients, i, L1, L1 + 1, 1, 0, st[i].end.channel);
+  }
+  /* each slice's layer: its first and last slice units */
+  for (size_t u = 0; u < r->n_stages; u++) {
+    train_stage *t = &r->stages[u];
+    if (!t->slice) continue;
+    size_t b = u, e = u;
+    while (b > 0 && r->stages[b - 1].slice &&
+           r->stages[b - 1].first == t->first)
+      b--;
+    while (e + 1 < r->n_stages && r->stages[e + 1].slice &&
+           r->stages[e + 1].first == t->first)
+      e++;
+    t->base = b;
+    t->last = e;
+    t->slice_last = u == e;
+    if (r->stages[b].c0 != 0 ||
+        r->stages[e].c1 != cnn_layer_channels(&layers[t->first]) ||
+        b == e ||
+        (u > b && r->stages[u - 1].c1 != t->c0)) {
+      ember__client_set_error("the plan's slices of layer %u do not cover "
+                              "its channels", t->first + 1);
+      return EMBER_EINTERNAL;
+    }
+  }
+  size_t U = r->n_stages;
+  r->slots = (uint32_t)(2 * U < CNN_MAX_SLOTS ? 2 * U : CNN_MAX_SLOTS);
+  for (size_t u = 0; u < U; u++) {
+    train_stage *t = &r->stages[u];
+    int rc = t->slice ? cnn_layout_compute_slice(s->net, t->first, t->c0,
+                                                 t->c1, r->micro, r->slots,
+                                                 &t->layout)
+                      : cnn_layout_compute(s->net, t->first, t->end,
+                                           r->micro, r->slots, &t->layout);
+    if (rc) {
+      ember__client_set_error("stage %zu: state too large",
+                              t->plan_stage + 1);
       return EMBER_ETOOBIG;
     }
   }
@@ -294,7 +387,7 @@ static int make_state_blocks(train_run *r) {
     free(zero);
     if (rc) {
       ember__client_set_error("stage %zu: cannot make its state block "
-                              "(%llu bytes): %s", i + 1,
+                              "(%llu bytes): %s", t->plan_stage + 1,
                               (unsigned long long)t->layout.total,
                               ember_last_error());
       return rc;
@@ -412,7 +505,7 @@ static int report_epoch(setup *s, unsigned epoch, unsigned last,
                         const train_pass *tp, const uint64_t *exec_ns,
                         double test_acc) {
   if (!s->p.epoch_cb) return 0;
-  size_t N = s->run.n_stages;
+  size_t N = s->run.n_plan_stages;
   double *busy = calloc(N, sizeof *busy);
   const char **names = calloc(N, sizeof *names);
   int rc = 0;
@@ -468,7 +561,7 @@ int ember_train(ember_client *const *clients, size_t n_clients,
   }
   uint64_t *exec_ns = NULL;
   if (!rc) {
-    exec_ns = calloc(s.run.n_stages, sizeof *exec_ns);
+    exec_ns = calloc(s.run.n_plan_stages, sizeof *exec_ns);
     if (!exec_ns) {
       ember__client_set_error("out of memory");
       rc = EMBER_ENOMEM;
@@ -488,8 +581,9 @@ int ember_train(ember_client *const *clients, size_t n_clients,
     rc = ember__train_pass_run(&s.run, &train, order, n, 1, &tp, s.p.progress,
                         s.p.user);
     /* the test pass counts its own platform time: keep the epoch's */
-    for (size_t i = 0; !rc && i < s.run.n_stages; i++)
-      exec_ns[i] = s.run.stages[i].exec_ns;
+    for (size_t i = 0; !rc && i < s.run.n_plan_stages; i++) exec_ns[i] = 0;
+    for (size_t u = 0; !rc && u < s.run.n_stages; u++)
+      exec_ns[s.run.stages[u].plan_stage] += s.run.stages[u].exec_ns;
     double acc = NAN;
     if (!rc) rc = test_pass(&s, &test, &acc);
     if (!rc && s.p.save_path) rc = save_weights(&s, done + e + 1);

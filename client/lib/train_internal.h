@@ -47,8 +47,20 @@ void ember__train_shuffle(size_t *order, size_t n, uint64_t seed,
 
 /* ---- stages and the pipeline (train_pipeline.c) ------------------------- */
 
+/* A unit: what one state block holds, run as one task per op. A plan
+ * stage is one or more units in a row on its platform: an ICP slice it
+ * begins inside (FPDeep's input-channel partition), its whole layers, a
+ * slice it ends inside. The pipeline schedules units, one task at a time
+ * per plan stage. */
 typedef struct train_stage {
-  uint32_t first, end;       /* the network's layers [first, end) */
+  uint32_t first, end;       /* the network's layers [first, end); a slice:
+                                its layer, end = first + 1 */
+  size_t plan_stage;         /* the plan stage it belongs to */
+  int slice;                 /* an ICP slice of layer first ... */
+  uint32_t c0, c1;           /* ... over input channels [c0, c1) */
+  int slice_last;            /* the slice holding the last channel */
+  size_t base, last;         /* a slice: its layer's first and last slice
+                                units */
   ember_client *client;
   size_t client_index;
   char platform[64];         /* the platform it is pinned to */
@@ -63,8 +75,9 @@ typedef struct train_run {
   const char *text;          /* the .cfg text every task carries */
   size_t text_len;
   const cnn_net *net;
-  train_stage *stages;
-  size_t n_stages;
+  train_stage *stages;       /* the units, in the network's order */
+  size_t n_stages;           /* units */
+  size_t n_plan_stages;      /* plan stages (units' plan_stage < it) */
   uint32_t micro;            /* samples per task */
   uint32_t slots;            /* FORWARDs each stage keeps */
   uint32_t per_batch;        /* micro-batches per mini-batch */

@@ -18,6 +18,19 @@
  * Micro-batch g uses slot g % slots on every stage. Activations and
  * errors are out blocks of the stage that made them; between stages on
  * different clients (NAMs) they are read back and sent on by this thread.
+ *
+ * What is scheduled are units (train_internal.h): a plan stage that
+ * begins or ends inside a convolutional or connected layer runs an ICP
+ * slice of it as a unit of its own, one task at a time per plan stage
+ * still (the best op among its units: UPDATE, then BACKWARD, then
+ * FORWARD). The units form the chain above, with these links more: every
+ * slice of a layer reads the layer's input (the output of the unit before
+ * its first slice); a slice after the first adds to the previous one's
+ * partial sums; the last slice's BACKWARD (the layer's output error) makes
+ * dz, which the other slices' BACKWARDs take; the unit before the first
+ * slice takes the slices' input errors concatenated by channel per sample,
+ * a gather this thread does (read back, interleaved, sent: a layer input
+ * error's bytes twice per micro-batch).
  */
 #include <math.h>
 #include <pthread.h>
@@ -42,8 +55,15 @@ typedef struct stage_run {
 /* A micro-batch in flight (ring entry g % ring). */
 typedef struct micro {
   ember_block *x, *y;        /* stage 0's input, the last stage's labels */
-  ember_block **act;         /* act[i]: stage i's output, stage i+1's input */
-  ember_block **err;         /* err[i]: stage i's input error, for i-1 */
+  ember_block **act;         /* act[i]: unit i's output (a slice: partial
+                                sums, or the last one the layer's output),
+                                unit i+1's input */
+  ember_block **err;         /* err[i]: unit i's input error, for i-1 (a
+                                slice: its channels', gathered) */
+  ember_block **dz;          /* dz[i]: a last slice's dz, for the others */
+  ember_block **tmp;         /* tmp[i]: unit i's copy of an input made
+                                elsewhere (a layer's input, dz), or its
+                                gathered output error */
   ember_block *probs;        /* an evaluation's last micro-batch only */
   size_t valid;              /* samples that count (a padded tail: fewer) */
 } micro;
@@ -93,6 +113,15 @@ static Ember__Cnn__Op proto_op(enum op op) {
   }
 }
 
+/* "layers a..b", or "layer a in-ch [c0:c1)" for a slice (1-based
+ * layers). */
+static void unit_name(const train_stage *s, char *buf, size_t len) {
+  if (s->slice)
+    snprintf(buf, len, "layer %u in-ch [%u:%u)", s->first + 1, s->c0, s->c1);
+  else
+    snprintf(buf, len, "layers %u..%u", s->first + 1, s->end);
+}
+
 /* Submit op (OP_NONE: SET_PARAMS) on stage i; *task gets it. */
 static int submit(train_run *r, size_t i, enum op op, uint32_t slot,
                   ember_block *const *in, size_t n_in, ember_block **outs,
@@ -109,6 +138,11 @@ static int submit(train_run *r, size_t i, enum op op, uint32_t slot,
   p.has_slots = p.has_slot = 1;
   p.slots = r->slots;
   p.slot = slot;
+  if (s->slice) {
+    p.has_channel_begin = p.has_channel_end = 1;
+    p.channel_begin = s->c0;
+    p.channel_end = s->c1;
+  }
   if (op == OP_INIT) {
     p.has_seed = 1;
     p.seed = r->seed;
@@ -134,10 +168,13 @@ static int submit(train_run *r, size_t i, enum op op, uint32_t slot,
                             .outputs = outs, .n_outputs = n_out};
   int rc = ember_submit(s->client, "cnn", buf, len, in, n_in, &o, task);
   free(buf);
-  if (rc)
-    ember__client_set_error("stage %zu (layers %u..%u): cannot submit %s: "
-                            "%s", i + 1, s->first + 1, s->end, op_name(op),
+  if (rc) {
+    char what[96];
+    unit_name(s, what, sizeof what);
+    ember__client_set_error("stage %zu (%s): cannot submit %s: %s",
+                            s->plan_stage + 1, what, op_name(op),
                             ember_last_error());
+  }
   return rc;
 }
 
@@ -149,11 +186,14 @@ static int finished(train_run *r, size_t i, enum op op, ember_task *t) {
   const ember_task_info *info = ember_task_get_info(t);
   if (info) s->exec_ns += info->exec_ns;
   s->tasks++;
-  if (rc)
-    ember__client_set_error("stage %zu (layers %u..%u) on %s: %s failed: "
-                            "%s: %s", i + 1, s->first + 1, s->end,
-                            s->platform, op_name(op), ember_errname(rc),
+  if (rc) {
+    char what[96];
+    unit_name(s, what, sizeof what);
+    ember__client_set_error("stage %zu (%s) on %s: %s failed: %s: %s",
+                            s->plan_stage + 1, what, s->platform,
+                            op_name(op), ember_errname(rc),
                             ember_task_message(t));
+  }
   return rc;
 }
 
@@ -181,6 +221,38 @@ static int on_every_stage(train_run *r, enum op op, ember_block **in,
   return rc;
 }
 
+/* Where layer L's parameters start in the network's (cnn_net_params
+ * floats, layer by layer, weights then biases). */
+static uint64_t layer_params_at(const cnn_net *net, uint32_t L) {
+  size_t n;
+  const cnn_layer *layers = cnn_net_layers(net, &n);
+  uint64_t at = 0;
+  for (uint32_t k = 0; k < L && k < n; k++)
+    at += layers[k].weights + layers[k].biases;
+  return at;
+}
+
+/* A slice's parameters (its weights' sub-tensor out x (c1 - c0) x kk,
+ * the last slice's biases) between the network's (net) and the slice's
+ * own (own): to_own copies net -> own, else own -> net. */
+static void slice_params(const train_run *r, const train_stage *t,
+                         float *net, float *own, int to_own) {
+  size_t n;
+  const cnn_layer *l = &cnn_net_layers(r->net, &n)[t->first];
+  uint64_t C = cnn_layer_channels(l), out = l->biases;
+  uint64_t kk = l->weights / (out * C), w = (t->c1 - t->c0) * kk;
+  float *full = net + layer_params_at(r->net, t->first);
+  for (uint64_t o = 0; o < out; o++) {
+    float *a = full + (o * C + t->c0) * kk, *b = own + o * w;
+    if (to_own) memcpy(b, a, w * sizeof *a);
+    else memcpy(a, b, w * sizeof *a);
+  }
+  if (t->slice_last) {
+    if (to_own) memcpy(own + out * w, full + l->weights, out * sizeof *own);
+    else memcpy(full + l->weights, own + out * w, out * sizeof *own);
+  }
+}
+
 int ember__train_stages_init(train_run *r, const float *params) {
   if (!params) return on_every_stage(r, OP_INIT, NULL, NULL);
   ember_block **in = calloc(r->n_stages, sizeof *in);
@@ -189,12 +261,25 @@ int ember__train_stages_init(train_run *r, const float *params) {
     return EMBER_ENOMEM;
   }
   int rc = 0;
-  const float *at = params;
   for (size_t i = 0; i < r->n_stages && !rc; i++) {
-    uint64_t n = r->stages[i].layout.params;
-    rc = ember_block_create(r->stages[i].client, at, (size_t)n * sizeof *at,
-                            0, &in[i]);
-    at += n;
+    const train_stage *t = &r->stages[i];
+    uint64_t n = t->layout.params;
+    if (!t->slice) {
+      rc = ember_block_create(t->client,
+                              params + layer_params_at(r->net, t->first),
+                              (size_t)n * sizeof *params, 0, &in[i]);
+      continue;
+    }
+    float *own = malloc((size_t)n * sizeof *own);
+    if (!own) {
+      ember__client_set_error("out of memory");
+      rc = EMBER_ENOMEM;
+      break;
+    }
+    slice_params(r, t, (float *)params, own, 1);
+    rc = ember_block_create(t->client, own, (size_t)n * sizeof *own, 0,
+                            &in[i]);
+    free(own);
   }
   if (!rc) rc = on_every_stage(r, OP_NONE, in, NULL);
   for (size_t i = 0; i < r->n_stages; i++) ember_block_release(in[i]);
@@ -209,14 +294,23 @@ int ember__train_stages_params(train_run *r, float *params) {
     return EMBER_ENOMEM;
   }
   int rc = on_every_stage(r, OP_GET, NULL, outs);
-  float *at = params;
   for (size_t i = 0; i < r->n_stages && !rc; i++) {
+    const train_stage *t = &r->stages[i];
     void *bytes;
     size_t size;
     rc = ember_block_read(outs[i], &bytes, &size, NULL);
     if (rc) break;
-    memcpy(at, bytes, size);
-    at += size / sizeof *at;
+    if (size != t->layout.params * sizeof *params) {
+      free(bytes);
+      ember__client_set_error("GET_PARAMS gave %zu bytes, not %llu", size,
+                              (unsigned long long)(t->layout.params * 4));
+      rc = EMBER_EPROTO;
+      break;
+    }
+    if (t->slice)
+      slice_params(r, t, params, bytes, 0);
+    else
+      memcpy(params + layer_params_at(r->net, t->first), bytes, size);
     free(bytes);
   }
   for (size_t i = 0; i < r->n_stages; i++) ember_block_release(outs[i]);
@@ -243,7 +337,23 @@ static int move_block(ember_block **b, ember_client *to) {
   return 0;
 }
 
-/* Stage 0's input and the last stage's labels of micro-batch g. */
+/* A copy of block b on client to. */
+static int copy_block(ember_block *b, ember_client *to, ember_block **out) {
+  void *bytes;
+  size_t size;
+  int rc = ember_block_read(b, &bytes, &size, NULL);
+  if (rc) return rc;
+  rc = ember_block_create(to, bytes, size, 0, out);
+  free(bytes);
+  return rc;
+}
+
+static void release(ember_block **b) {
+  ember_block_release(*b);
+  *b = NULL;
+}
+
+/* Unit 0's input and the last unit's labels of micro-batch g. */
 static int make_inputs(pass *p, size_t g) {
   train_run *r = p->r;
   micro *m = micro_of(p, g);
@@ -263,59 +373,161 @@ static int make_inputs(pass *p, size_t g) {
   return rc;
 }
 
-/* What stage i may start now; OP_NONE: nothing. */
+/* The input of unit i's layer when it is a slice (the output of the unit
+ * before its first slice), else of unit i: where it is. */
+static ember_block **layer_input(pass *p, micro *m, size_t i) {
+  const train_stage *t = &p->r->stages[i];
+  size_t b = t->slice ? t->base : i;
+  return b == 0 ? &m->x : &m->act[b - 1];
+}
+
+/* Whether unit i's BACKWARD of micro-batch g has its input. */
+static int bwd_ready(pass *p, size_t i, size_t g) {
+  train_run *r = p->r;
+  const train_stage *t = &r->stages[i];
+  if (i == r->n_stages - 1) return 1;
+  if (t->slice && !t->slice_last) return p->st[t->last].bwd_done > g;
+  const train_stage *n = &r->stages[i + 1];
+  size_t e = n->slice ? n->last : i + 1;
+  for (size_t k = i + 1; k <= e; k++)
+    if (p->st[k].bwd_done <= g) return 0;
+  return 1;
+}
+
+/* What unit i may start now; OP_NONE: nothing. */
 static enum op next_op(pass *p, size_t i) {
   train_run *r = p->r;
   stage_run *s = &p->st[i];
   size_t N = r->n_stages, K = r->per_batch;
   if (p->train && s->bwd_done >= (s->upd_done + 1) * K) return OP_UPDATE;
-  if (p->train && s->bwd_sub < s->fwd_done &&
-      (i == N - 1 || p->st[i + 1].bwd_done > s->bwd_sub))
+  if (p->train && s->bwd_sub < s->fwd_done && bwd_ready(p, i, s->bwd_sub))
     return OP_BACKWARD;
   size_t g = s->fwd_sub;
   if (g >= p->M) return OP_NONE;
   if (i > 0 && p->st[i - 1].fwd_done <= g) return OP_NONE;
-  /* a micro-batch stays in the ring until stage 0's BACKWARD (training)
-   * or the last stage's FORWARD (evaluation) is done with it */
-  size_t retired = p->train ? p->st[0].bwd_done : p->st[N - 1].fwd_done;
-  if (i == 0 && g >= retired + p->ring) return OP_NONE;
+  /* a micro-batch stays in the ring until every unit's BACKWARD
+   * (training) or the last unit's FORWARD (evaluation) is done with it */
+  if (i == 0) {
+    size_t retired = p->st[N - 1].fwd_done;
+    if (p->train) {
+      retired = p->st[0].bwd_done;
+      for (size_t k = 1; k < N; k++)
+        if (p->st[k].bwd_done < retired) retired = p->st[k].bwd_done;
+    }
+    if (g >= retired + p->ring) return OP_NONE;
+  }
   if (p->train && g - s->bwd_done >= r->slots) return OP_NONE;
   if (p->train && r->sync && g / K > s->upd_done) return OP_NONE;
   return OP_FORWARD;
 }
 
+/* The error at the output of unit i's layer, when the next layer is in
+ * slices i+1 .. e: their input errors concatenated by channel, per sample,
+ * made on unit i's client into *out. The slices' blocks and dz are done
+ * with then, and released. */
+static int gather_error(pass *p, micro *m, size_t i, ember_block **out) {
+  train_run *r = p->r;
+  const train_stage *n = &r->stages[i + 1];
+  size_t count;
+  const cnn_layer *l = &cnn_net_layers(r->net, &count)[n->first];
+  uint64_t C = cnn_layer_channels(l), unit = cnn_layer_channel_unit(l);
+  size_t B = r->micro;
+  float *all = malloc(B * C * unit * sizeof *all);
+  if (!all) {
+    ember__client_set_error("out of memory");
+    return EMBER_ENOMEM;
+  }
+  int rc = 0;
+  for (size_t k = i + 1; k <= n->last && !rc; k++) {
+    const train_stage *t = &r->stages[k];
+    void *bytes;
+    size_t size;
+    uint64_t w = (t->c1 - t->c0) * unit;
+    rc = ember_block_read(m->err[k], &bytes, &size, NULL);
+    if (rc) break;
+    if (size != B * w * sizeof *all) {
+      free(bytes);
+      ember__client_set_error("layer %u in-ch [%u:%u): BACKWARD gave %zu "
+                              "bytes of error, not %llu", t->first + 1,
+                              t->c0, t->c1, size,
+                              (unsigned long long)(B * w * 4));
+      rc = EMBER_EPROTO;
+      break;
+    }
+    const float *src = bytes;
+    for (size_t b = 0; b < B; b++)
+      memcpy(all + (b * C + t->c0) * unit, src + b * w, w * sizeof *all);
+    free(bytes);
+  }
+  if (!rc)
+    rc = ember_block_create(r->stages[i].client, all,
+                            B * C * unit * sizeof *all, 0, out);
+  free(all);
+  for (size_t k = i + 1; k <= n->last; k++) release(&m->err[k]);
+  release(&m->dz[n->last]);
+  return rc;
+}
+
 static int start(pass *p, size_t i, enum op op) {
   train_run *r = p->r;
   stage_run *s = &p->st[i];
+  train_stage *t = &r->stages[i];
   size_t N = r->n_stages;
   size_t g = op == OP_FORWARD ? s->fwd_sub : op == OP_BACKWARD ? s->bwd_sub
                                                                : 0;
   micro *m = micro_of(p, g);
-  ember_block *in[2] = {NULL, NULL};
+  ember_block *in[3] = {NULL, NULL, NULL};
   size_t n_in = 0;
   ember_block **out = NULL;
+  size_t n_out = 0;
   int rc = 0;
   if (op == OP_FORWARD) {
     if (i == 0) rc = make_inputs(p, g);
-    in[n_in++] = i == 0 ? m->x : m->act[i - 1];
+    ember_block **x = layer_input(p, m, i);
+    if (!rc && t->slice && i > t->base &&
+        r->stages[t->base].client != t->client) {
+      rc = copy_block(*x, t->client, &m->tmp[i]);
+      x = &m->tmp[i];
+    }
+    in[n_in++] = *x;
+    if (t->slice && i > t->base) in[n_in++] = m->act[i - 1];
     if (i == N - 1) in[n_in++] = m->y;
     if (i < N - 1) out = &m->act[i];
     else if (!p->train && m->valid < r->micro) out = &m->probs;
+    n_out = out ? 1 : 0;
   } else if (op == OP_BACKWARD) {
-    if (i < N - 1) in[n_in++] = m->err[i + 1];
-    if (i > 0) out = &m->err[i];
+    if (t->slice && !t->slice_last) {
+      ember_block *dz = m->dz[t->last];
+      if (r->stages[t->last].client != t->client) {
+        rc = copy_block(dz, t->client, &m->tmp[i]);
+        dz = m->tmp[i];
+      }
+      in[n_in++] = dz;
+    } else if (i < N - 1 && r->stages[i + 1].slice) {
+      rc = gather_error(p, m, i, &m->tmp[i]);
+      in[n_in++] = m->tmp[i];
+    } else if (i < N - 1) {
+      in[n_in++] = m->err[i + 1];
+    }
+    /* out 0, the input error: a whole unit's for the unit before it
+     * (none before the first layer), a slice's for the gather (none in
+     * the first layer, but the last slice's always: its dz is out 1) */
+    n_out = t->slice_last ? 2 : t->slice ? t->first > 0 : i > 0;
   }
   if (rc) return rc;
-  rc = submit(r, i, op, (uint32_t)(g % r->slots), in, n_in, out,
-              out ? 1 : 0, on_done, p, &s->task);
+  ember_block *outs[2] = {NULL, NULL};
+  rc = submit(r, i, op, (uint32_t)(g % r->slots), in, n_in,
+              n_out ? outs : NULL, n_out, on_done, p, &s->task);
   if (rc) return rc;
+  if (op == OP_FORWARD && out) *out = outs[0];
+  if (op == OP_BACKWARD && n_out > 0) m->err[i] = outs[0];
+  if (op == OP_BACKWARD && n_out > 1) m->dz[i] = outs[1];
   s->op = op;
   s->g = g;
   if (op == OP_FORWARD) s->fwd_sub++;
   if (op == OP_BACKWARD) s->bwd_sub++;
   return 0;
 }
-
 /* The last stage's FORWARD of g: its loss and right answers. */
 static int count_result(pass *p, size_t g, ember_task *t) {
   micro *m = micro_of(p, g);
@@ -348,22 +560,20 @@ static int count_result(pass *p, size_t g, ember_task *t) {
   return 0;
 }
 
-static void release(ember_block **b) {
-  ember_block_release(*b);
-  *b = NULL;
-}
-
-/* Stage i's task is done: account for it, pass its blocks on. */
+/* Unit i's task is done: account for it, pass its blocks on. */
 static int complete(pass *p, size_t i, train_pass_progress progress,
                     void *user) {
   train_run *r = p->r;
   stage_run *s = &p->st[i];
+  const train_stage *t = &r->stages[i];
   size_t N = r->n_stages;
   micro *m = micro_of(p, s->g);
   int rc = finished(r, i, s->op, s->task);
   if (!rc && s->op == OP_FORWARD) {
-    if (i == 0) release(&m->x);
-    else release(&m->act[i - 1]);
+    /* the layer's input: read by every slice, the last one last */
+    if (!t->slice || t->slice_last) release(layer_input(p, m, i));
+    if (t->slice && i > t->base) release(&m->act[i - 1]); /* partial sums */
+    release(&m->tmp[i]);
     if (i == N - 1) {
       /* the padded tail's labels are in ybuf still: it is the last
        * micro-batch made */
@@ -372,15 +582,25 @@ static int complete(pass *p, size_t i, train_pass_progress progress,
       release(&m->probs);
       if (progress && ((s->g + 1) % r->per_batch == 0 || s->g + 1 == p->M))
         progress(p->out->samples, p->n, user);
-    } else if (r->stages[i + 1].client != r->stages[i].client) {
+    } else if (r->stages[i + 1].client != t->client) {
       rc = move_block(&m->act[i], r->stages[i + 1].client);
     }
     s->fwd_done++;
   } else if (!rc && s->op == OP_BACKWARD) {
-    if (i < N - 1) release(&m->err[i + 1]);
-    if (i > 0 && r->stages[i - 1].client != r->stages[i].client)
-      rc = move_block(&m->err[i], r->stages[i - 1].client);
+    if (i < N - 1 && !r->stages[i + 1].slice) release(&m->err[i + 1]);
+    release(&m->tmp[i]);
     s->bwd_done++;
+    if (t->slice && t->first == 0) {
+      /* slices of the first layer: no unit takes their errors */
+      release(&m->err[i]);
+      int all = 1;
+      for (size_t k = t->base; k <= t->last; k++)
+        all &= p->st[k].bwd_done > s->g;
+      if (all) release(&m->dz[t->last]);
+    } else if (!t->slice && i > 0 &&
+               r->stages[i - 1].client != t->client) {
+      rc = move_block(&m->err[i], r->stages[i - 1].client);
+    }
   } else if (!rc && s->op == OP_UPDATE) {
     s->upd_done++;
   }
@@ -402,7 +622,10 @@ static int pass_alloc(pass *p) {
   for (size_t k = 0; k < p->ring; k++) {
     p->m[k].act = calloc(N, sizeof *p->m[k].act);
     p->m[k].err = calloc(N, sizeof *p->m[k].err);
-    if (!p->m[k].act || !p->m[k].err) return -1;
+    p->m[k].dz = calloc(N, sizeof *p->m[k].dz);
+    p->m[k].tmp = calloc(N, sizeof *p->m[k].tmp);
+    if (!p->m[k].act || !p->m[k].err || !p->m[k].dz || !p->m[k].tmp)
+      return -1;
   }
   return 0;
 }
@@ -416,9 +639,13 @@ static void pass_free(pass *p) {
     for (size_t i = 0; i < p->r->n_stages; i++) {
       if (m->act) release(&m->act[i]);
       if (m->err) release(&m->err[i]);
+      if (m->dz) release(&m->dz[i]);
+      if (m->tmp) release(&m->tmp[i]);
     }
     free(m->act);
     free(m->err);
+    free(m->dz);
+    free(m->tmp);
   }
   free(p->m);
   free(p->st);
@@ -451,14 +678,35 @@ int ember__train_pass_run(train_run *r, const train_samples *s,
   int rc = 0;
   unsigned seen = 0;
   for (;;) {
-    /* start what can start, unless draining after a failure */
+    /* start what can start, unless draining after a failure: on each
+     * free plan stage, its units' best op (UPDATE, BACKWARD of the unit
+     * nearest the loss, FORWARD of the unit nearest the input) */
     size_t busy = 0;
-    for (size_t i = 0; i < N; i++) {
-      if (!rc && !p.st[i].task) {
+    for (size_t i = 0; i < N; i++) busy += p.st[i].task != NULL;
+    for (size_t a = 0, b; a < N && !rc; a = b) {
+      int stage_busy = 0;
+      for (b = a; b < N && r->stages[b].plan_stage ==
+                               r->stages[a].plan_stage; b++)
+        stage_busy |= p.st[b].task != NULL;
+      if (stage_busy) continue;
+      size_t best = N;
+      enum op best_op = OP_NONE;
+      for (size_t i = a; i < b; i++) {
         enum op op = next_op(&p, i);
-        if (op != OP_NONE) rc = start(&p, i, op);
+        if (op == OP_NONE) continue;
+        int rank = op == OP_UPDATE ? 0 : op == OP_BACKWARD ? 1 : 2;
+        int best_rank = best_op == OP_NONE ? 3
+                        : best_op == OP_UPDATE ? 0
+                        : best_op == OP_BACKWARD ? 1 : 2;
+        if (rank < best_rank || (rank == 1 && best_rank == 1)) {
+          best = i;
+          best_op = op;
+        }
       }
-      busy += p.st[i].task != NULL;
+      if (best_op != OP_NONE) {
+        rc = start(&p, best, best_op);
+        busy += p.st[best].task != NULL;
+      }
     }
     if (!busy) break;
     pthread_mutex_lock(&p.mu);

@@ -294,6 +294,7 @@ class EmberTrainParams(ctypes.Structure):
         ("epoch_cb", TRAIN_EPOCH_CB),
         ("progress", PROGRESS_CB),
         ("user", c_void_p),
+        ("layer_split_only", c_int),
     ]
 
 

@@ -141,6 +141,7 @@ int main(void) {
   F(ember_train_params, seed); F(ember_train_params, load_path);
   F(ember_train_params, save_path); F(ember_train_params, epoch_cb);
   F(ember_train_params, progress); F(ember_train_params, user);
+  F(ember_train_params, layer_split_only);
 
   S(ember_train_result);
   F(ember_train_result, size); F(ember_train_result, epochs);

@@ -722,6 +722,16 @@ typedef struct ember_train_params {
   ember_progress_cb progress;     /* samples done in the epoch and its
                                      total, at least every mini-batch */
   void *user;                /* of both callbacks */
+  /* (added after user: a caller built against an older ember.h passes a
+   * smaller size and gets 0) */
+  int layer_split_only;      /* nonzero: stages hold whole layers (the
+                                partitioner's coarse phase alone); 0:
+                                a stage may begin or end inside a
+                                convolutional or connected layer, holding
+                                a slice of its input channels (FPDeep's
+                                ICP), unless a stage runs on opencl or the
+                                plan would cut a layer by output channels
+                                (then whole layers too) */
 } ember_train_params;
 
 /* ember_train_params_default - the .cfg's settings, 1 stage, any

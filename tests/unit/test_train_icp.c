@@ -1,0 +1,284 @@
+/* test_train_icp - ember_train with stages that begin or end inside a
+ * convolutional or connected layer (FPDeep's input-channel partition,
+ * ICP slices; client/lib/train_pipeline.c), on the embedded engine with
+ * LeNet (nets/lenet.cfg) and the 100 Fashion-MNIST images of
+ * tests/data/cnn:
+ *   - the plans over 2 and 3 stages cut inside a layer ("in-ch" in the
+ *     plan text);
+ *   - sync training over 2, 3 and 5 stages equals 1-stage training: every
+ *     epoch's loss within 1e-4 relative over 20 SGD steps (4 epochs of 5
+ *     mini-batches of 20, micro-batches of 5; the slices add partial sums
+ *     in another order than the whole layer, so floats differ in the last
+ *     bits and the gap grows with the steps), and the loss falls
+ *     (2 and 3 stages cut inside conv2, 5 inside conv2 and fc1; about
+ *     5e-8 measured; 100 steps grow it to a few % on this data: chaos,
+ *     not a bug, see the cnn README);
+ *   - FPDeep's pipelined updates (async) over 3 stages learn;
+ *   - two clients (slices of one layer on both) equal one client bit for
+ *     bit on the same plan;
+ *   - a first layer cut (conv1 over 3 channels, a small random set) over
+ *     2 and 3 stages equals 1 stage within 1e-4 over 20 steps. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cnn_idx.h"
+#include "ember/ember.h"
+
+#define LENET EMBER_SOURCE_DIR "/accelerators/cnn/nets/lenet.cfg"
+#define DATA EMBER_SOURCE_DIR "/tests/data/cnn"
+
+enum { N = 100, PX = 28 * 28, EPOCHS = 4 };
+
+static ember_client *client;
+static float *images;
+static uint8_t *labels;
+
+static int setup(void **state) {
+  (void)state;
+  ember_options o = {.size = sizeof o, .client_name = "test_train_icp",
+                     .embedded_threads = 4};
+  char err[256];
+  cnn_data *d = NULL;
+  if (cnn_data_read_dir(DATA, CNN_SPLIT_TEST, 10, &d, err, sizeof err))
+    return -1;
+  images = malloc(N * PX * sizeof *images);
+  labels = malloc(N);
+  cnn_data_to_float(d, 0, N, images);
+  memcpy(labels, cnn_data_labels(d), N);
+  cnn_data_destroy(d);
+  return ember_connect("embedded", &o, &client);
+}
+
+static int teardown(void **state) {
+  (void)state;
+  ember_close(client);
+  free(images);
+  free(labels);
+  return 0;
+}
+
+typedef struct epochs_log {
+  double loss[64];
+  double train_acc[64];
+  unsigned epochs;
+  size_t stages;
+} epochs_log;
+
+static int on_epoch(const ember_train_epoch *e, void *user) {
+  epochs_log *l = user;
+  assert_true(e->epoch >= 1 && e->epoch <= 64);
+  l->loss[e->epoch - 1] = e->loss;
+  l->train_acc[e->epoch - 1] = e->train_accuracy;
+  l->epochs = e->epoch;
+  l->stages = e->n_stages;
+  for (size_t i = 0; i < e->n_stages; i++) {
+    assert_true(e->stage_busy[i] >= 0 && e->stage_busy[i] <= 1.01);
+    assert_non_null(e->stage_platform[i]);
+  }
+  return 0;
+}
+
+static void params_for(ember_train_params *p, epochs_log *l, unsigned stages,
+                       int sync, unsigned epochs) {
+  memset(l, 0, sizeof *l);
+  ember_train_params_default(p);
+  p->net_path = LENET;
+  p->train_images = images;
+  p->train_labels = labels;
+  p->n_train = N;
+  p->epochs = epochs;
+  p->batch = 20;
+  p->micro_batch = 5;
+  p->stages = stages;
+  p->sync = sync;
+  p->seed = 7;
+  p->epoch_cb = on_epoch;
+  p->user = l;
+}
+
+/* The plan over stages, printed; whether a stage cuts inside a layer. */
+static int plan_cuts_a_layer(unsigned stages) {
+  epochs_log l;
+  ember_train_params p;
+  params_for(&p, &l, stages, 1, 1);
+  char *plan = NULL;
+  int rc = ember_train_plan(&client, 1, &p, &plan);
+  if (rc) fail_msg("%u stages: %s", stages, ember_last_error());
+  print_message("%s", plan);
+  int cut = strstr(plan, "in-ch") != NULL;
+  free(plan);
+  return cut;
+}
+
+static void sync_icp_equals_one_stage(void **state) {
+  (void)state;
+  /* 2, 3: conv2 cut; 5: conv2 and fc1 cut, one stage beginning in a
+   * slice of conv2 and ending in one of fc1 (three units) */
+  static const unsigned stages[] = {1, 2, 3, 5};
+  epochs_log logs[4];
+  for (int k = 0; k < 4; k++) {
+    if (stages[k] > 1) assert_true(plan_cuts_a_layer(stages[k]));
+    ember_train_params p;
+    params_for(&p, &logs[k], stages[k], 1, EPOCHS);
+    ember_train_result r = {.size = sizeof r};
+    int rc = ember_train(&client, 1, &p, &r);
+    if (rc) fail_msg("%u stages: %s", stages[k], ember_last_error());
+    assert_int_equal(r.epochs, EPOCHS);
+    assert_int_equal(logs[k].stages, stages[k]);
+    print_message("  %u stage%s, sync: loss %.6f -> %.6f, train %.2f, "
+                  "%zu tasks\n", stages[k], stages[k] > 1 ? "s" : "",
+                  logs[k].loss[0], logs[k].loss[EPOCHS - 1],
+                  logs[k].train_acc[EPOCHS - 1], r.tasks);
+  }
+  assert_true(logs[0].loss[EPOCHS - 1] < 0.7 * logs[0].loss[0]);
+  for (int k = 1; k < 4; k++) {
+    double worst = 0;
+    for (int e = 0; e < EPOCHS; e++) {
+      double rel = fabs(logs[k].loss[e] - logs[0].loss[e]) /
+                   fabs(logs[0].loss[e]);
+      print_message("    epoch %d: %.9f vs %.9f: %.2e\n", e + 1,
+                    logs[k].loss[e], logs[0].loss[e], rel);
+      if (rel > worst) worst = rel;
+    }
+    print_message("  %u stages (ICP) vs 1: loss rel diff %.2e over %d "
+                  "steps\n", stages[k], worst, EPOCHS * 5);
+    assert_true(worst <= 1e-4);
+  }
+}
+
+static void pipelined_icp_learns(void **state) {
+  (void)state;
+  epochs_log l;
+  ember_train_params p;
+  params_for(&p, &l, 3, 0, 8);
+  ember_train_result r = {.size = sizeof r};
+  int rc = ember_train(&client, 1, &p, &r);
+  if (rc) fail_msg("%s", ember_last_error());
+  print_message("  3 stages (ICP), pipelined: loss %.4f -> %.4f, train "
+                "%.2f -> %.2f\n", l.loss[0], l.loss[7], l.train_acc[0],
+                l.train_acc[7]);
+  assert_true(l.loss[7] < 0.6 * l.loss[0]);
+  assert_true(l.train_acc[7] > l.train_acc[0]);
+}
+
+/* Two clients (two embedded engines): the stages dealt over both, a
+ * layer's slices on both, so the layer input, partial sums, dz and the
+ * slices' errors cross between them through this process: equal to one
+ * client's run bit for bit (the same plan, the same sums). Fresh engines
+ * each, whose cpu has no measured speed yet: equal speeds, one plan. */
+static void two_clients_equal_one(void **state) {
+  (void)state;
+  ember_client *c[3] = {NULL, NULL, NULL};
+  for (int k = 0; k < 3; k++) {
+    ember_options o = {.size = sizeof o, .client_name = "test_train_icp-n",
+                       .embedded_threads = 2};
+    assert_int_equal(ember_connect("embedded", &o, &c[k]), 0);
+  }
+  epochs_log l1, l2;
+  ember_train_params p;
+  char *plan1 = NULL, *plan2 = NULL;
+  params_for(&p, &l2, 2, 1, EPOCHS);
+  assert_int_equal(ember_train_plan(c, 2, &p, &plan2), 0);
+  print_message("%s", plan2);
+  int rc = ember_train(c, 2, &p, NULL);
+  if (rc) fail_msg("two clients: %s", ember_last_error());
+  params_for(&p, &l1, 2, 1, EPOCHS);
+  assert_int_equal(ember_train_plan(&c[2], 1, &p, &plan1), 0);
+  rc = ember_train(&c[2], 1, &p, NULL);
+  if (rc) fail_msg("one client: %s", ember_last_error());
+  /* the same cuts (platform labels aside) */
+  assert_non_null(strstr(plan2, "in-ch"));
+  const char *cut1 = strstr(plan1, "in-ch"), *cut2 = strstr(plan2, "in-ch");
+  assert_non_null(cut1);
+  assert_memory_equal(cut1, cut2, (size_t)(strchr(cut2, ')') - cut2));
+  for (int e = 0; e < EPOCHS; e++) {
+    print_message("    epoch %d: two clients %.9f, one %.9f\n", e + 1,
+                  l2.loss[e], l1.loss[e]);
+    assert_true(l2.loss[e] == l1.loss[e]);
+  }
+  free(plan1);
+  free(plan2);
+  for (int k = 0; k < 3; k++) ember_close(c[k]);
+}
+
+/* A first layer cut (the slices' input errors made and dropped, dz
+ * passed on): a heavy conv1 over 3 input channels, 2 and 3 stages
+ * against 1, on seeded random 3 x 8 x 8 images. */
+static void first_layer_cut(void **state) {
+  (void)state;
+  static const char net[] =
+      "[net]\nheight=8\nwidth=8\nchannels=3\nbatch=8\nlearning_rate=0.05\n"
+      "momentum=0.9\ndecay=0.0005\n"
+      "[convolutional]\nfilters=32\nsize=3\nstride=1\npad=1\n"
+      "activation=relu\n"
+      "[connected]\noutput=4\nactivation=linear\n"
+      "[softmax]\n";
+  enum { M = 32, EL = 3 * 8 * 8 };
+  float *x = malloc(M * EL * sizeof *x);
+  uint8_t y[M];
+  uint64_t r = 12345;
+  for (size_t k = 0; k < (size_t)M * EL; k++) {
+    r = r * 6364136223846793005ull + 1442695040888963407ull;
+    x[k] = (float)(r >> 40) / (float)(1u << 24);
+  }
+  for (int k = 0; k < M; k++) y[k] = (uint8_t)(k % 4);
+  epochs_log logs[3];
+  for (unsigned st = 1; st <= 3; st++) {
+    ember_train_params p;
+    memset(&logs[st - 1], 0, sizeof logs[st - 1]);
+    ember_train_params_default(&p);
+    p.net_text = net;
+    p.net_len = strlen(net);
+    p.train_images = x;
+    p.train_labels = y;
+    p.n_train = M;
+    p.epochs = 5;
+    p.micro_batch = 4;
+    p.stages = st;
+    p.sync = 1;
+    p.seed = 5;
+    p.epoch_cb = on_epoch;
+    p.user = &logs[st - 1];
+    if (st > 1) {
+      char *plan = NULL;
+      assert_int_equal(ember_train_plan(&client, 1, &p, &plan), 0);
+      print_message("%s", plan);
+      assert_non_null(strstr(plan, "conv1 in-ch"));
+      free(plan);
+    }
+    int rc = ember_train(&client, 1, &p, NULL);
+    if (rc) fail_msg("%u stages: %s", st, ember_last_error());
+  }
+  assert_true(logs[0].loss[4] < logs[0].loss[0]);
+  for (int k = 1; k < 3; k++) {
+    double worst = 0;
+    for (int e = 0; e < 5; e++) {
+      double rel = fabs(logs[k].loss[e] - logs[0].loss[e]) /
+                   fabs(logs[0].loss[e]);
+      if (rel > worst) worst = rel;
+    }
+    print_message("  %d stages (conv1 cut) vs 1: loss %.6f -> %.6f, rel "
+                  "diff %.2e over 20 steps\n", k + 1, logs[k].loss[0],
+                  logs[k].loss[4], worst);
+    assert_true(worst <= 1e-4);
+  }
+  free(x);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(sync_icp_equals_one_stage),
+      cmocka_unit_test(pipelined_icp_learns),
+      cmocka_unit_test(two_clients_equal_one),
+      cmocka_unit_test(first_layer_cut),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
