@@ -8,8 +8,7 @@
 # equals the 1-stage run's within 1e-5 relative (the figure; on cpu
 # and fpga-emu the cuts fall inside conv2, ICP slices whose partial sums
 # add in another order; opencl runs whole layers); the stages of a
-# multi-stage
-# run are pinned to distinct boards on fpga-emu; fpga-emu equals cpu and
+# multi-stage run are pinned to distinct boards on fpga-emu; fpga-emu equals cpu and
 # OpenCL's first epoch is within 1e-4 of it. Then the same over two
 # ember-nam (stages dealt over both, activations and errors through the
 # client): whole layers equal, ICP slices the first epoch within 1e-4.
