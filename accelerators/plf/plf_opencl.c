@@ -180,7 +180,7 @@ static int build_program(const plf_ocl *o, plf_prog *p, int prec,
     }
     rc = clBuildProgram(p->prog, 1, &o->dev, p->options, NULL, NULL);
     if (rc != CL_SUCCESS) {
-      char what[160];
+      char what[300]; /* "plf.cl (OPTIONS)" */
       snprintf(what, sizeof what, "plf.cl (%s)", p->options);
       return acc_cl_build_failed(p->prog, o->dev, rc, what, err, err_len);
     }
