@@ -43,7 +43,10 @@ typedef struct candidate {
   char name[64];
   char kind[32];
   char label[192];
+  char device[128];
   double speed;
+  int measured;  /* speed is the NAM's figure, not a per-kind default */
+  double alike_speed; /* share_figures: the mean over platforms alike */
 } candidate;
 
 typedef struct setup {
@@ -56,7 +59,8 @@ typedef struct setup {
   candidate *stage_platform;   /* one per stage */
 } setup;
 
-static double speed_of(const ember_platform_info *pl) {
+static double speed_of(const ember_platform_info *pl, int *measured) {
+  *measured = 1;
   for (size_t k = 0; k < pl->n_pairs; k++) {
     const ember_pair_info *pair = pl->pairs[k];
     if (strcmp(pair->accelerator, "cnn") == 0 && pair->ns_per_unit > 0 &&
@@ -64,9 +68,33 @@ static double speed_of(const ember_platform_info *pl) {
         strcmp(pair->speed, "calibrating") != 0)
       return 1e9 / pair->ns_per_unit;
   }
+  *measured = 0;
   if (strcmp(pl->kind, "fpga-emu") == 0) return SPEED_FPGA_EMU;
   if (strcmp(pl->kind, "opencl") == 0) return SPEED_OPENCL;
   return SPEED_CPU;
+}
+
+/* Platforms alike (same kind and device on the same NAM, e.g. its
+ * emulated boards) get one figure: the mean of those the NAM has measured.
+ * Each measured figure is a moving average over whatever tasks that
+ * platform ran last (small UPDATEs, slices, whole stages), so alike boards
+ * drift apart from run to run; and a board not measured yet would get the
+ * per-kind default. Either way the plan would pile the work on whichever
+ * looks faster. */
+static void share_figures(candidate *c, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    double sum = 0;
+    size_t measured = 0;
+    for (size_t j = 0; j < n; j++)
+      if (c[j].measured && strcmp(c[j].kind, c[i].kind) == 0 &&
+          strcmp(c[j].device, c[i].device) == 0) {
+        sum += 1 / c[j].speed;
+        measured++;
+      }
+    if (measured) c[i].alike_speed = measured / sum;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (c[i].alike_speed > 0) c[i].speed = c[i].alike_speed;
 }
 
 static int runs_cnn(const ember_platform_info *pl) {
@@ -109,9 +137,12 @@ static int platforms_of(ember_client *const *clients, size_t n_clients,
                ember_client_address(clients[c]), pl->name);
     else
       snprintf(cd->label, sizeof cd->label, "%s", pl->name);
-    cd->speed = speed_of(pl);
+    snprintf(cd->device, sizeof cd->device, "%s", pl->device);
+    cd->speed = speed_of(pl, &cd->measured);
+    cd->alike_speed = 0;
   }
   ember_listing_free(l);
+  share_figures(out, *n);
   if (*n == 0) {
     ember__client_set_error("%s: no platform %s%s runs cnn (cnn runs on: %s)",
                             ember_client_address(clients[c]),

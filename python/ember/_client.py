@@ -719,7 +719,7 @@ class Client:
               batch=None, micro_batch=None, lr=None, momentum=None,
               decay=None, stages=1, platform=None, sync=False, seed=1,
               load=None, save=None, train_limit=None, test_limit=None,
-              on_epoch=None, progress=None):
+              layers_only=False, on_epoch=None, progress=None):
         """Train a convolutional network on the cnn accelerator
         (ember_train): SGD on a softmax cross-entropy loss, the network
         split into `stages` stages of balanced work driven as a pipeline.
@@ -746,7 +746,8 @@ class Client:
         weights and the shuffle; load: a weights file to start from (what
         save wrote; epochs go on from its count); save: a weights file
         written after each epoch; train_limit, test_limit: use the first
-        N samples.
+        N samples; layers_only: stages of whole layers (no input-channel
+        slices; with sync, bit for bit what one stage computes).
         on_epoch: called after each epoch with its dict (below); returning
         False stops training, and ember.Error EMBER_ECANCELED is raised.
         progress: called as progress(done, total) with the epoch's samples.
@@ -781,7 +782,7 @@ class Client:
             micro_batch=micro_batch, lr=lr, momentum=momentum, decay=decay,
             stages=stages, platform=platform, sync=sync, seed=seed,
             load=load, save=save, train_limit=train_limit,
-            test_limit=test_limit)
+            test_limit=test_limit, layers_only=layers_only)
         return history
 
     def evaluate(self, net, test=None, load=None, *, data=None, batch=None,
@@ -811,7 +812,7 @@ class Client:
         return float("nan") if acc is None else acc
 
     def train_plan(self, net, *, stages=1, platform=None, batch=None,
-                   micro_batch=None, sync=False):
+                   micro_batch=None, sync=False, layers_only=False):
         """The plan train() would follow (ember_train_plan), as text: one
         row per stage with its platform, layers and channels, operations
         per sample, share of the work and expected idle share.
@@ -822,7 +823,8 @@ class Client:
             [self._handle()], net, data=None, epochs=1, batch=batch,
             micro_batch=micro_batch, lr=None, momentum=None, decay=None,
             stages=stages, platform=platform, sync=sync, seed=1, load=None,
-            save=None, train_limit=None, test_limit=None)
+            save=None, train_limit=None, test_limit=None,
+            layers_only=layers_only)
 
     # -- introspection ---------------------------------------------------
 

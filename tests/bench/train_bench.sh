@@ -8,6 +8,11 @@
 #   fpga-emu   1, 2 and 4 stages, each on its own emulated board (FPDeep's
 #              1157 GOPS per FPGA as the model; the results are computed by
 #              this machine's CPU, so wall time is bounded by its cores)
+#   slow fpga  the same on boards modelled at 1.3 GOPS (fpga-emu.timing
+#              cnn:13:100, 890 times slower than FPDeep's), so that each
+#              board's model, not the shared cores, sets the pace: what
+#              the pipeline's balance and overlap achieve over separate
+#              devices (FPDeep's figure: idle under 5%, scaling near-linear)
 #   two NAMs   2 stages, one on each of two ember-nam on TCP loopback
 #              (activations and errors through the client)
 # Prints per run images per second, each stage's busy share (its tasks'
@@ -33,16 +38,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start_nam() { # address log
-  "$nam" --config "$root/deploy/nam.conf.example" --set "listen=$1" \
+start_nam() { # address log [--set ITEM]...
+  addr=$1
+  log=$2
+  shift 2
+  "$nam" --config "$root/deploy/nam.conf.example" --set "listen=$addr" \
     --set log_level=warning --set metrics_listen= --set cpu_workers=4 \
     --set opencl.enabled=false --set fpga-emu.boards=4 \
-    --set "fpga-emu.bitstreams=cnn" --set fpga-emu.reprogram_time=0 \
-    >"$2" 2>&1 &
+    --set "fpga-emu.bitstreams=cnn" --set fpga-emu.reprogram_time=0 "$@" \
+    >"$log" 2>&1 &
   pids="$pids $!"
   i=0
-  until "$ember" accelerators --nam "$1" >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -lt 600 ] || { cat "$2"; exit 1; }
+  until "$ember" accelerators --nam "$addr" >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -lt 600 ] || { cat "$log"; exit 1; }
     sleep 0.05
   done
 }
@@ -70,6 +78,7 @@ PY
 start_nam "unix:$tmp/nam.sock" "$tmp/nam.log"
 start_nam "tcp:127.0.0.1:47811" "$tmp/nam2.log"
 start_nam "tcp:127.0.0.1:47812" "$tmp/nam3.log"
+start_nam "unix:$tmp/slow.sock" "$tmp/slow.log" --set fpga-emu.timing=cnn:13:100
 echo "LeNet, one epoch of $n Fashion-MNIST training images (batch 64, micro-batches of 16), then 10,000 test images"
 echo "$(nproc) cores: $(sed -n 's/^model name\t*: //p' /proc/cpuinfo | head -1)"
 printf "%-22s %-24s %8s  %7s  %-22s %s\n" run platforms img/s "test" "busy per stage" "planned idle per stage"
@@ -81,6 +90,11 @@ for s in 1 2; do
 done
 for s in 1 2 4; do
   run "fpga-emu, $s stage(s)" --nam "unix:$tmp/nam.sock" --platform fpga-emu --stages "$s"
+done
+# the slow boards' epoch: the first N/4 training images, 640 test images
+for s in 1 2 4; do
+  run "slow fpga, $s stage(s)" --nam "unix:$tmp/slow.sock" --platform fpga-emu \
+    --stages "$s" --train-limit $((n / 4)) --test-limit 640
 done
 run "two NAMs (tcp), 2 stages" --nam tcp:127.0.0.1:47811 --nam tcp:127.0.0.1:47812 \
   --platform cpu --stages 2

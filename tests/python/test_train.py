@@ -228,6 +228,21 @@ def test_small_layer_list_trains(client):
 
 
 @needs_train
+def test_layers_only_sync_equals_one_stage(client):
+    # whole-layer stages with sync updates compute what one stage does, bit
+    # for bit; the plan then cuts no layer's input channels
+    x, y = fashion()
+    kw = dict(epochs=2, batch=20, seed=5, sync=True)
+    one = client.train(LENET, (x, y), stages=1, **kw)
+    two = client.train(LENET, (x, y), stages=2, layers_only=True, **kw)
+    assert [e["loss"] for e in two] == [e["loss"] for e in one]
+    assert len(two[0]["stages"]) == 2
+    assert "in-ch" not in client.train_plan(LENET, stages=2,
+                                            layers_only=True)
+    assert "in-ch" in client.train_plan(LENET, stages=2)
+
+
+@needs_train
 def test_on_epoch_stops_and_raises(client):
     x, y = fashion()
     with pytest.raises(ember.Error) as e:
