@@ -33,20 +33,7 @@ fail() {
   echo "FAIL: $*" >&2
 }
 
-port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-# until_ok TRIES CMD...: CMD every 50 ms until it succeeds
-until_ok() {
-  tries=$1
-  shift
-  while ! "$@" >/dev/null 2>&1; do
-    tries=$((tries - 1))
-    [ "$tries" -gt 0 ] || return 1
-    sleep 0.05
-  done
-}
+. "$(dirname "$0")/wait_helpers.sh"
 
 # ---- one GAM, two NAMs serving cnn ------------------------------------------
 (umask 077; od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$WORK/gam.token")
@@ -82,26 +69,8 @@ if ! until_ok 600 both_up; then
   exit 1
 fi
 
-# losses FILE: the epochs' losses of an `ember train --json` run, one a line
-losses() {
-  python3 -c 'import json,sys
-for line in open(sys.argv[1]):
-    o = json.loads(line)
-    if "epoch" in o and "loss" in o: print(repr(o["loss"]))' "$1"
-}
-
-# train NAME ARGS...: a --sync run, its --json output in $WORK/NAME.json
-train() {
-  name=$1
-  shift
-  if ! "$EMBER" train --net "$NET" --data "$DATA" --epochs 3 --batch 20 \
-      --micro-batch 10 --test-limit 20 --sync --seed 3 --json "$@" \
-      >"$WORK/$name.json" 2>"$WORK/$name.err"; then
-    fail "ember train $*: $(cat "$WORK/$name.err")"
-    return 1
-  fi
-  losses "$WORK/$name.json" >"$WORK/$name.loss"
-}
+EPOCHS=3
+. "$(dirname "$0")/train_runs.sh"
 
 # same A B TOL [EPOCHS]: the loss of run B's first EPOCHS (3) epochs within
 # TOL relative of A's

@@ -48,28 +48,8 @@ start_nam() { # socket log
   done
 }
 
-# losses FILE: the epochs' losses of an `ember train --json` run, one a line
-losses() {
-  python3 -c 'import json,sys
-for line in open(sys.argv[1]):
-    o = json.loads(line)
-    if "epoch" in o and "loss" in o: print(repr(o["loss"]))' "$1"
-}
-
-# train NAME ARGS...: a --sync run, its --json output in $WORK/NAME.json
-train() {
-  name=$1
-  shift
-  if ! "$EMBER" train --net "$NET" --data "$DATA" --epochs 10 --batch 20 \
-      --micro-batch 10 --test-limit 20 --sync --seed 3 --json "$@" \
-      >"$WORK/$name.json" 2>"$WORK/$name.err"; then
-    echo "FAIL: ember train $*:" >&2
-    cat "$WORK/$name.err" >&2
-    failures=$((failures + 1))
-    return 1
-  fi
-  losses "$WORK/$name.json" >"$WORK/$name.loss"
-}
+EPOCHS=10
+. "$(dirname "$0")/train_runs.sh"
 
 # same A B [TOL EPOCHS]: the loss after the last of the first EPOCHS (10)
 # epochs within TOL (1e-5) relative, the issue's figure, and every epoch's

@@ -27,84 +27,20 @@
 
 #include <cmocka.h>
 
-#include "cnn_idx.h"
 #include "ember/ember.h"
+#include "train_fixture.h"
 
-#define LENET EMBER_SOURCE_DIR "/accelerators/cnn/nets/lenet.cfg"
-#define DATA EMBER_SOURCE_DIR "/tests/data/cnn"
+enum { EPOCHS = 20 };
 
-enum { N = 100, PX = 28 * 28, EPOCHS = 20 };
-
-static ember_client *client;
-static float *images;
-static uint8_t *labels;
-
-static int setup(void **state) {
-  (void)state;
-  ember_options o = {.size = sizeof o, .client_name = "test_train",
-                     .embedded_threads = 4};
-  char err[256];
-  cnn_data *d = NULL;
-  if (cnn_data_read_dir(DATA, CNN_SPLIT_TEST, 10, &d, err, sizeof err))
-    return -1;
-  images = malloc(N * PX * sizeof *images);
-  labels = malloc(N);
-  cnn_data_to_float(d, 0, N, images);
-  memcpy(labels, cnn_data_labels(d), N);
-  cnn_data_destroy(d);
-  return ember_connect("embedded", &o, &client);
-}
-
-static int teardown(void **state) {
-  (void)state;
-  ember_close(client);
-  free(images);
-  free(labels);
-  return 0;
-}
-
-typedef struct epochs_log {
-  double loss[64];
-  double train_acc[64];
-  double test_acc[64];
-  unsigned epochs;
-  size_t stages;
-} epochs_log;
-
-static int on_epoch(const ember_train_epoch *e, void *user) {
-  epochs_log *l = user;
-  assert_true(e->epoch >= 1 && e->epoch <= 64);
-  l->loss[e->epoch - 1] = e->loss;
-  l->train_acc[e->epoch - 1] = e->train_accuracy;
-  l->test_acc[e->epoch - 1] = e->test_accuracy;
-  l->epochs = e->epoch;
-  l->stages = e->n_stages;
-  for (size_t i = 0; i < e->n_stages; i++) {
-    assert_true(e->stage_busy[i] >= 0 && e->stage_busy[i] <= 1.01);
-    assert_non_null(e->stage_platform[i]);
-  }
-  return 0;
-}
-
+/* LeNet on the 100 images for EPOCHS epochs, tested on 20 of them after
+ * each (train_fixture_params) */
 static void params_for(ember_train_params *p, epochs_log *l, unsigned stages,
                        int sync) {
-  ember_train_params_default(p);
-  p->net_path = LENET;
-  p->train_images = images;
-  p->train_labels = labels;
-  p->n_train = N;
+  train_fixture_params(p, l, stages, sync, EPOCHS);
   p->test_images = images;
   p->test_labels = labels;
   p->n_test = N;
   p->test_limit = 20; /* the test pass's cost, each epoch */
-  p->epochs = EPOCHS;
-  p->batch = 20;
-  p->micro_batch = 5;
-  p->stages = stages;
-  p->sync = sync;
-  p->seed = 7;
-  p->epoch_cb = on_epoch;
-  p->user = l;
 }
 
 static float *read_weights(const char *path, size_t *n) {
@@ -131,7 +67,6 @@ static void sync_equals_one_stage(void **state) {
   epochs_log logs[3];
   char paths[3][64];
   for (int k = 0; k < 3; k++) {
-    memset(&logs[k], 0, sizeof logs[k]);
     snprintf(paths[k], sizeof paths[k], "test_train_%u.weights", stages[k]);
     ember_train_params p;
     params_for(&p, &logs[k], stages[k], 1);
@@ -179,7 +114,6 @@ static void sync_equals_one_stage(void **state) {
 static void pipelined_learns_and_resumes(void **state) {
   (void)state;
   epochs_log l;
-  memset(&l, 0, sizeof l);
   ember_train_params p;
   params_for(&p, &l, 3, 0);
   p.epochs = 10;
@@ -195,7 +129,6 @@ static void pipelined_learns_and_resumes(void **state) {
 
   /* evaluate the saved weights, on another split */
   epochs_log l2;
-  memset(&l2, 0, sizeof l2);
   params_for(&p, &l2, 2, 0);
   p.epochs = 0;
   p.load_path = "test_train_async.weights";
@@ -208,7 +141,6 @@ static void pipelined_learns_and_resumes(void **state) {
   assert_true(fabs(r2.test_accuracy - r.test_accuracy) < 1e-12);
 
   /* resume: epochs count on from the file's */
-  memset(&l2, 0, sizeof l2);
   params_for(&p, &l2, 1, 0);
   p.epochs = 1;
   p.load_path = "test_train_async.weights";
@@ -279,5 +211,6 @@ int main(void) {
       cmocka_unit_test(pipelined_learns_and_resumes),
       cmocka_unit_test(sync_equals_one_stage),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, train_fixture_setup,
+                                train_fixture_teardown);
 }

@@ -29,86 +29,16 @@
 
 #include <cmocka.h>
 
-#include "cnn_idx.h"
 #include "ember/ember.h"
+#include "train_fixture.h"
 
-#define LENET EMBER_SOURCE_DIR "/accelerators/cnn/nets/lenet.cfg"
-#define DATA EMBER_SOURCE_DIR "/tests/data/cnn"
-
-enum { N = 100, PX = 28 * 28, EPOCHS = 4 };
-
-static ember_client *client;
-static float *images;
-static uint8_t *labels;
-
-static int setup(void **state) {
-  (void)state;
-  ember_options o = {.size = sizeof o, .client_name = "test_train_icp",
-                     .embedded_threads = 4};
-  char err[256];
-  cnn_data *d = NULL;
-  if (cnn_data_read_dir(DATA, CNN_SPLIT_TEST, 10, &d, err, sizeof err))
-    return -1;
-  images = malloc(N * PX * sizeof *images);
-  labels = malloc(N);
-  cnn_data_to_float(d, 0, N, images);
-  memcpy(labels, cnn_data_labels(d), N);
-  cnn_data_destroy(d);
-  return ember_connect("embedded", &o, &client);
-}
-
-static int teardown(void **state) {
-  (void)state;
-  ember_close(client);
-  free(images);
-  free(labels);
-  return 0;
-}
-
-typedef struct epochs_log {
-  double loss[64];
-  double train_acc[64];
-  unsigned epochs;
-  size_t stages;
-} epochs_log;
-
-static int on_epoch(const ember_train_epoch *e, void *user) {
-  epochs_log *l = user;
-  assert_true(e->epoch >= 1 && e->epoch <= 64);
-  l->loss[e->epoch - 1] = e->loss;
-  l->train_acc[e->epoch - 1] = e->train_accuracy;
-  l->epochs = e->epoch;
-  l->stages = e->n_stages;
-  for (size_t i = 0; i < e->n_stages; i++) {
-    assert_true(e->stage_busy[i] >= 0 && e->stage_busy[i] <= 1.01);
-    assert_non_null(e->stage_platform[i]);
-  }
-  return 0;
-}
-
-static void params_for(ember_train_params *p, epochs_log *l, unsigned stages,
-                       int sync, unsigned epochs) {
-  memset(l, 0, sizeof *l);
-  ember_train_params_default(p);
-  p->net_path = LENET;
-  p->train_images = images;
-  p->train_labels = labels;
-  p->n_train = N;
-  p->epochs = epochs;
-  p->batch = 20;
-  p->micro_batch = 5;
-  p->stages = stages;
-  p->sync = sync;
-  p->seed = 7;
-  p->epoch_cb = on_epoch;
-  p->user = l;
-}
+enum { EPOCHS = 4 };
 
 /* The plan over stages, printed; whether a stage cuts inside a layer. */
 static int plan_cuts_a_layer(unsigned stages) {
   epochs_log l;
   ember_train_params p;
-  params_for(&p, &l, stages, 1, 1);
+  train_fixture_params(&p, &l, stages, 1, 1);
   char *plan = NULL;
   int rc = ember_train_plan(&client, 1, &p, &plan);
   if (rc) fail_msg("%u stages: %s", stages, ember_last_error());
@@ -127,7 +57,7 @@ static void sync_icp_equals_one_stage(void **state) {
   for (int k = 0; k < 4; k++) {
     if (stages[k] > 1) assert_true(plan_cuts_a_layer(stages[k]));
     ember_train_params p;
-    params_for(&p, &logs[k], stages[k], 1, EPOCHS);
+    train_fixture_params(&p, &logs[k], stages[k], 1, EPOCHS);
     ember_train_result r = {.size = sizeof r};
     int rc = ember_train(&client, 1, &p, &r);
     if (rc) fail_msg("%u stages: %s", stages[k], ember_last_error());
@@ -158,7 +88,7 @@ static void pipelined_icp_learns(void **state) {
   (void)state;
   epochs_log l;
   ember_train_params p;
-  params_for(&p, &l, 3, 0, 8);
+  train_fixture_params(&p, &l, 3, 0, 8);
   ember_train_result r = {.size = sizeof r};
   int rc = ember_train(&client, 1, &p, &r);
   if (rc) fail_msg("%s", ember_last_error());
@@ -185,12 +115,12 @@ static void two_clients_equal_one(void **state) {
   epochs_log l1, l2;
   ember_train_params p;
   char *plan1 = NULL, *plan2 = NULL;
-  params_for(&p, &l2, 2, 1, EPOCHS);
+  train_fixture_params(&p, &l2, 2, 1, EPOCHS);
   assert_int_equal(ember_train_plan(c, 2, &p, &plan2), 0);
   print_message("%s", plan2);
   int rc = ember_train(c, 2, &p, NULL);
   if (rc) fail_msg("two clients: %s", ember_last_error());
-  params_for(&p, &l1, 2, 1, EPOCHS);
+  train_fixture_params(&p, &l1, 2, 1, EPOCHS);
   assert_int_equal(ember_train_plan(&c[2], 1, &p, &plan1), 0);
   rc = ember_train(&c[2], 1, &p, NULL);
   if (rc) fail_msg("one client: %s", ember_last_error());
@@ -245,7 +175,7 @@ static void first_layer_cut(void **state) {
     p.stages = st;
     p.sync = 1;
     p.seed = 5;
-    p.epoch_cb = on_epoch;
+    p.epoch_cb = train_fixture_on_epoch;
     p.user = &logs[st - 1];
     if (st > 1) {
       char *plan = NULL;
@@ -280,5 +210,6 @@ int main(void) {
       cmocka_unit_test(two_clients_equal_one),
       cmocka_unit_test(first_layer_cut),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, train_fixture_setup,
+                                train_fixture_teardown);
 }
