@@ -194,6 +194,30 @@ static int run_backward(const cnn_task *t, uint8_t *state,
   return rc;
 }
 
+/* BACKWARD's output error from its pieces (cnn.proto error_channels):
+ * per sample, piece j's run of pieces[j] x piece_unit floats after the
+ * runs before it. *joined is malloc'd; the caller frees it. */
+static int join_pieces(const cnn_task *t, const acc_block *inputs,
+                       float **joined, char *err, size_t err_len) {
+  uint64_t per_sample = t->layout.out_elems / t->batch;
+  float *all = malloc((size_t)t->layout.out_elems * sizeof *all);
+  if (!all) {
+    snprintf(err, err_len, "out of memory");
+    return EMBER_ENOMEM;
+  }
+  uint64_t at = 0;
+  for (uint32_t j = 0; j < t->n_pieces; j++) {
+    uint64_t run = t->pieces[j] * t->piece_unit;
+    for (uint32_t b = 0; b < t->batch; b++)
+      memcpy(all + b * per_sample + at,
+             inputs[j].data + b * run * sizeof *all,
+             (size_t)run * sizeof *all);
+    at += run;
+  }
+  *joined = all;
+  return 0;
+}
+
 int cnn_task_run(const cnn_task *t, uint8_t *state, const acc_block *inputs,
                  size_t n_inputs, acc_mut_block *outputs, size_t n_outputs,
                  const atomic_int *cancel, Ember__Cnn__Result *res,
@@ -255,12 +279,23 @@ int cnn_task_run(const cnn_task *t, uint8_t *state, const acc_block *inputs,
                 : run_forward(t, state, inputs, outputs, n_outputs, res, err,
                               err_len);
     break;
-  case EMBER__CNN__OP__BACKWARD:
+  case EMBER__CNN__OP__BACKWARD: {
+    float *joined = NULL;
+    acc_block one;
+    if (t->n_pieces) {
+      rc = join_pieces(t, inputs, &joined, err, err_len);
+      if (rc) return rc;
+      one = (acc_block){(const uint8_t *)joined,
+                        (size_t)L->out_elems * sizeof(float)};
+      inputs = &one;
+    }
     rc = L->icp ? cnn_icp_backward(t, state, inputs, outputs, n_outputs, err,
                                    err_len)
                 : run_backward(t, state, inputs, outputs, n_outputs, err,
                                err_len);
+    free(joined);
     break;
+  }
   default:
     snprintf(err, err_len, "unknown op %d", (int)t->op);
     return EMBER_EINTERNAL;

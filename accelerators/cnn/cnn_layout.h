@@ -47,6 +47,10 @@
 /* The most FORWARDs a stage keeps for their BACKWARD: header.flags has a
  * bit per slot, set while the slot's stash holds a FORWARD's input. */
 #define CNN_MAX_SLOTS 16
+/* At most this many pieces of a BACKWARD's output error (cnn.proto
+ * error_channels: one input block each, and libember submits at most 16):
+ * so at most this many ICP slices of one layer in a pipeline. */
+#define CNN_MAX_ERROR_PIECES 16
 
 typedef struct cnn_state_header {
   char magic[8];

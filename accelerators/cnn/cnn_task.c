@@ -134,6 +134,51 @@ static int want_size(const acc_block *b, const char *what, uint64_t bytes,
               b->size, (unsigned long long)bytes);
 }
 
+/* error_channels (cnn.proto): BACKWARD of a stage taking an output
+ * error; 1..CNN_MAX_ERROR_PIECES counts >= 1 whose sum divides the
+ * output's floats per sample. */
+static int check_pieces(cnn_task *t, const Ember__Cnn__Params *p, char *err,
+                        size_t err_len) {
+  const cnn_layout *L = &t->layout;
+  if (t->op != EMBER__CNN__OP__BACKWARD || L->last ||
+      (L->icp && !L->icp_last))
+    return fail(err, err_len, EMBER_EPARAM, "error_channels: only for the "
+                "BACKWARD of a stage that takes an output error");
+  if (p->n_error_channels > CNN_MAX_ERROR_PIECES)
+    return fail(err, err_len, EMBER_EPARAM, "error_channels: %zu pieces, "
+                "at most %d", p->n_error_channels, CNN_MAX_ERROR_PIECES);
+  uint64_t sum = 0, per_sample = L->out_elems / t->batch;
+  for (size_t j = 0; j < p->n_error_channels; j++) {
+    if (p->error_channels[j] == 0)
+      return fail(err, err_len, EMBER_EPARAM, "error_channels: piece %zu is "
+                  "empty", j);
+    sum += p->error_channels[j];
+    t->pieces[j] = p->error_channels[j];
+  }
+  if (sum > per_sample || per_sample % sum)
+    return fail(err, err_len, EMBER_EPARAM, "error_channels: %llu in all "
+                "does not divide the output's %llu floats per sample",
+                (unsigned long long)sum, (unsigned long long)per_sample);
+  t->n_pieces = (uint32_t)p->n_error_channels;
+  t->piece_unit = per_sample / sum;
+  return 0;
+}
+
+/* BACKWARD's output error in pieces: their count and sizes. */
+static int check_piece_inputs(const cnn_task *t, const acc_block *inputs,
+                              size_t n_inputs, char *err, size_t err_len) {
+  int rc = want_inputs(t, n_inputs, t->n_pieces, err, err_len);
+  for (uint32_t j = 0; !rc && j < t->n_pieces; j++) {
+    char what[64];
+    snprintf(what, sizeof what, "input %u (output error piece %u)", j, j);
+    rc = want_size(&inputs[j], what,
+                   (uint64_t)t->batch * t->pieces[j] * t->piece_unit *
+                       sizeof(float),
+                   err, err_len);
+  }
+  return rc;
+}
+
 /* The blocks each op takes (cnn.proto). */
 static int check_inputs(const cnn_task *t, const acc_block *inputs,
                         size_t n_inputs, char *err, size_t err_len) {
@@ -167,6 +212,8 @@ static int check_inputs(const cnn_task *t, const acc_block *inputs,
     }
     return rc;
   case EMBER__CNN__OP__BACKWARD:
+    if (t->n_pieces) return check_piece_inputs(t, inputs, n_inputs, err,
+                                               err_len);
     rc = want_inputs(t, n_inputs, L->last ? 0 : 1, err, err_len);
     if (!rc && !L->last)
       rc = want_size(&inputs[0], !L->icp || L->icp_last
@@ -335,6 +382,10 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
   }
   if (t->op == EMBER__CNN__OP__UPDATE) {
     rc = check_sgd(t, p, err, err_len);
+    if (rc) goto out;
+  }
+  if (p->n_error_channels) {
+    rc = check_pieces(t, p, err, err_len);
     if (rc) goto out;
   }
   rc = check_inputs(t, inputs, n_inputs, err, err_len);

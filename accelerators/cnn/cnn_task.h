@@ -28,6 +28,10 @@ typedef struct cnn_task {
   uint32_t accumulated;         /* UPDATE: BACKWARDs in the gradients */
   uint64_t seed;                /* INIT */
   double learning_rate, momentum, decay; /* UPDATE */
+  uint32_t n_pieces;            /* BACKWARD: output error pieces (cnn.proto
+                                   error_channels), 0: one block */
+  uint32_t pieces[CNN_MAX_ERROR_PIECES];
+  uint64_t piece_unit;          /* floats per error_channels unit */
   uint64_t key;                 /* cnn_stage_key() */
   cnn_layout layout;
   acc_cost cost;

@@ -242,6 +242,22 @@ static int settle(setup *s) {
   return 0;
 }
 
+/* Whether the pipeline can run the plan's pieces: ICP slices, at most
+ * CNN_MAX_ERROR_PIECES of a layer (the error pieces of the unit before
+ * it); not yet OCP pieces. */
+static int runs_as_units(const cnn_stage *st, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (st[i].begin_split == CNN_SPLIT_OCP || st[i].end_split == CNN_SPLIT_OCP)
+      return 0;
+    size_t cuts = 0; /* inside layer begin.layer: its slices less one */
+    for (size_t k = 0; k < n; k++)
+      cuts += st[k].begin_split == CNN_SPLIT_ICP &&
+              st[k].begin.layer == st[i].begin.layer;
+    if (cuts + 1 > CNN_MAX_ERROR_PIECES) return 0;
+  }
+  return 1;
+}
+
 /* The plan: stages dealt over the clients in order, on each over its
  * platforms in turn; FPDeep's partitioner, weighted by speed: its fine
  * phase (stages may cut a layer's input channels, ICP) where every stage
@@ -273,8 +289,8 @@ static int make_plan(setup *s, ember_client *const *clients,
     pl[i].speed = s->stage_platform[i].speed;
   }
   /* FPDeep's fine phase (ICP slices) where every stage can run slices
-   * (not on opencl yet); a plan with OCP pieces (no task for them yet)
-   * falls back to whole layers */
+   * (not on opencl yet); a plan the pipeline cannot run as units
+   * (runs_as_units) falls back to whole layers */
   unsigned flags = s->p.layer_split_only ? CNN_PLAN_LAYERS_ONLY : 0;
   for (size_t i = 0; !rc && i < N; i++)
     if (strcmp(s->stage_platform[i].kind, "opencl") == 0)
@@ -291,11 +307,7 @@ static int make_plan(setup *s, ember_client *const *clients,
   if (!rc && !flags) {
     size_t n;
     const cnn_stage *st = cnn_plan_stages(s->plan, &n);
-    int ocp = 0;
-    for (size_t i = 0; i < n; i++)
-      ocp |= st[i].begin_split == CNN_SPLIT_OCP ||
-             st[i].end_split == CNN_SPLIT_OCP;
-    if (ocp) {
+    if (!runs_as_units(st, n)) {
       cnn_plan_destroy(s->plan);
       s->plan = NULL;
       rc = cnn_plan_create(s->net, pl, N, CNN_PLAN_LAYERS_ONLY, &s->plan,

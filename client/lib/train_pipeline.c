@@ -28,9 +28,9 @@
  * its first slice); a slice after the first adds to the previous one's
  * partial sums; the last slice's BACKWARD (the layer's output error) makes
  * dz, which the other slices' BACKWARDs take; the unit before the first
- * slice takes the slices' input errors concatenated by channel per sample,
- * a gather this thread does (read back, interleaved, sent: a layer input
- * error's bytes twice per micro-batch).
+ * slice takes the slices' input errors as its output error in pieces, one
+ * block each (cnn.proto error_channels), and joins them on its platform:
+ * on one NAM they never cross this process.
  */
 #include <math.h>
 #include <pthread.h>
@@ -59,11 +59,11 @@ typedef struct micro {
                                 sums, or the last one the layer's output),
                                 unit i+1's input */
   ember_block **err;         /* err[i]: unit i's input error, for i-1 (a
-                                slice: its channels', gathered) */
+                                slice: its channels', a piece for the
+                                unit before the layer) */
   ember_block **dz;          /* dz[i]: a last slice's dz, for the others */
   ember_block **tmp;         /* tmp[i]: unit i's copy of an input made
-                                elsewhere (a layer's input, dz), or its
-                                gathered output error */
+                                elsewhere (a layer's input, dz) */
   ember_block *probs;        /* an evaluation's last micro-batch only */
   size_t valid;              /* samples that count (a padded tail: fewer) */
 } micro;
@@ -122,6 +122,13 @@ static void unit_name(const train_stage *s, char *buf, size_t len) {
     snprintf(buf, len, "layers %u..%u", s->first + 1, s->end);
 }
 
+/* Whether unit i's BACKWARD takes the next layer's slices' input errors
+ * as its output error, in pieces (cnn.proto error_channels). */
+static int takes_pieces(const train_run *r, size_t i) {
+  return i + 1 < r->n_stages && r->stages[i + 1].slice &&
+         r->stages[i + 1].base == i + 1;
+}
+
 /* Submit op (OP_NONE: SET_PARAMS) on stage i; *task gets it. */
 static int submit(train_run *r, size_t i, enum op op, uint32_t slot,
                   ember_block *const *in, size_t n_in, ember_block **outs,
@@ -142,6 +149,12 @@ static int submit(train_run *r, size_t i, enum op op, uint32_t slot,
     p.has_channel_begin = p.has_channel_end = 1;
     p.channel_begin = s->c0;
     p.channel_end = s->c1;
+  }
+  uint32_t pieces[CNN_MAX_ERROR_PIECES];
+  if (op == OP_BACKWARD && takes_pieces(r, i)) {
+    for (size_t k = i + 1; k <= r->stages[i + 1].last; k++)
+      pieces[p.n_error_channels++] = r->stages[k].c1 - r->stages[k].c0;
+    p.error_channels = pieces;
   }
   if (op == OP_INIT) {
     p.has_seed = 1;
@@ -421,53 +434,6 @@ static enum op next_op(pass *p, size_t i) {
   return OP_FORWARD;
 }
 
-/* The error at the output of unit i's layer, when the next layer is in
- * slices i+1 .. e: their input errors concatenated by channel, per sample,
- * made on unit i's client into *out. The slices' blocks and dz are done
- * with then, and released. */
-static int gather_error(pass *p, micro *m, size_t i, ember_block **out) {
-  train_run *r = p->r;
-  const train_stage *n = &r->stages[i + 1];
-  size_t count;
-  const cnn_layer *l = &cnn_net_layers(r->net, &count)[n->first];
-  uint64_t C = cnn_layer_channels(l), unit = cnn_layer_channel_unit(l);
-  size_t B = r->micro;
-  float *all = malloc(B * C * unit * sizeof *all);
-  if (!all) {
-    ember__client_set_error("out of memory");
-    return EMBER_ENOMEM;
-  }
-  int rc = 0;
-  for (size_t k = i + 1; k <= n->last && !rc; k++) {
-    const train_stage *t = &r->stages[k];
-    void *bytes;
-    size_t size;
-    uint64_t w = (t->c1 - t->c0) * unit;
-    rc = ember_block_read(m->err[k], &bytes, &size, NULL);
-    if (rc) break;
-    if (size != B * w * sizeof *all) {
-      free(bytes);
-      ember__client_set_error("layer %u in-ch [%u:%u): BACKWARD gave %zu "
-                              "bytes of error, not %llu", t->first + 1,
-                              t->c0, t->c1, size,
-                              (unsigned long long)(B * w * 4));
-      rc = EMBER_EPROTO;
-      break;
-    }
-    const float *src = bytes;
-    for (size_t b = 0; b < B; b++)
-      memcpy(all + (b * C + t->c0) * unit, src + b * w, w * sizeof *all);
-    free(bytes);
-  }
-  if (!rc)
-    rc = ember_block_create(r->stages[i].client, all,
-                            B * C * unit * sizeof *all, 0, out);
-  free(all);
-  for (size_t k = i + 1; k <= n->last; k++) release(&m->err[k]);
-  release(&m->dz[n->last]);
-  return rc;
-}
-
 static int start(pass *p, size_t i, enum op op) {
   train_run *r = p->r;
   stage_run *s = &p->st[i];
@@ -476,7 +442,7 @@ static int start(pass *p, size_t i, enum op op) {
   size_t g = op == OP_FORWARD ? s->fwd_sub : op == OP_BACKWARD ? s->bwd_sub
                                                                : 0;
   micro *m = micro_of(p, g);
-  ember_block *in[3] = {NULL, NULL, NULL};
+  ember_block *in[CNN_MAX_ERROR_PIECES + 2] = {NULL};
   size_t n_in = 0;
   ember_block **out = NULL;
   size_t n_out = 0;
@@ -503,14 +469,14 @@ static int start(pass *p, size_t i, enum op op) {
         dz = m->tmp[i];
       }
       in[n_in++] = dz;
-    } else if (i < N - 1 && r->stages[i + 1].slice) {
-      rc = gather_error(p, m, i, &m->tmp[i]);
-      in[n_in++] = m->tmp[i];
+    } else if (takes_pieces(r, i)) {
+      for (size_t k = i + 1; k <= r->stages[i + 1].last; k++)
+        in[n_in++] = m->err[k];
     } else if (i < N - 1) {
       in[n_in++] = m->err[i + 1];
     }
     /* out 0, the input error: a whole unit's for the unit before it
-     * (none before the first layer), a slice's for the gather (none in
+     * (none before the first layer), a slice's a piece of it (none in
      * the first layer, but the last slice's always: its dz is out 1) */
     n_out = t->slice_last ? 2 : t->slice ? t->first > 0 : i > 0;
   }
@@ -587,7 +553,13 @@ static int complete(pass *p, size_t i, train_pass_progress progress,
     }
     s->fwd_done++;
   } else if (!rc && s->op == OP_BACKWARD) {
-    if (i < N - 1 && !r->stages[i + 1].slice) release(&m->err[i + 1]);
+    if (takes_pieces(r, i)) { /* the slices' errors, and their dz */
+      for (size_t k = i + 1; k <= r->stages[i + 1].last; k++)
+        release(&m->err[k]);
+      release(&m->dz[r->stages[i + 1].last]);
+    } else if (i < N - 1 && !r->stages[i + 1].slice) {
+      release(&m->err[i + 1]);
+    }
     release(&m->tmp[i]);
     s->bwd_done++;
     if (t->slice && t->first == 0) {
@@ -597,9 +569,10 @@ static int complete(pass *p, size_t i, train_pass_progress progress,
       for (size_t k = t->base; k <= t->last; k++)
         all &= p->st[k].bwd_done > s->g;
       if (all) release(&m->dz[t->last]);
-    } else if (!t->slice && i > 0 &&
-               r->stages[i - 1].client != t->client) {
-      rc = move_block(&m->err[i], r->stages[i - 1].client);
+    } else if (i > 0) { /* to the unit before the layer */
+      size_t to = t->slice ? t->base - 1 : i - 1;
+      if (r->stages[to].client != t->client)
+        rc = move_block(&m->err[i], r->stages[to].client);
     }
   } else if (!rc && s->op == OP_UPDATE) {
     s->upd_done++;

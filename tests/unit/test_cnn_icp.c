@@ -13,7 +13,10 @@
  * channels at once; in practice about 1e-7). INIT's slices are the
  * sub-tensors of the stage's INIT exactly. And hostile channel ranges
  * refused with EMBER_EPARAM and a reason; a block of one slice refused by
- * another slice's task (the key holds the range). */
+ * another slice's task (the key holds the range). Error pieces: pool1's
+ * and pool2's BACKWARD with the output error as the slices' pieces
+ * (error_channels) equals it with the error joined, bit for bit; hostile
+ * pieces refused. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -79,8 +82,14 @@ typedef struct stage {
   uint32_t c0, c1;
 } stage;
 
+/* error_channels for the next params() (n_pieces 0: none) */
+static uint32_t *pieces;
+static size_t n_pieces;
+
 static uint8_t *params(Ember__Cnn__Op op, const stage *s, size_t *len) {
   Ember__Cnn__Params p = EMBER__CNN__PARAMS__INIT;
+  p.n_error_channels = n_pieces;
+  p.error_channels = pieces;
   p.op = op;
   p.net.data = (uint8_t *)net_text;
   p.net.len = net_len;
@@ -447,12 +456,133 @@ static void hostile_ranges_refused(void **state) {
   free(x);
 }
 
+/* The stage of layer `layer` alone: BACKWARD with its output error in
+ * pieces of the given channel counts (of unit floats each) equals
+ * BACKWARD with the error joined, bit for bit. */
+static void pieces_equal_joined(uint32_t layer, uint32_t *counts, size_t k,
+                                size_t unit) {
+  stage ps = {layer, layer + 1, 0, 0, 0};
+  cnn_layout L = layout_of(&ps);
+  size_t in_n = (size_t)L.in_elems, out_n = (size_t)L.out_elems;
+  size_t sample = out_n / B;
+  print_message("  layer %u's BACKWARD, its error in %zu pieces\n", layer, k);
+  float *x = xcalloc(in_n, sizeof *x), *dy = xcalloc(out_n, sizeof *dy);
+  float *parts = xcalloc(out_n, sizeof *parts);
+  uint64_t rng = 0x9e3779b9u;
+  for (size_t i = 0; i < in_n; i++) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    x[i] = (float)((double)(rng >> 11) * 0x1.0p-53);
+  }
+  for (size_t i = 0; i < out_n; i++) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    dy[i] = (float)((double)(rng >> 11) * 0x1.0p-52 - 1);
+  }
+  /* piece j: each sample's run of counts[j] x unit floats, one after
+   * another in parts */
+  acc_block in[CNN_MAX_ERROR_PIECES];
+  size_t at = 0, off = 0;
+  for (size_t j = 0; j < k; j++) {
+    size_t run = counts[j] * unit;
+    in[j] = (acc_block){(uint8_t *)(parts + off), B * run * sizeof(float)};
+    for (size_t b = 0; b < B; b++)
+      memcpy(parts + off + b * run, dy + b * sample + at, run * sizeof *dy);
+    at += run;
+    off += B * run;
+  }
+  assert_int_equal(at, sample);
+  acc_block xin = {(uint8_t *)x, in_n * sizeof *x};
+  acc_block dyin = {(uint8_t *)dy, out_n * sizeof *dy};
+  acc_mut_block st[2] = {new_state(&ps), new_state(&ps)}, y[2], dx[2];
+  for (int v = 0; v < 2; v++) {
+    ok_op(EMBER__CNN__OP__INIT, &ps, NULL, 0, &st[v], NULL, 0);
+    ok_op(EMBER__CNN__OP__FORWARD, &ps, &xin, 1, &st[v], &y[v], 1);
+  }
+  ok_op(EMBER__CNN__OP__BACKWARD, &ps, &dyin, 1, &st[0], &dx[0], 1);
+  pieces = counts;
+  n_pieces = k;
+  ok_op(EMBER__CNN__OP__BACKWARD, &ps, in, k, &st[1], &dx[1], 1);
+  pieces = NULL;
+  n_pieces = 0;
+  assert_int_equal(dx[0].size, in_n * sizeof(float));
+  assert_int_equal(dx[1].size, dx[0].size);
+  assert_memory_equal(dx[0].data, dx[1].data, dx[0].size);
+  assert_memory_equal(st[0].data, st[1].data, st[0].size);
+  for (int v = 0; v < 2; v++) {
+    free(st[v].data);
+    free(y[v].data);
+    free(dx[v].data);
+  }
+  free(x);
+  free(dy);
+  free(parts);
+}
+
+static void error_pieces_equal_joined(void **state) {
+  (void)state;
+  uint32_t conv2[] = {7, 7, 6}, fc1[] = {333, 467}, one[] = {20};
+  pieces_equal_joined(1, conv2, 3, 12 * 12); /* pool1 -> conv2 */
+  pieces_equal_joined(1, one, 1, 12 * 12);
+  pieces_equal_joined(3, fc1, 2, 1);         /* pool2 -> fc1 */
+}
+
+static void hostile_pieces_refused(void **state) {
+  (void)state;
+  stage pool1 = {1, 2, 0, 0, 0}, last = {2, 3, 1, 14, 20},
+        mid = {2, 3, 1, 7, 14}, soft = {6, 7, 0, 0, 0};
+  cnn_layout L = layout_of(&pool1);
+  float *e = xcalloc(L.out_elems, sizeof *e);
+  size_t plane = 12 * 12 * sizeof(float);
+  acc_block in[17];
+  for (int j = 0; j < 17; j++) in[j] = (acc_block){(uint8_t *)e, B * plane};
+  uint32_t c[17] = {10, 10};
+  pieces = c;
+  n_pieces = 2;
+  in[0].size = B * 10 * plane;
+  in[1].size = B * 10 * plane - 4;
+  refused(EMBER__CNN__OP__BACKWARD, &pool1, in, 2,
+          "input 1 (output error piece 1)");
+  refused(EMBER__CNN__OP__BACKWARD, &pool1, in, 1, "takes 2 input blocks");
+  refused(EMBER__CNN__OP__FORWARD, &pool1, in, 1, "error_channels: only for");
+  refused(EMBER__CNN__OP__BACKWARD, &soft, NULL, 0, "only for the BACKWARD");
+  refused(EMBER__CNN__OP__BACKWARD, &mid, in, 2, "only for the BACKWARD");
+  c[1] = 9; /* 19 channels: does not divide 2880 floats */
+  refused(EMBER__CNN__OP__BACKWARD, &pool1, in, 2, "19 in all does not "
+          "divide the output's 2880 floats per sample");
+  c[1] = 0;
+  refused(EMBER__CNN__OP__BACKWARD, &pool1, in, 2, "piece 1 is empty");
+  c[0] = c[1] = UINT32_MAX; /* sums past 32 bits */
+  refused(EMBER__CNN__OP__BACKWARD, &pool1, in, 2, "does not divide");
+  for (int j = 0; j < 17; j++) c[j] = 1;
+  n_pieces = 17;
+  refused(EMBER__CNN__OP__BACKWARD, &pool1, in, 17, "17 pieces, at most 16");
+  /* the last slice of conv2 takes them (a layer after it in slices): its
+   * 50 output channels of 8 x 8 */
+  c[0] = 25;
+  c[1] = 25;
+  n_pieces = 2;
+  cnn_layout LL = layout_of(&last);
+  in[0].size = in[1].size = LL.out_elems / 2 * sizeof(float);
+  size_t len;
+  uint8_t *pp = params(EMBER__CNN__OP__BACKWARD, &last, &len);
+  void *prep = NULL;
+  char err[256] = "";
+  int rc = cnn()->validate(pp, len, in, 2, &prep, err, sizeof err);
+  if (rc) fail_msg("the last slice with 2 pieces: %s", err);
+  cnn()->release(prep);
+  free(pp);
+  pieces = NULL;
+  n_pieces = 0;
+  free(e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(conv2_in_2_and_3_slices),
       cmocka_unit_test(fc1_in_2_slices),
       cmocka_unit_test(conv1_as_one_slice),
       cmocka_unit_test(hostile_ranges_refused),
+      cmocka_unit_test(error_pieces_equal_joined),
+      cmocka_unit_test(hostile_pieces_refused),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
