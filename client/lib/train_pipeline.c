@@ -3,8 +3,10 @@
  * the stages as FPDeep drives samples, stage i working on one while stage
  * i+1 works on an earlier one, FP towards the loss and EB/PG back.
  *
- * Each stage runs one task at a time (its state block orders them); a
- * stage that is free takes, in this order:
+ * Each stage runs one task at a time (its state block orders them), and
+ * has the next one queued behind it on the NAM when it can, so that no
+ * round trip through this thread separates them. A stage takes, in this
+ * order:
  *   UPDATE    once the last BACKWARD of a mini-batch is in (FPDeep's
  *             update at the mini-batch's end, stage by stage);
  *   BACKWARD  of its oldest kept FORWARD, once the next stage's BACKWARD
@@ -44,12 +46,19 @@
 
 enum op { OP_NONE, OP_FORWARD, OP_BACKWARD, OP_UPDATE, OP_INIT, OP_GET };
 
-/* A stage's place in the pass. */
+/* Tasks a plan stage may have on its NAM at once: the one running and the
+ * next, queued behind it on the same state block (which runs them in
+ * order), so that the stage does not wait a round trip through this
+ * thread between them. */
+enum { DEPTH = 2 };
+
+/* A unit's place in the pass. */
 typedef struct stage_run {
-  ember_task *task;          /* in flight, or NULL */
-  enum op op;
-  size_t g;                  /* the micro-batch of task */
-  size_t fwd_sub, fwd_done, bwd_sub, bwd_done, upd_done;
+  ember_task *task[DEPTH];   /* in flight, oldest first */
+  enum op op[DEPTH];
+  size_t g[DEPTH];           /* their micro-batches */
+  size_t n_flight;
+  size_t fwd_sub, fwd_done, bwd_sub, bwd_done, upd_sub, upd_done;
 } stage_run;
 
 /* A micro-batch in flight (ring entry g % ring). */
@@ -407,13 +416,15 @@ static int bwd_ready(pass *p, size_t i, size_t g) {
   return 1;
 }
 
-/* What unit i may start now; OP_NONE: nothing. */
+/* What unit i may submit now; OP_NONE: nothing. Its own ops are ordered
+ * by what it submitted (its state block runs them in that order), what it
+ * takes from other units by what they completed (their out blocks). */
 static enum op next_op(pass *p, size_t i) {
   train_run *r = p->r;
   stage_run *s = &p->st[i];
   size_t N = r->n_stages, K = r->per_batch;
-  if (p->train && s->bwd_done >= (s->upd_done + 1) * K) return OP_UPDATE;
-  if (p->train && s->bwd_sub < s->fwd_done && bwd_ready(p, i, s->bwd_sub))
+  if (p->train && s->bwd_sub >= (s->upd_sub + 1) * K) return OP_UPDATE;
+  if (p->train && s->bwd_sub < s->fwd_sub && bwd_ready(p, i, s->bwd_sub))
     return OP_BACKWARD;
   size_t g = s->fwd_sub;
   if (g >= p->M) return OP_NONE;
@@ -429,8 +440,8 @@ static enum op next_op(pass *p, size_t i) {
     }
     if (g >= retired + p->ring) return OP_NONE;
   }
-  if (p->train && g - s->bwd_done >= r->slots) return OP_NONE;
-  if (p->train && r->sync && g / K > s->upd_done) return OP_NONE;
+  if (p->train && g - s->bwd_sub >= r->slots) return OP_NONE;
+  if (p->train && r->sync && g / K > s->upd_sub) return OP_NONE;
   return OP_FORWARD;
 }
 
@@ -483,15 +494,18 @@ static int start(pass *p, size_t i, enum op op) {
   if (rc) return rc;
   ember_block *outs[2] = {NULL, NULL};
   rc = submit(r, i, op, (uint32_t)(g % r->slots), in, n_in,
-              n_out ? outs : NULL, n_out, on_done, p, &s->task);
+              n_out ? outs : NULL, n_out, on_done, p,
+              &s->task[s->n_flight]);
   if (rc) return rc;
   if (op == OP_FORWARD && out) *out = outs[0];
   if (op == OP_BACKWARD && n_out > 0) m->err[i] = outs[0];
   if (op == OP_BACKWARD && n_out > 1) m->dz[i] = outs[1];
-  s->op = op;
-  s->g = g;
+  s->op[s->n_flight] = op;
+  s->g[s->n_flight] = g;
+  s->n_flight++;
   if (op == OP_FORWARD) s->fwd_sub++;
   if (op == OP_BACKWARD) s->bwd_sub++;
+  if (op == OP_UPDATE) s->upd_sub++;
   return 0;
 }
 /* The last stage's FORWARD of g: its loss and right answers. */
@@ -526,16 +540,18 @@ static int count_result(pass *p, size_t g, ember_task *t) {
   return 0;
 }
 
-/* Unit i's task is done: account for it, pass its blocks on. */
+/* Unit i's oldest task is done: account for it, pass its blocks on. */
 static int complete(pass *p, size_t i, train_pass_progress progress,
                     void *user) {
   train_run *r = p->r;
   stage_run *s = &p->st[i];
   const train_stage *t = &r->stages[i];
   size_t N = r->n_stages;
-  micro *m = micro_of(p, s->g);
-  int rc = finished(r, i, s->op, s->task);
-  if (!rc && s->op == OP_FORWARD) {
+  enum op op = s->op[0];
+  size_t g = s->g[0];
+  micro *m = micro_of(p, g);
+  int rc = finished(r, i, op, s->task[0]);
+  if (!rc && op == OP_FORWARD) {
     /* the layer's input: read by every slice, the last one last */
     if (!t->slice || t->slice_last) release(layer_input(p, m, i));
     if (t->slice && i > t->base) release(&m->act[i - 1]); /* partial sums */
@@ -543,16 +559,16 @@ static int complete(pass *p, size_t i, train_pass_progress progress,
     if (i == N - 1) {
       /* the padded tail's labels are in ybuf still: it is the last
        * micro-batch made */
-      rc = count_result(p, s->g, s->task);
+      rc = count_result(p, g, s->task[0]);
       release(&m->y);
       release(&m->probs);
-      if (progress && ((s->g + 1) % r->per_batch == 0 || s->g + 1 == p->M))
+      if (progress && ((g + 1) % r->per_batch == 0 || g + 1 == p->M))
         progress(p->out->samples, p->n, user);
     } else if (r->stages[i + 1].client != t->client) {
       rc = move_block(&m->act[i], r->stages[i + 1].client);
     }
     s->fwd_done++;
-  } else if (!rc && s->op == OP_BACKWARD) {
+  } else if (!rc && op == OP_BACKWARD) {
     if (takes_pieces(r, i)) { /* the slices' errors, and their dz */
       for (size_t k = i + 1; k <= r->stages[i + 1].last; k++)
         release(&m->err[k]);
@@ -567,19 +583,24 @@ static int complete(pass *p, size_t i, train_pass_progress progress,
       release(&m->err[i]);
       int all = 1;
       for (size_t k = t->base; k <= t->last; k++)
-        all &= p->st[k].bwd_done > s->g;
+        all &= p->st[k].bwd_done > g;
       if (all) release(&m->dz[t->last]);
     } else if (i > 0) { /* to the unit before the layer */
       size_t to = t->slice ? t->base - 1 : i - 1;
       if (r->stages[to].client != t->client)
         rc = move_block(&m->err[i], r->stages[to].client);
     }
-  } else if (!rc && s->op == OP_UPDATE) {
+  } else if (!rc && op == OP_UPDATE) {
     s->upd_done++;
   }
-  ember_task_free(s->task);
-  s->task = NULL;
-  s->op = OP_NONE;
+  ember_task_free(s->task[0]);
+  s->n_flight--;
+  for (size_t k = 0; k < s->n_flight; k++) {
+    s->task[k] = s->task[k + 1];
+    s->op[k] = s->op[k + 1];
+    s->g[k] = s->g[k + 1];
+  }
+  s->task[s->n_flight] = NULL;
   return rc;
 }
 
@@ -651,44 +672,53 @@ int ember__train_pass_run(train_run *r, const train_samples *s,
   int rc = 0;
   unsigned seen = 0;
   for (;;) {
-    /* start what can start, unless draining after a failure: on each
-     * free plan stage, its units' best op (UPDATE, BACKWARD of the unit
-     * nearest the loss, FORWARD of the unit nearest the input) */
+    /* submit what can go, unless draining after a failure: on each plan
+     * stage, its units' best op (UPDATE, BACKWARD of the unit nearest the
+     * loss, FORWARD of the unit nearest the input) when the stage is
+     * free, or queued behind its task when that is the same unit's and
+     * the best (its state block orders them; another unit's task could
+     * run beside it on a cpu platform, two cores for one stage) */
     size_t busy = 0;
-    for (size_t i = 0; i < N; i++) busy += p.st[i].task != NULL;
     for (size_t a = 0, b; a < N && !rc; a = b) {
-      int stage_busy = 0;
+      size_t flying = 0, owner = N;
       for (b = a; b < N && r->stages[b].plan_stage ==
                                r->stages[a].plan_stage; b++)
-        stage_busy |= p.st[b].task != NULL;
-      if (stage_busy) continue;
-      size_t best = N;
-      enum op best_op = OP_NONE;
-      for (size_t i = a; i < b; i++) {
-        enum op op = next_op(&p, i);
-        if (op == OP_NONE) continue;
-        int rank = op == OP_UPDATE ? 0 : op == OP_BACKWARD ? 1 : 2;
-        int best_rank = best_op == OP_NONE ? 3
-                        : best_op == OP_UPDATE ? 0
-                        : best_op == OP_BACKWARD ? 1 : 2;
-        if (rank < best_rank || (rank == 1 && best_rank == 1)) {
-          best = i;
-          best_op = op;
+        if (p.st[b].n_flight) {
+          flying += p.st[b].n_flight;
+          owner = b;
+        }
+      while (flying < DEPTH && !rc) {
+        size_t best = N;
+        int best_rank = 3;
+        for (size_t i = a; i < b; i++) {
+          enum op op = next_op(&p, i);
+          int rank = op == OP_UPDATE ? 0 : op == OP_BACKWARD ? 1
+                     : op == OP_FORWARD ? 2 : 3;
+          /* ties: BACKWARD nearest the loss, FORWARD nearest the input */
+          if (rank < best_rank || (rank == 1 && best_rank == 1)) {
+            best = i;
+            best_rank = rank;
+          }
+        }
+        if (best == N || (owner != N && best != owner)) break;
+        enum op op = best_rank == 0 ? OP_UPDATE : best_rank == 1
+                     ? OP_BACKWARD : OP_FORWARD;
+        rc = start(&p, best, op);
+        if (!rc) {
+          flying++;
+          owner = best;
         }
       }
-      if (best_op != OP_NONE) {
-        rc = start(&p, best, best_op);
-        busy += p.st[best].task != NULL;
-      }
     }
+    for (size_t i = 0; i < N; i++) busy += p.st[i].n_flight;
     if (!busy) break;
     pthread_mutex_lock(&p.mu);
     while (p.completions == seen) pthread_cond_wait(&p.cv, &p.mu);
     seen = p.completions;
     pthread_mutex_unlock(&p.mu);
     for (size_t i = 0; i < N; i++)
-      if (p.st[i].task && ember_task_done(p.st[i].task)) {
-        ember_task_wait(p.st[i].task, -1); /* its callback has returned */
+      while (p.st[i].n_flight && ember_task_done(p.st[i].task[0])) {
+        ember_task_wait(p.st[i].task[0], -1); /* its callback has returned */
         int crc = complete(&p, i, progress, user);
         if (!rc) rc = crc;
       }
