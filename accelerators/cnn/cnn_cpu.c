@@ -34,6 +34,7 @@ static int exec_reorder(cnn_cpu_stage *s, dnnl_primitive_t p,
 int cpu_run_steps(cnn_cpu_stage *s, cpu_step *steps, size_t n) {
   for (size_t i = 0; i < n; i++) {
     cpu_step *st = &steps[i];
+    if (st->accumulates && s->grads_zero) continue;
     if (st->fn) {
       st->fn(s, st->layer);
     } else if (exec(s, st->prim, st->nargs, st->args)) {
@@ -41,17 +42,6 @@ int cpu_run_steps(cnn_cpu_stage *s, cpu_step *steps, size_t n) {
     }
   }
   return 0;
-}
-
-void cpu_accumulate_grads(cnn_cpu_stage *s, cpu_layer *l) {
-  if (s->grads_zero) return;
-  dnnl_memory_t acc[2] = {l->gw, l->gb}, add[2] = {l->gw_new, l->gb_new};
-  for (int k = 0; k < 2; k++) {
-    size_t n = cpu_mem_size(acc[k]) / sizeof(float);
-    float *a = cpu_mem_data(acc[k]);
-    const float *g = cpu_mem_data(add[k]);
-    for (size_t i = 0; i < n; i++) a[i] += g[i];
-  }
 }
 
 void cpu_xent_grad(cnn_cpu_stage *s, cpu_layer *l) {

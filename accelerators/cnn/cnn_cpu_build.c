@@ -122,6 +122,28 @@ static int add_step(build *b, bool backward, dnnl_primitive_t prim,
   return 0;
 }
 
+/* A backward step acc += add (oneDNN's sum, in place: its first source is
+ * its destination), skipped while the accumulated gradients are zero. */
+static int add_accumulate(build *b, cpu_layer *l, dnnl_memory_t acc,
+                          dnnl_memory_t add) {
+  const dnnl_memory_desc_t *md;
+  dnnl_memory_get_memory_desc(acc, &md);
+  const dnnl_memory_desc_t srcs[2] = {*md, *md};
+  const float scales[2] = {1.0f, 1.0f};
+  dnnl_primitive_desc_t pd;
+  DN(dnnl_sum_primitive_desc_create(&pd, md, 2, scales, srcs, NULL,
+                                    b->s->engine),
+     "gradient sum");
+  dnnl_primitive_t p;
+  TRY(new_prim(b, pd, NULL, &p));
+  dnnl_exec_arg_t args[3] = {{DNNL_ARG_MULTIPLE_SRC, acc},
+                             {DNNL_ARG_MULTIPLE_SRC + 1, add},
+                             {DNNL_ARG_DST, acc}};
+  TRY(add_step(b, true, p, NULL, l, 3, args));
+  b->s->bwd[b->s->nbwd - 1].accumulates = true;
+  return 0;
+}
+
 /* A reorder from memory src to memory dst, created now: as a step when
  * list is 0 (forward) or 1 (backward), or returned in *out when list < 0. */
 static int reorder(build *b, dnnl_memory_t src, dnnl_memory_t dst, int list,
@@ -384,7 +406,8 @@ static int build_weighted(build *b, size_t j) {
       L->pg_step = s->nbwd;
       rc = add_step(b, true, p, NULL, L, 4, args);
     }
-    if (!rc) rc = add_step(b, true, NULL, cpu_accumulate_grads, L, 0, NULL);
+    if (!rc) rc = add_accumulate(b, L, L->gw, L->gw_new);
+    if (!rc) rc = add_accumulate(b, L, L->gb, L->gb_new);
     if (!rc && dnnl_memory_desc_equal(&gw_md, &w_md)) {
       L->gw_fwd = L->gw;
     } else if (!rc) {

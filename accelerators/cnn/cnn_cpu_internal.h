@@ -33,6 +33,8 @@ typedef struct cpu_step {
   dnnl_primitive_t prim;  /* or NULL, and fn */
   void (*fn)(struct cnn_cpu_stage *s, struct cpu_layer *l);
   struct cpu_layer *layer;
+  bool accumulates;       /* adds to the accumulated gradients: skipped
+                             while they are zero (PG wrote them itself) */
   int nargs;
   dnnl_exec_arg_t args[CPU_STEP_MAX_ARGS];
 } cpu_step;
@@ -98,10 +100,7 @@ float *cpu_mem_data(const_dnnl_memory_t m);
 /* Run a list of steps; 0 or EMBER_EPLATFORM. */
 int cpu_run_steps(struct cnn_cpu_stage *s, cpu_step *steps, size_t n);
 
-/* Steps run as C functions: the gradients of the last backward added to
- * the accumulated ones (nothing after an update: PG wrote them); the
- * loss's gradient into xent_plain. */
-void cpu_accumulate_grads(struct cnn_cpu_stage *s, cpu_layer *l);
+/* A step run as a C function: the loss's gradient into xent_plain. */
 void cpu_xent_grad(struct cnn_cpu_stage *s, cpu_layer *l);
 
 #endif
