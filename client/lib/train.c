@@ -46,7 +46,6 @@ typedef struct candidate {
   char device[128];
   double speed;
   int measured;  /* speed is the NAM's figure, not a per-kind default */
-  double alike_speed; /* share_figures: the mean over platforms alike */
 } candidate;
 
 typedef struct setup {
@@ -82,6 +81,7 @@ static double speed_of(const ember_platform_info *pl, int *measured) {
  * per-kind default. Either way the plan would pile the work on whichever
  * looks faster. */
 static void share_figures(candidate *c, size_t n) {
+  double alike[MAX_PLATFORMS] = {0}; /* n <= MAX_PLATFORMS */
   for (size_t i = 0; i < n; i++) {
     double sum = 0;
     size_t measured = 0;
@@ -91,10 +91,10 @@ static void share_figures(candidate *c, size_t n) {
         sum += 1 / c[j].speed;
         measured++;
       }
-    if (measured) c[i].alike_speed = measured / sum;
+    if (measured) alike[i] = measured / sum;
   }
   for (size_t i = 0; i < n; i++)
-    if (c[i].alike_speed > 0) c[i].speed = c[i].alike_speed;
+    if (alike[i] > 0) c[i].speed = alike[i];
 }
 
 static int runs_cnn(const ember_platform_info *pl) {
@@ -139,7 +139,6 @@ static int platforms_of(ember_client *const *clients, size_t n_clients,
       snprintf(cd->label, sizeof cd->label, "%s", pl->name);
     snprintf(cd->device, sizeof cd->device, "%s", pl->device);
     cd->speed = speed_of(pl, &cd->measured);
-    cd->alike_speed = 0;
   }
   ember_listing_free(l);
   share_figures(out, *n);

@@ -416,6 +416,12 @@ static int bwd_ready(pass *p, size_t i, size_t g) {
   return 1;
 }
 
+/* An op's precedence on a plan stage: UPDATE, BACKWARD, FORWARD, none. */
+static int rank_of(enum op op) {
+  return op == OP_UPDATE ? 0 : op == OP_BACKWARD ? 1 : op == OP_FORWARD ? 2
+                                                                       : 3;
+}
+
 /* What unit i may submit now; OP_NONE: nothing. Its own ops are ordered
  * by what it submitted (its state block runs them in that order), what it
  * takes from other units by what they completed (their out blocks). */
@@ -689,21 +695,18 @@ int ember__train_pass_run(train_run *r, const train_samples *s,
         }
       while (flying < DEPTH && !rc) {
         size_t best = N;
-        int best_rank = 3;
+        enum op best_op = OP_NONE;
         for (size_t i = a; i < b; i++) {
           enum op op = next_op(&p, i);
-          int rank = op == OP_UPDATE ? 0 : op == OP_BACKWARD ? 1
-                     : op == OP_FORWARD ? 2 : 3;
           /* ties: BACKWARD nearest the loss, FORWARD nearest the input */
-          if (rank < best_rank || (rank == 1 && best_rank == 1)) {
+          if (rank_of(op) < rank_of(best_op) ||
+              (op == OP_BACKWARD && best_op == OP_BACKWARD)) {
             best = i;
-            best_rank = rank;
+            best_op = op;
           }
         }
         if (best == N || (owner != N && best != owner)) break;
-        enum op op = best_rank == 0 ? OP_UPDATE : best_rank == 1
-                     ? OP_BACKWARD : OP_FORWARD;
-        rc = start(&p, best, op);
+        rc = start(&p, best, best_op);
         if (!rc) {
           flying++;
           owner = best;
