@@ -35,7 +35,8 @@ static int cnn_plan(const void *prepared, const acc_task_shape *shape,
              shape->n_states);
     return EMBER_EPARAM;
   }
-  if (shape->state_sizes[0] != t->layout.total && t->layout.icp) {
+  if (shape->state_sizes[0] != t->layout.total &&
+      (t->layout.icp || t->layout.ocp)) {
     snprintf(err, err_len, "the state block has %zu bytes; layer %u's "
              "channels [%u, %u) at batch %u take %llu",
              shape->state_sizes[0], t->first, t->layout.c0, t->layout.c1,

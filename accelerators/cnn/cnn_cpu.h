@@ -68,6 +68,20 @@ int cnn_cpu_slice_create(const cnn_net *net, size_t layer,
                          uint32_t channels, uint32_t batch,
                          cnn_cpu_stage **out, char *err, size_t err_len);
 
+/*
+ * cnn_cpu_ocp_slice_create - a one-layer stage for an output-channel slice
+ * (OCP, FPDeep): layer `layer` of net, a convolutional or connected
+ * layer, with only `channels` output channels (1 .. its output channels;
+ * a connected layer's outputs) and its own activation. Its input is the
+ * layer's whole input; the error at its input (the slice's part of the
+ * layer's) is computed for a layer after the first. Its weights are the
+ * layer's rows for those channels, (channels x in x K x K). Returns as
+ * cnn_cpu_slice_create().
+ */
+int cnn_cpu_ocp_slice_create(const cnn_net *net, size_t layer,
+                             uint32_t channels, uint32_t batch,
+                             cnn_cpu_stage **out, char *err, size_t err_len);
+
 /* cnn_cpu_stage_destroy - free a stage; NULL is a no-op. */
 void cnn_cpu_stage_destroy(cnn_cpu_stage *stage);
 

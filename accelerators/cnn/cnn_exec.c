@@ -7,8 +7,8 @@
  * INIT, UPDATE, GET_PARAMS and SET_PARAMS work on the block's floats
  * directly, UPDATE with the same single-precision arithmetic, in the same
  * order, as cnn_cpu_stage_update(). BACKWARD recomputes the stage's inner
- * activations from the stashed input before it runs EB and PG. An ICP
- * slice's FORWARD and BACKWARD are cnn_exec_icp.c's.
+ * activations from the stashed input before it runs EB and PG. ICP and
+ * OCP slices' FORWARD and BACKWARD are cnn_exec_slice.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +56,7 @@ static const float *floats_of(const acc_block *b, float **tmp) {
 static int load_stage(const cnn_task *t, uint8_t *state, cnn_cpu_stage **out,
                       char *err, size_t err_len) {
   int rc = cnn_stage_pool_take(t->net, t->text, t->text_len, t->first,
-                               t->end, t->batch, 0, out, err, err_len);
+                               t->end, t->batch, 0, 0, out, err, err_len);
   if (rc) return rc;
   size_t n;
   const cnn_layer *layers = cnn_net_layers(t->net, &n);
@@ -81,7 +81,7 @@ static void put_stage(const cnn_task *t, cnn_cpu_stage *s, int rc) {
     cnn_cpu_stage_destroy(s);
   else
     cnn_stage_pool_give(t->text, t->text_len, t->first, t->end, t->batch, 0,
-                        s);
+                        0, s);
 }
 
 static int run_forward(const cnn_task *t, uint8_t *state,
@@ -258,7 +258,7 @@ int cnn_task_run(const cnn_task *t, uint8_t *state, const acc_block *inputs,
   case EMBER__CNN__OP__UPDATE: {
     float *v = region(state, L->momentum_off), *g = region(state, L->grads_off);
     float scale = 1.0f / (float)t->accumulated;
-    if (L->icp) { /* a slice: its weights, then its biases (if any) */
+    if (L->icp || L->ocp) { /* a slice: its weights, then its biases */
       sgd(p, v, g, L->weights, scale, (float)t->learning_rate,
           (float)t->momentum, (float)t->decay);
       sgd(p + L->weights, v + L->weights, g + L->weights, L->biases, scale,
@@ -274,10 +274,15 @@ int cnn_task_run(const cnn_task *t, uint8_t *state, const acc_block *inputs,
     break;
   }
   case EMBER__CNN__OP__FORWARD:
-    rc = L->icp ? cnn_icp_forward(t, state, inputs, outputs, n_outputs, err,
-                                  err_len)
-                : run_forward(t, state, inputs, outputs, n_outputs, res, err,
-                              err_len);
+    if (L->icp)
+      rc = cnn_icp_forward(t, state, inputs, outputs, n_outputs, err,
+                           err_len);
+    else if (L->ocp)
+      rc = cnn_ocp_forward(t, state, inputs, outputs, n_outputs, err,
+                           err_len);
+    else
+      rc = run_forward(t, state, inputs, outputs, n_outputs, res, err,
+                       err_len);
     break;
   case EMBER__CNN__OP__BACKWARD: {
     float *joined = NULL;
@@ -289,10 +294,15 @@ int cnn_task_run(const cnn_task *t, uint8_t *state, const acc_block *inputs,
                         (size_t)L->out_elems * sizeof(float)};
       inputs = &one;
     }
-    rc = L->icp ? cnn_icp_backward(t, state, inputs, outputs, n_outputs, err,
-                                   err_len)
-                : run_backward(t, state, inputs, outputs, n_outputs, err,
-                               err_len);
+    if (L->icp)
+      rc = cnn_icp_backward(t, state, inputs, outputs, n_outputs, err,
+                            err_len);
+    else if (L->ocp)
+      rc = cnn_ocp_backward(t, state, inputs, outputs, n_outputs, err,
+                            err_len);
+    else
+      rc = run_backward(t, state, inputs, outputs, n_outputs, err,
+                        err_len);
     free(joined);
     break;
   }

@@ -370,9 +370,9 @@ static int ops_run(void *state, void *queue, void *prepared,
     snprintf(err, err_len, "canceled");
     return EMBER_ECANCELED;
   }
-  if (r.t->layout.icp || r.t->n_pieces) {
-    snprintf(err, err_len, "ICP slices and error pieces run on cpu only for "
-             "now");
+  if (r.t->layout.icp || r.t->layout.ocp || r.t->n_pieces) {
+    snprintf(err, err_len, "ICP and OCP slices and error pieces run on cpu "
+             "only for now");
     return EMBER_EPARAM;
   }
   Ember__Cnn__Result res = EMBER__CNN__RESULT__INIT;

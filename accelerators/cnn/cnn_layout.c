@@ -33,7 +33,7 @@ int cnn_layout_compute(const cnn_net *net, uint32_t first, uint32_t end,
   out->kept_off = out->labels_off + slots * out->labels_stride;
   out->kept_stride = 0;
   out->stash_elems = out->in_elems;
-  out->icp = out->icp_last = 0;
+  out->icp = out->icp_last = out->ocp = 0;
   out->c0 = out->c1 = 0;
   out->unit = 0;
   out->weights = out->biases = 0;
@@ -65,6 +65,7 @@ int cnn_layout_compute_slice(const cnn_net *net, uint32_t layer, uint32_t c0,
                          : 1; /* weights per output row and channel */
   uint64_t rows = l->kind == CNN_LAYER_CONV ? l->out.c : outs;
   out->icp = 1;
+  out->ocp = 0;
   out->c0 = c0;
   out->c1 = c1;
   out->icp_last = c1 == cnn_layer_channels(l);
@@ -94,6 +95,51 @@ int cnn_layout_compute_slice(const cnn_net *net, uint32_t layer, uint32_t c0,
   return 0;
 }
 
+uint32_t cnn_layer_outputs(const cnn_layer *l) {
+  if (l->kind == CNN_LAYER_CONV) return l->out.c;
+  if (l->kind == CNN_LAYER_CONNECTED)
+    return (uint32_t)((uint64_t)l->out.h * l->out.w * l->out.c);
+  return 0;
+}
+
+uint64_t cnn_layer_output_unit(const cnn_layer *l) {
+  return l->kind == CNN_LAYER_CONV ? (uint64_t)l->out.h * l->out.w : 1;
+}
+
+int cnn_layout_compute_ocp(const cnn_net *net, uint32_t layer, uint32_t c0,
+                           uint32_t c1, uint32_t batch, uint32_t slots,
+                           cnn_layout *out) {
+  size_t n;
+  const cnn_layer *l = &cnn_net_layers(net, &n)[layer];
+  uint64_t row = l->weights / cnn_layer_outputs(l); /* weights per output */
+  out->icp = out->icp_last = 0;
+  out->ocp = 1;
+  out->c0 = c0;
+  out->c1 = c1;
+  out->unit = cnn_layer_output_unit(l);
+  out->weights = row * (c1 - c0);
+  out->biases = c1 - c0;
+  out->params = out->weights + out->biases;
+  out->in_elems = (uint64_t)l->in.h * l->in.w * l->in.c * batch;
+  out->out_elems = (uint64_t)l->out.h * l->out.w * l->out.c * batch;
+  out->stash_elems = out->in_elems;
+  out->last = 0;
+  uint64_t pbytes = align64(out->params * sizeof(float));
+  out->params_off = sizeof(cnn_state_header);
+  out->momentum_off = out->params_off + pbytes;
+  out->grads_off = out->momentum_off + pbytes;
+  out->slots = slots;
+  out->stash_off = out->grads_off + pbytes;
+  out->stash_stride = align64(out->stash_elems * sizeof(float));
+  out->labels_off = out->stash_off + slots * out->stash_stride;
+  out->labels_stride = 0;
+  out->kept_off = out->labels_off;
+  out->kept_stride = 0;
+  out->total = out->kept_off;
+  if (out->total > SIZE_MAX) return EMBER_ETOOBIG;
+  return 0;
+}
+
 uint64_t cnn_stage_key(const uint8_t *text, size_t len, uint32_t first,
                        uint32_t end, uint32_t batch, uint32_t slots) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -106,13 +152,27 @@ uint64_t cnn_stage_key(const uint8_t *text, size_t len, uint32_t first,
   return h;
 }
 
-uint64_t cnn_slice_key(const uint8_t *text, size_t len, uint32_t layer,
-                       uint32_t c0, uint32_t c1, uint32_t batch,
-                       uint32_t slots) {
+static uint64_t tagged_key(const uint8_t *text, size_t len, uint32_t layer,
+                           uint32_t tag, uint32_t c0, uint32_t c1,
+                           uint32_t batch, uint32_t slots) {
   uint64_t h = cnn_stage_key(text, len, layer, layer + 1, batch, slots);
-  uint32_t tail[3] = {0x49435030u /* "ICP0" */, c0, c1};
+  uint32_t tail[3] = {tag, c0, c1};
   for (int k = 0; k < 3; k++)
     for (int s = 0; s < 32; s += 8)
       h = (h ^ ((tail[k] >> s) & 0xff)) * 0x100000001b3ull;
   return h;
+}
+
+uint64_t cnn_slice_key(const uint8_t *text, size_t len, uint32_t layer,
+                       uint32_t c0, uint32_t c1, uint32_t batch,
+                       uint32_t slots) {
+  return tagged_key(text, len, layer, 0x49435030u /* "ICP0" */, c0, c1,
+                    batch, slots);
+}
+
+uint64_t cnn_ocp_key(const uint8_t *text, size_t len, uint32_t layer,
+                     uint32_t c0, uint32_t c1, uint32_t batch,
+                     uint32_t slots) {
+  return tagged_key(text, len, layer, 0x4f435030u /* "OCP0" */, c0, c1,
+                    batch, slots);
 }

@@ -31,6 +31,10 @@
  * then, in the last slice only (c1 == the layer's input channels), the
  * biases; momentum and grads alike; the stash holds the slice's input
  * channels (batch x (c1 - c0) x H x W), not the whole input; no labels.
+ * An OCP slice (cnn.proto: split_outputs, output channels [c0, c1)) holds
+ * its rows of the weights, (c1 - c0) x in x K x K (connected: (c1 - c0) x
+ * in), then its c1 - c0 biases; the stash holds the whole input; no
+ * labels, nothing kept (its activation is recomputed from the stash).
  * Every region starts on a 64-byte boundary; floats are in host order
  * (the platforms of one node share it).
  */
@@ -79,6 +83,8 @@ typedef struct cnn_layout {
   int icp;
   int icp_last;           /* the slice holding the last input channel */
   uint32_t c0, c1;        /* its input channels [c0, c1) */
+  int ocp;                /* an OCP slice: c0, c1 are output channels,
+                             unit per output channel; icp is 0 */
   uint64_t unit;          /* floats per input channel and sample: H x W
                              (convolution), 1 (connected) */
   uint64_t weights, biases; /* its parameter floats (params = the sum) */
@@ -106,6 +112,22 @@ int cnn_layout_compute_slice(const cnn_net *net, uint32_t layer, uint32_t c0,
                              uint32_t c1, uint32_t batch, uint32_t slots,
                              cnn_layout *out);
 
+/*
+ * cnn_layout_compute_ocp - the layout of the OCP slice of layer `layer`
+ * over output channels [c0, c1) (already checked: a convolutional or
+ * connected layer, c0 < c1 <= cnn_layer_outputs()). Returns as
+ * cnn_layout_compute().
+ */
+int cnn_layout_compute_ocp(const cnn_net *net, uint32_t layer, uint32_t c0,
+                           uint32_t c1, uint32_t batch, uint32_t slots,
+                           cnn_layout *out);
+
+/* cnn_layer_outputs - what OCP splits in a layer: a convolution's output
+ * channels, a connected layer's outputs; 0 for other layers. And the
+ * floats per such channel per sample (its output H x W; 1). */
+uint32_t cnn_layer_outputs(const cnn_layer *l);
+uint64_t cnn_layer_output_unit(const cnn_layer *l);
+
 /* cnn_layer_channels - what ICP splits in a layer: a convolution's input
  * channels, a connected layer's input elements; 0 for other layers. And
  * the floats per such channel per sample (H x W; 1). */
@@ -124,5 +146,11 @@ uint64_t cnn_stage_key(const uint8_t *text, size_t len, uint32_t first,
 uint64_t cnn_slice_key(const uint8_t *text, size_t len, uint32_t layer,
                        uint32_t c0, uint32_t c1, uint32_t batch,
                        uint32_t slots);
+
+/* cnn_ocp_key - the key of an OCP slice: as cnn_slice_key() with another
+ * tag, so that no block of an ICP slice passes for it. */
+uint64_t cnn_ocp_key(const uint8_t *text, size_t len, uint32_t layer,
+                     uint32_t c0, uint32_t c1, uint32_t batch,
+                     uint32_t slots);
 
 #endif

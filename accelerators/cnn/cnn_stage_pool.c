@@ -9,6 +9,7 @@ typedef struct pooled {
   uint8_t *text;             /* NULL: a free entry */
   size_t len;
   uint32_t first, end, batch, channels;
+  int outputs;
   uint64_t used;             /* when it was given back (a counter) */
   cnn_cpu_stage *stage;
 } pooled;
@@ -19,19 +20,21 @@ static uint64_t clock_ticks;
 
 static int same(const pooled *p, const uint8_t *text, size_t len,
                 uint32_t first, uint32_t end, uint32_t batch,
-                uint32_t channels) {
+                uint32_t channels, int outputs) {
   return p->text && p->len == len && p->first == first && p->end == end &&
          p->batch == batch && p->channels == channels &&
+         p->outputs == outputs &&
          memcmp(p->text, text, len) == 0;
 }
 
 int cnn_stage_pool_take(const cnn_net *net, const uint8_t *text, size_t len,
                         uint32_t first, uint32_t end, uint32_t batch,
-                        uint32_t channels, cnn_cpu_stage **out, char *err,
-                        size_t err_len) {
+                        uint32_t channels, int outputs, cnn_cpu_stage **out,
+                        char *err, size_t err_len) {
+  outputs = outputs != 0;
   pthread_mutex_lock(&pool_lock);
   for (size_t i = 0; i < CNN_STAGE_POOL_MAX; i++)
-    if (same(&pool[i], text, len, first, end, batch, channels)) {
+    if (same(&pool[i], text, len, first, end, batch, channels, outputs)) {
       *out = pool[i].stage;
       free(pool[i].text);
       memset(&pool[i], 0, sizeof pool[i]);
@@ -40,6 +43,9 @@ int cnn_stage_pool_take(const cnn_net *net, const uint8_t *text, size_t len,
       return 0;
     }
   pthread_mutex_unlock(&pool_lock);
+  if (channels && outputs)
+    return cnn_cpu_ocp_slice_create(net, first, channels, batch, out, err,
+                                    err_len);
   if (channels)
     return cnn_cpu_slice_create(net, first, channels, batch, out, err,
                                 err_len);
@@ -48,7 +54,7 @@ int cnn_stage_pool_take(const cnn_net *net, const uint8_t *text, size_t len,
 
 void cnn_stage_pool_give(const uint8_t *text, size_t len, uint32_t first,
                          uint32_t end, uint32_t batch, uint32_t channels,
-                         cnn_cpu_stage *stage) {
+                         int outputs, cnn_cpu_stage *stage) {
   if (!stage) return;
   uint8_t *copy = malloc(len ? len : 1);
   if (!copy) {
@@ -71,7 +77,8 @@ void cnn_stage_pool_give(const uint8_t *text, size_t len, uint32_t first,
   evicted_text = pool[slot].text;
   pool[slot] = (pooled){.text = copy, .len = len, .first = first,
                         .end = end, .batch = batch,
-                        .channels = channels, .used = ++clock_ticks,
+                        .channels = channels, .outputs = outputs != 0,
+                        .used = ++clock_ticks,
                         .stage = stage};
   pthread_mutex_unlock(&pool_lock);
   cnn_cpu_stage_destroy(evicted);

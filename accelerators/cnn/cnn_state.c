@@ -59,20 +59,25 @@ static uint64_t next_u64(uint64_t *s) {
  * stage draws the same weights whatever range it is part of. Biases 0.
  * Of each row of `row` weights (an output: its input channels' weights in
  * order), only [lo, hi) is kept, packed: an ICP slice's part of the
- * layer's weights (the whole row for a whole layer). */
+ * layer's weights (the whole row for a whole layer); and of the rows only
+ * [r0, r1): an OCP slice's. */
 static void init_layer(const cnn_layer *l, size_t index, uint64_t seed,
-                       uint64_t row, uint64_t lo, uint64_t hi, float *w,
-                       float *b, uint64_t biases) {
+                       uint64_t row, uint64_t lo, uint64_t hi, uint64_t r0,
+                       uint64_t r1, float *w, float *b, uint64_t biases) {
   uint64_t fan_in = l->weights / (l->kind == CNN_LAYER_CONV
                                       ? l->out.c
                                       : (uint64_t)l->out.h * l->out.w *
                                             l->out.c);
   double a = sqrt(6.0 / (double)(fan_in ? fan_in : 1));
   uint64_t s = seed ^ (0xd1b54a32d192ed03ull * (index + 1));
-  for (uint64_t i = 0, k = 0, col = 0; i < l->weights; i++) {
+  for (uint64_t i = 0, k = 0, col = 0, r = 0; i < l->weights; i++) {
     double u = (double)(next_u64(&s) >> 11) * 0x1.0p-53;
-    if (col >= lo && col < hi) w[k++] = (float)((2 * u - 1) * a);
-    if (++col == row) col = 0;
+    if (col >= lo && col < hi && r >= r0 && r < r1)
+      w[k++] = (float)((2 * u - 1) * a);
+    if (++col == row) {
+      col = 0;
+      r++;
+    }
   }
   memset(b, 0, biases * sizeof *b);
 }
@@ -86,14 +91,22 @@ void cnn_task_init_params(const cnn_task *t, float *params) {
     uint64_t per = l->kind == CNN_LAYER_CONV ? (uint64_t)l->size * l->size
                                              : 1;
     uint64_t row = (uint64_t)cnn_layer_channels(l) * per;
-    init_layer(l, t->first, t->seed, row, L->c0 * per, L->c1 * per, params,
+    init_layer(l, t->first, t->seed, row, L->c0 * per, L->c1 * per, 0,
+               UINT64_MAX, params, params + L->weights, L->biases);
+    return;
+  }
+  if (L->ocp) {
+    const cnn_layer *l = &layers[t->first];
+    uint64_t row = l->weights / cnn_layer_outputs(l);
+    init_layer(l, t->first, t->seed, row, 0, row, L->c0, L->c1, params,
                params + L->weights, L->biases);
     return;
   }
   CNN_FOR_PARAM_LAYERS(t, layers, i, off) {
     uint64_t row = layers[i].weights ? layers[i].weights : 1;
-    init_layer(&layers[i], i, t->seed, row, 0, row, params + off,
-               params + off + layers[i].weights, layers[i].biases);
+    init_layer(&layers[i], i, t->seed, row, 0, row, 0, UINT64_MAX,
+               params + off, params + off + layers[i].weights,
+               layers[i].biases);
   }
 }
 

@@ -66,30 +66,35 @@ static int check_backend(const cnn_layer *layers, uint32_t first,
   return 0;
 }
 
-/* An ICP slice (cnn.proto): both channel fields, one convolutional or
- * connected layer, a non-empty range of its input channels (a connected
- * layer's input elements). */
+/* An ICP or OCP slice (cnn.proto): both channel fields, one
+ * convolutional or connected layer, a non-empty range of its input
+ * channels (a connected layer's input elements) or, with split_outputs,
+ * of its output channels (outputs). */
 static int check_slice(const cnn_task *t, const cnn_layer *layers,
                        const Ember__Cnn__Params *p, char *err,
                        size_t err_len) {
+  int ocp = p->has_split_outputs && p->split_outputs;
+  const char *kind = ocp ? "an OCP slice" : "an ICP slice";
   if (!p->has_channel_begin || !p->has_channel_end)
     return fail(err, err_len, EMBER_EPARAM, "channel_begin and channel_end "
-                "(an ICP slice) come together: %s is missing",
+                "(a slice) come together: %s is missing",
                 p->has_channel_begin ? "channel_end" : "channel_begin");
   if (t->end != t->first + 1)
-    return fail(err, err_len, EMBER_EPARAM, "an ICP slice (channel_begin/"
-                "end) is one layer, not layers [%u, %u)", t->first, t->end);
+    return fail(err, err_len, EMBER_EPARAM, "%s (channel_begin/end) is one "
+                "layer, not layers [%u, %u)", kind, t->first, t->end);
   const cnn_layer *l = &layers[t->first];
   if (l->kind != CNN_LAYER_CONV && l->kind != CNN_LAYER_CONNECTED)
-    return fail(err, err_len, EMBER_EPARAM, "an ICP slice splits a "
-                "convolutional or connected layer; layer %u is a %s",
-                t->first, cnn_layer_kind_name(l->kind));
-  uint32_t all = cnn_layer_channels(l);
+    return fail(err, err_len, EMBER_EPARAM, "%s splits a convolutional or "
+                "connected layer; layer %u is a %s", kind, t->first,
+                cnn_layer_kind_name(l->kind));
+  uint32_t all = ocp ? cnn_layer_outputs(l) : cnn_layer_channels(l);
   if (p->channel_begin >= p->channel_end || p->channel_end > all)
     return fail(err, err_len, EMBER_EPARAM, "channels [%u, %u) not a "
-                "non-empty range of layer %u's %u input %s", p->channel_begin,
-                p->channel_end, t->first, all,
-                l->kind == CNN_LAYER_CONV ? "channels" : "elements");
+                "non-empty range of layer %u's %u %s %s", p->channel_begin,
+                p->channel_end, t->first, all, ocp ? "output" : "input",
+                l->kind == CNN_LAYER_CONV ? "channels"
+                : ocp                    ? "values"
+                                         : "elements");
   return 0;
 }
 
@@ -117,10 +122,11 @@ static int check_sgd(cnn_task *t, const Ember__Cnn__Params *p, char *err,
 static int want_inputs(const cnn_task *t, size_t n_inputs, size_t want,
                        char *err, size_t err_len) {
   if (n_inputs == want) return 0;
-  if (t->layout.icp)
-    return fail(err, err_len, EMBER_EPARAM, "%s of layer %u's channels "
+  if (t->layout.icp || t->layout.ocp)
+    return fail(err, err_len, EMBER_EPARAM, "%s of layer %u's %s channels "
                 "[%u, %u) takes %zu input block%s, not %zu", op_name(t->op),
-                t->first, t->layout.c0, t->layout.c1, want,
+                t->first, t->layout.ocp ? "output" : "input", t->layout.c0,
+                t->layout.c1, want,
                 want == 1 ? "" : "s", n_inputs);
   return fail(err, err_len, EMBER_EPARAM, "%s of layers %u..%u takes %zu "
               "input block%s, not %zu", op_name(t->op), t->first, t->end - 1,
@@ -186,14 +192,17 @@ static int check_inputs(const cnn_task *t, const acc_block *inputs,
   int rc;
   switch (t->op) {
   case EMBER__CNN__OP__FORWARD:
-    if (L->icp) {
+    if (L->icp || L->ocp) {
       rc = want_inputs(t, n_inputs, L->c0 ? 2 : 1, err, err_len);
       if (!rc)
         rc = want_size(&inputs[0], "input 0 (the layer's whole input)",
                        L->in_elems * sizeof(float), err, err_len);
       if (!rc && L->c0)
-        rc = want_size(&inputs[1], "input 1 (the previous slice's partial "
-                       "sums)", L->out_elems * sizeof(float), err, err_len);
+        rc = want_size(&inputs[1], L->icp ? "input 1 (the previous slice's "
+                                            "partial sums)"
+                                          : "input 1 (the previous slice's "
+                                            "output)",
+                       L->out_elems * sizeof(float), err, err_len);
       return rc;
     }
     rc = want_inputs(t, n_inputs, L->last ? 2 : 1, err, err_len);
@@ -255,6 +264,12 @@ static void compute_cost(cnn_task *t) {
     bp = mul_sat(bp, L->c1 - L->c0) / all;
     elem = add_sat(L->icp_last ? elem : 0, L->c0 ? outs : 0);
   }
+  if (L->ocp) { /* its outputs' share of everything */
+    uint32_t all = cnn_layer_outputs(&layers[t->first]);
+    fp = mul_sat(fp, L->c1 - L->c0) / all;
+    bp = mul_sat(bp, L->c1 - L->c0) / all;
+    elem = mul_sat(elem, L->c1 - L->c0) / all;
+  }
   uint64_t pbytes = L->params * sizeof(float);
   uint64_t in = L->in_elems * sizeof(float), out = L->out_elems * sizeof(float);
   acc_cost *c = &t->cost;
@@ -267,7 +282,8 @@ static void compute_cost(cnn_task *t) {
     c->ops = mul_sat(t->batch, add_sat(mul_sat(2, fp), elem));
     c->bytes_read = in + (L->last ? t->batch : 0);
     c->bytes_written = out;
-    if (L->icp) /* its channels of the input, the partial sums */
+    if (L->icp || L->ocp) /* its channels of the input (OCP: all), the
+                             previous slice's output */
       c->bytes_read = L->stash_elems * sizeof(float) + (L->c0 ? out : 0);
     break;
   case EMBER__CNN__OP__BACKWARD:
@@ -367,11 +383,15 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
   }
   rc = check_backend(layers, t->first, t->end, err, err_len);
   if (rc) goto out;
-  if (p->has_channel_begin || p->has_channel_end) {
+  int ocp = p->has_split_outputs && p->split_outputs;
+  if (p->has_channel_begin || p->has_channel_end || ocp) {
     rc = check_slice(t, layers, p, err, err_len);
     if (rc) goto out;
   }
-  if (p->has_channel_begin
+  if (ocp ? cnn_layout_compute_ocp(t->net, t->first, p->channel_begin,
+                                   p->channel_end, t->batch, t->slots,
+                                   &t->layout)
+      : p->has_channel_begin
           ? cnn_layout_compute_slice(t->net, t->first, p->channel_begin,
                                      p->channel_end, t->batch, t->slots,
                                      &t->layout)
@@ -390,12 +410,15 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
   }
   rc = check_inputs(t, inputs, n_inputs, err, err_len);
   if (rc) goto out;
-  t->key = t->layout.icp
-               ? cnn_slice_key(p->net.data, p->net.len, t->first,
-                               t->layout.c0, t->layout.c1, t->batch,
-                               t->slots)
-               : cnn_stage_key(p->net.data, p->net.len, t->first, t->end,
-                               t->batch, t->slots);
+  if (t->layout.icp)
+    t->key = cnn_slice_key(p->net.data, p->net.len, t->first, t->layout.c0,
+                           t->layout.c1, t->batch, t->slots);
+  else if (t->layout.ocp)
+    t->key = cnn_ocp_key(p->net.data, p->net.len, t->first, t->layout.c0,
+                         t->layout.c1, t->batch, t->slots);
+  else
+    t->key = cnn_stage_key(p->net.data, p->net.len, t->first, t->end,
+                           t->batch, t->slots);
   t->text = malloc(p->net.len ? p->net.len : 1);
   if (!t->text) {
     rc = fail(err, err_len, EMBER_ENOMEM, "out of memory");
@@ -421,7 +444,7 @@ size_t cnn_task_max_outputs(const cnn_task *t) {
     return 1;
   case EMBER__CNN__OP__BACKWARD:
     if (t->layout.icp) return t->layout.icp_last ? 2 : 1;
-    return t->first ? 1 : 0;
+    return t->first ? 1 : 0; /* an OCP slice's part of the input error */
   default:
     return 0;
   }

@@ -47,7 +47,8 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
 
 /* cnn_task_outputs - how many out blocks the task may make (at most):
  * FORWARD 1, BACKWARD 1 (0 for a stage starting at layer 0; an ICP slice
- * 1, its last slice 2), GET_PARAMS 1 (exactly), others 0; and the size of
+ * 1, its last slice 2; an OCP slice of layer 0: 0), GET_PARAMS 1
+ * (exactly), others 0; and the size of
  * out block i (0 beyond them). */
 size_t cnn_task_max_outputs(const cnn_task *t);
 uint64_t cnn_task_output_size(const cnn_task *t, size_t i);
@@ -68,11 +69,20 @@ int cnn_task_run(const cnn_task *t, uint8_t *state, const acc_block *inputs,
 
 /* FORWARD and BACKWARD of an ICP slice (t->layout.icp) on the CPU, for
  * cnn_task_run, after the stamp is checked: the same contract
- * (cnn_exec_icp.c). */
+ * (cnn_exec_slice.c). */
 int cnn_icp_forward(const cnn_task *t, uint8_t *state,
                     const acc_block *inputs, acc_mut_block *outputs,
                     size_t n_outputs, char *err, size_t err_len);
 int cnn_icp_backward(const cnn_task *t, uint8_t *state,
+                     const acc_block *inputs, acc_mut_block *outputs,
+                     size_t n_outputs, char *err, size_t err_len);
+
+/* FORWARD and BACKWARD of an OCP slice (t->layout.ocp) on the CPU
+ * (cnn_exec_slice.c). */
+int cnn_ocp_forward(const cnn_task *t, uint8_t *state,
+                    const acc_block *inputs, acc_mut_block *outputs,
+                    size_t n_outputs, char *err, size_t err_len);
+int cnn_ocp_backward(const cnn_task *t, uint8_t *state,
                      const acc_block *inputs, acc_mut_block *outputs,
                      size_t n_outputs, char *err, size_t err_len);
 

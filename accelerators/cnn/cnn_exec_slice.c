@@ -1,8 +1,9 @@
 /*
- * cnn_exec_icp.c - FORWARD and BACKWARD of an input-channel-partitioned
- * (ICP) slice on the CPU (cnn.proto, cnn_layout.h): one convolutional or
- * connected layer over input channels [c0, c1).
+ * cnn_exec_slice.c - FORWARD and BACKWARD of a slice of one convolutional
+ * or connected layer on the CPU (cnn.proto, cnn_layout.h): over input
+ * channels [c0, c1) (ICP) or output channels [c0, c1) (OCP).
  *
+ * ICP:
  * The slice runs as a one-layer cnn_cpu stage with c1 - c0 input channels
  * and a linear activation (cnn_cpu_slice_create, kept in the stage pool);
  * the rest is plain loops here. FORWARD packs the slice's channels of the
@@ -14,6 +15,12 @@
  * others are given it), re-runs the stage's forward pass from the stash
  * (as whole stages do, cnn_exec.c), runs EB and PG with dz, and adds the
  * weight gradients (and the last slice's bias gradients) into the block.
+ *
+ * OCP: the slice runs as a one-layer cnn_cpu stage with c1 - c0 output
+ * channels and the layer's activation (cnn_cpu_ocp_slice_create). FORWARD
+ * stashes the whole input, runs the stage and lays its channels between
+ * the previous slice's and zeros; BACKWARD picks its channels of the
+ * output error, re-runs the forward pass from the stash, then EB and PG.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,18 +61,19 @@ static int no_memory(char *err, size_t err_len) {
 }
 
 /* The slice's cnn_cpu stage from the pool, holding the block's weights,
- * and its biases in the last slice (zeros in the others). */
+ * and its biases (an ICP slice but the last: zeros). */
 static int load_slice(const cnn_task *t, uint8_t *state, cnn_cpu_stage **out,
                       char *err, size_t err_len) {
   const cnn_layout *L = &t->layout;
   int rc = cnn_stage_pool_take(t->net, t->text, t->text_len, t->first,
-                               t->end, t->batch, L->c1 - L->c0, out, err,
-                               err_len);
+                               t->end, t->batch, L->c1 - L->c0, L->ocp, out,
+                               err, err_len);
   if (rc) return rc;
   const float *p = region(state, L->params_off);
   float *zeros = NULL;
   const float *b = p + L->weights;
-  if (!L->icp_last) b = zeros = calloc(layer_of(t)->biases + 1, sizeof *b);
+  if (L->icp && !L->icp_last)
+    b = zeros = calloc(layer_of(t)->biases + 1, sizeof *b);
   rc = b ? cnn_cpu_stage_set_params(*out, t->first, p, b) : EMBER_ENOMEM;
   free(zeros);
   if (rc) {
@@ -82,7 +90,7 @@ static void put_slice(const cnn_task *t, cnn_cpu_stage *s, int rc) {
     cnn_cpu_stage_destroy(s);
   else
     cnn_stage_pool_give(t->text, t->text_len, t->first, t->end, t->batch,
-                        t->layout.c1 - t->layout.c0, s);
+                        t->layout.c1 - t->layout.c0, t->layout.ocp, s);
 }
 
 int cnn_icp_forward(const cnn_task *t, uint8_t *state,
@@ -188,5 +196,98 @@ int cnn_icp_backward(const cnn_task *t, uint8_t *state,
   free(g);
   free(tmp_dy);
   free(tmp_dz);
+  return rc;
+}
+
+int cnn_ocp_forward(const cnn_task *t, uint8_t *state,
+                    const acc_block *inputs, acc_mut_block *outputs,
+                    size_t n_outputs, char *err, size_t err_len) {
+  const cnn_layout *L = &t->layout;
+  uint8_t *stash = state + L->stash_off + t->slot * L->stash_stride;
+  memcpy(stash, inputs[0].data, (size_t)L->in_elems * sizeof(float));
+  size_t per_sample = (size_t)(L->out_elems / t->batch);
+  size_t before = (size_t)(L->c0 * L->unit), own = (size_t)((L->c1 - L->c0) *
+                                                             L->unit);
+  float *z = malloc((size_t)t->batch * own * sizeof *z);
+  float *tmp_prev = NULL;
+  const float *prev = L->c0 ? floats_of(&inputs[1], &tmp_prev) : NULL;
+  if (!z || (L->c0 && !prev)) {
+    free(z);
+    free(tmp_prev);
+    return no_memory(err, err_len);
+  }
+  cnn_cpu_stage *s = NULL;
+  int rc = load_slice(t, state, &s, err, err_len);
+  if (!rc) {
+    rc = cnn_cpu_stage_forward(s, (const float *)(const void *)stash, z, NULL,
+                               NULL);
+    if (rc) snprintf(err, err_len, "forward failed (%s)", ember_errname(rc));
+  }
+  if (!rc && n_outputs) {
+    /* per sample: the previous slices' channels, its own, zeros after */
+    float *y = (float *)(void *)outputs[0].data;
+    for (uint32_t n = 0; n < t->batch; n++) {
+      float *row = y + n * per_sample;
+      if (prev) memcpy(row, prev + n * per_sample, before * sizeof *row);
+      else memset(row, 0, before * sizeof *row);
+      memcpy(row + before, z + n * own, own * sizeof *row);
+      memset(row + before + own, 0,
+             (per_sample - before - own) * sizeof *row);
+    }
+  }
+  if (!rc) header(state)->flags |= 1u << t->slot;
+  put_slice(t, s, rc);
+  free(z);
+  free(tmp_prev);
+  return rc;
+}
+
+int cnn_ocp_backward(const cnn_task *t, uint8_t *state,
+                     const acc_block *inputs, acc_mut_block *outputs,
+                     size_t n_outputs, char *err, size_t err_len) {
+  const cnn_layout *L = &t->layout;
+  if (!(header(state)->flags & (1u << t->slot))) {
+    snprintf(err, err_len, "BACKWARD on slot %u without a FORWARD there "
+             "since INIT, SET_PARAMS or its last BACKWARD", t->slot);
+    return EMBER_ESTATE;
+  }
+  size_t per_sample = (size_t)(L->out_elems / t->batch);
+  size_t before = (size_t)(L->c0 * L->unit), own = (size_t)((L->c1 - L->c0) *
+                                                             L->unit);
+  /* its channels of the output error, packed */
+  float *dy = malloc((size_t)t->batch * own * sizeof *dy);
+  float *g = malloc((size_t)L->params * sizeof *g);
+  if (!dy || !g) {
+    free(dy);
+    free(g);
+    return no_memory(err, err_len);
+  }
+  for (uint32_t n = 0; n < t->batch; n++)
+    memcpy(dy + n * own,
+           inputs[0].data + (n * per_sample + before) * sizeof *dy,
+           own * sizeof *dy);
+  float *din = n_outputs ? (float *)(void *)outputs[0].data : NULL;
+  cnn_cpu_stage *s = NULL;
+  int rc = load_slice(t, state, &s, err, err_len);
+  if (!rc) {
+    const float *in = region(state, L->stash_off + t->slot * L->stash_stride);
+    rc = cnn_cpu_stage_forward(s, in, NULL, NULL, NULL);
+    if (!rc) rc = cnn_cpu_stage_backward(s, dy, din);
+    if (rc) snprintf(err, err_len, "backward failed (%s)",
+                     ember_errname(rc));
+  }
+  if (!rc) {
+    rc = cnn_cpu_stage_get_grads(s, t->first, g, g + L->weights);
+    if (rc) snprintf(err, err_len, "layer %u: cannot read gradients",
+                     t->first);
+  }
+  if (!rc) {
+    float *grads = region(state, L->grads_off);
+    for (uint64_t k = 0; k < L->params; k++) grads[k] += g[k];
+    header(state)->flags &= ~(1u << t->slot);
+  }
+  put_slice(t, s, rc);
+  free(g);
+  free(dy);
   return rc;
 }

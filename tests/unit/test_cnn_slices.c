@@ -1,4 +1,4 @@
-/* test_cnn_icp - input-channel-partitioned (ICP) slices of the cnn
+/* test_cnn_slices - input-channel-partitioned (ICP) slices of the cnn
  * descriptor, called directly: LeNet's conv2 (layer 2, 20 input channels)
  * split in 2 and 3 slices and fc1 (layer 4, 800 input elements) in 2,
  * each chain against the unsplit one-layer stage over two training steps:
@@ -16,7 +16,11 @@
  * another slice's task (the key holds the range). Error pieces: pool1's
  * and pool2's BACKWARD with the output error as the slices' pieces
  * (error_channels) equals it with the error joined, bit for bit; hostile
- * pieces refused. */
+ * pieces refused.
+ * Output-channel-partitioned (OCP) slices: conv1 (layer 0, 20 output
+ * channels) in 2 and 3, conv2 in 2 and fc1 (500 outputs) in 3, chained,
+ * against the unsplit layer the same way (the input error: the sum of the
+ * slices' parts); INIT's rows exactly; hostile OCP ranges refused. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -74,12 +78,13 @@ static const acc_descriptor *cnn(void) {
   return d;
 }
 
-/* A stage: layers [first, end), or with sliced, layer first's channels
- * [c0, c1). */
+/* A stage: layers [first, end), or with sliced, layer first's input
+ * channels [c0, c1), with ocp too its output channels. */
 typedef struct stage {
   uint32_t first, end;
   int sliced;
   uint32_t c0, c1;
+  int ocp;
 } stage;
 
 /* error_channels for the next params() (n_pieces 0: none) */
@@ -103,6 +108,7 @@ static uint8_t *params(Ember__Cnn__Op op, const stage *s, size_t *len) {
     p.channel_begin = s->c0;
     p.channel_end = s->c1;
   }
+  if (s->ocp) p.has_split_outputs = p.split_outputs = 1;
   *len = ember__cnn__params__get_packed_size(&p);
   uint8_t *buf = xcalloc(*len, 1);
   ember__cnn__params__pack(&p, buf);
@@ -111,9 +117,11 @@ static uint8_t *params(Ember__Cnn__Op op, const stage *s, size_t *len) {
 
 static cnn_layout layout_of(const stage *s) {
   cnn_layout L;
-  int rc = s->sliced ? cnn_layout_compute_slice(net, s->first, s->c0, s->c1,
+  int rc = s->ocp      ? cnn_layout_compute_ocp(net, s->first, s->c0, s->c1,
                                                 B, 1, &L)
-                     : cnn_layout_compute(net, s->first, s->end, B, 1, &L);
+           : s->sliced ? cnn_layout_compute_slice(net, s->first, s->c0, s->c1,
+                                                  B, 1, &L)
+                       : cnn_layout_compute(net, s->first, s->end, B, 1, &L);
   assert_int_equal(rc, 0);
   return L;
 }
@@ -203,7 +211,7 @@ static void expect_param_slices(const char *what, const acc_mut_block *whole,
                                 size_t n, int grads) {
   size_t cnt;
   const cnn_layer *l = &cnn_net_layers(net, &cnt)[sl[0].first];
-  stage ws = {sl[0].first, sl[0].first + 1, 0, 0, 0};
+  stage ws = {sl[0].first, sl[0].first + 1, 0, 0, 0, 0};
   cnn_layout WL = layout_of(&ws);
   size_t per = l->kind == CNN_LAYER_CONV ? (size_t)l->size * l->size : 1;
   size_t rows = l->biases, row = (size_t)(l->weights / rows);
@@ -239,12 +247,12 @@ static void chain_equals_layer(uint32_t layer, const uint32_t *bounds,
   const cnn_layer *l = &cnn_net_layers(net, &cnt)[layer];
   print_message("  layer %u (%s) in %zu slices\n", layer,
                 cnn_layer_kind_name(l->kind), n);
-  stage ws = {layer, layer + 1, 0, 0, 0};
+  stage ws = {layer, layer + 1, 0, 0, 0, 0};
   stage sl[8];
   acc_mut_block whole = new_state(&ws), st[8];
   ok_op(EMBER__CNN__OP__INIT, &ws, NULL, 0, &whole, NULL, 0);
   for (size_t k = 0; k < n; k++) {
-    sl[k] = (stage){layer, layer + 1, 1, bounds[k], bounds[k + 1]};
+    sl[k] = (stage){layer, layer + 1, 1, bounds[k], bounds[k + 1], 0};
     st[k] = new_state(&sl[k]);
     ok_op(EMBER__CNN__OP__INIT, &sl[k], NULL, 0, &st[k], NULL, 0);
   }
@@ -360,10 +368,10 @@ static void refused(Ember__Cnn__Op op, const stage *s, const acc_block *in,
 static void hostile_ranges_refused(void **state) {
   (void)state;
   const Ember__Cnn__Op init = EMBER__CNN__OP__INIT;
-  stage beyond = {2, 3, 1, 0, 21}, empty = {2, 3, 1, 7, 7},
-        reversed = {2, 3, 1, 8, 7}, huge = {2, 3, 1, 0, UINT32_MAX},
-        pool = {1, 2, 1, 0, 1}, two = {2, 4, 1, 0, 7},
-        softmax = {6, 7, 1, 0, 5}, fc_beyond = {4, 5, 1, 0, 801};
+  stage beyond = {2, 3, 1, 0, 21, 0}, empty = {2, 3, 1, 7, 7, 0},
+        reversed = {2, 3, 1, 8, 7, 0}, huge = {2, 3, 1, 0, UINT32_MAX, 0},
+        pool = {1, 2, 1, 0, 1, 0}, two = {2, 4, 1, 0, 7, 0},
+        softmax = {6, 7, 1, 0, 5, 0}, fc_beyond = {4, 5, 1, 0, 801, 0};
   refused(init, &beyond, NULL, 0, "channels [0, 21) not a non-empty range "
           "of layer 2's 20 input channels");
   refused(init, &empty, NULL, 0, "not a non-empty range");
@@ -395,7 +403,7 @@ static void hostile_ranges_refused(void **state) {
   free(buf);
 
   /* blocks: the partial sums are input 1 from the second slice on */
-  stage first = {2, 3, 1, 0, 7}, mid = {2, 3, 1, 7, 14};
+  stage first = {2, 3, 1, 0, 7, 0}, mid = {2, 3, 1, 7, 14, 0};
   cnn_layout L = layout_of(&mid);
   float *x = xcalloc(L.in_elems + L.out_elems, sizeof *x);
   acc_block in[2] = {{(uint8_t *)x, L.in_elems * sizeof *x},
@@ -414,7 +422,7 @@ static void hostile_ranges_refused(void **state) {
   /* plan: a non-last slice's BACKWARD makes 1 out block, the last 2 */
   const acc_descriptor *d = cnn();
   acc_block dz = {(uint8_t *)x, L.out_elems * sizeof *x};
-  stage last = {2, 3, 1, 14, 20};
+  stage last = {2, 3, 1, 14, 20, 0};
   const stage *which[2] = {&mid, &last};
   for (int k = 0; k < 2; k++) {
     cnn_layout SL = layout_of(which[k]);
@@ -461,7 +469,7 @@ static void hostile_ranges_refused(void **state) {
  * BACKWARD with the error joined, bit for bit. */
 static void pieces_equal_joined(uint32_t layer, uint32_t *counts, size_t k,
                                 size_t unit) {
-  stage ps = {layer, layer + 1, 0, 0, 0};
+  stage ps = {layer, layer + 1, 0, 0, 0, 0};
   cnn_layout L = layout_of(&ps);
   size_t in_n = (size_t)L.in_elems, out_n = (size_t)L.out_elems;
   size_t sample = out_n / B;
@@ -527,8 +535,8 @@ static void error_pieces_equal_joined(void **state) {
 
 static void hostile_pieces_refused(void **state) {
   (void)state;
-  stage pool1 = {1, 2, 0, 0, 0}, last = {2, 3, 1, 14, 20},
-        mid = {2, 3, 1, 7, 14}, soft = {6, 7, 0, 0, 0};
+  stage pool1 = {1, 2, 0, 0, 0, 0}, last = {2, 3, 1, 14, 20, 0},
+        mid = {2, 3, 1, 7, 14, 0}, soft = {6, 7, 0, 0, 0, 0};
   cnn_layout L = layout_of(&pool1);
   float *e = xcalloc(L.out_elems, sizeof *e);
   size_t plane = 12 * 12 * sizeof(float);
@@ -575,6 +583,195 @@ static void hostile_pieces_refused(void **state) {
   free(e);
 }
 
+/* ---- OCP ---------------------------------------------------------------- */
+
+/* Each OCP slice's parameter-shaped region (params or grads) against the
+ * whole layer's rows c0..c1-1 and biases c0..c1-1; exact asks for equal
+ * bits (INIT). */
+static void expect_rows(const char *what, const acc_mut_block *whole,
+                        const acc_mut_block *slices, const stage *sl,
+                        size_t n, int grads, int exact) {
+  size_t cnt;
+  const cnn_layer *l = &cnn_net_layers(net, &cnt)[sl[0].first];
+  stage ws = {sl[0].first, sl[0].first + 1, 0, 0, 0, 0};
+  cnn_layout WL = layout_of(&ws);
+  size_t row = (size_t)(l->weights / cnn_layer_outputs(l));
+  const float *w = (const float *)(const void *)(whole->data +
+                                                 (grads ? WL.grads_off
+                                                        : WL.params_off));
+  for (size_t k = 0; k < n; k++) {
+    cnn_layout L = layout_of(&sl[k]);
+    const float *got = (const float *)(const void *)(slices[k].data +
+                                                     (grads ? L.grads_off
+                                                            : L.params_off));
+    const float *want_w = w + sl[k].c0 * row;
+    const float *want_b = w + l->weights + sl[k].c0;
+    assert_int_equal(L.weights, (sl[k].c1 - sl[k].c0) * row);
+    assert_int_equal(L.biases, sl[k].c1 - sl[k].c0);
+    char name[96];
+    snprintf(name, sizeof name, "%s out [%u, %u) weights", what, sl[k].c0,
+             sl[k].c1);
+    if (exact) {
+      assert_memory_equal(got, want_w, (size_t)L.weights * sizeof *got);
+      assert_memory_equal(got + L.weights, want_b,
+                          (size_t)L.biases * sizeof *got);
+      continue;
+    }
+    expect_close(name, got, want_w, (size_t)L.weights);
+    snprintf(name, sizeof name, "%s out [%u, %u) biases", what, sl[k].c0,
+             sl[k].c1);
+    expect_close(name, got + L.weights, want_b, (size_t)L.biases);
+  }
+}
+
+/* Layer `layer` split by output channels at the bounds (bounds[0] = 0 ..
+ * bounds[n] = all) against the unsplit stage, STEPS training steps. */
+static void ocp_chain_equals_layer(uint32_t layer, const uint32_t *bounds,
+                                   size_t n) {
+  size_t cnt;
+  const cnn_layer *l = &cnn_net_layers(net, &cnt)[layer];
+  print_message("  layer %u (%s) in %zu output slices\n", layer,
+                cnn_layer_kind_name(l->kind), n);
+  stage ws = {layer, layer + 1, 0, 0, 0, 0};
+  stage sl[8];
+  acc_mut_block whole = new_state(&ws), st[8];
+  ok_op(EMBER__CNN__OP__INIT, &ws, NULL, 0, &whole, NULL, 0);
+  for (size_t k = 0; k < n; k++) {
+    sl[k] = (stage){layer, layer + 1, 1, bounds[k], bounds[k + 1], 1};
+    st[k] = new_state(&sl[k]);
+    ok_op(EMBER__CNN__OP__INIT, &sl[k], NULL, 0, &st[k], NULL, 0);
+  }
+  expect_rows("INIT", &whole, st, sl, n, 0, 1);
+  cnn_layout WL = layout_of(&ws);
+  size_t in_n = (size_t)WL.in_elems, out_n = (size_t)WL.out_elems;
+  float *x = xcalloc(in_n, sizeof *x), *dy = xcalloc(out_n, sizeof *dy);
+  float *dx_sum = xcalloc(in_n, sizeof *dx_sum);
+  uint64_t rng = 0x7654321u;
+  for (int step = 0; step < STEPS; step++) {
+    print_message("   step %d\n", step);
+    for (size_t i = 0; i < in_n; i++) {
+      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+      x[i] = (float)((double)(rng >> 11) * 0x1.0p-53);
+    }
+    for (size_t i = 0; i < out_n; i++) {
+      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+      dy[i] = (float)((double)(rng >> 11) * 0x1.0p-52 - 1) * 1e-2f;
+    }
+    acc_block xin = {(uint8_t *)x, in_n * sizeof *x};
+    acc_block dyin = {(uint8_t *)dy, out_n * sizeof *dy};
+
+    /* FORWARD: the whole layer, then the chain filling in the output */
+    acc_mut_block y, part[8], din[8], wdx;
+    ok_op(EMBER__CNN__OP__FORWARD, &ws, &xin, 1, &whole, &y, 1);
+    for (size_t k = 0; k < n; k++) {
+      acc_block in[2] = {xin, {NULL, 0}};
+      if (k) in[1] = (acc_block){part[k - 1].data, part[k - 1].size};
+      ok_op(EMBER__CNN__OP__FORWARD, &sl[k], in, k ? 2 : 1, &st[k], &part[k],
+            1);
+      assert_int_equal(part[k].size, out_n * sizeof(float));
+    }
+    expect_close("FORWARD output", floats(&part[n - 1]), floats(&y), out_n);
+
+    /* BACKWARD: every slice reads the same output error; the input
+     * error (after layer 0) is the sum of their parts */
+    wdx.data = NULL;
+    ok_op(EMBER__CNN__OP__BACKWARD, &ws, &dyin, 1, &whole, &wdx, layer ? 1 : 0);
+    memset(dx_sum, 0, in_n * sizeof *dx_sum);
+    for (size_t k = 0; k < n; k++) {
+      din[k].data = NULL;
+      ok_op(EMBER__CNN__OP__BACKWARD, &sl[k], &dyin, 1, &st[k], &din[k],
+            layer ? 1 : 0);
+      if (!layer) continue;
+      assert_int_equal(din[k].size, in_n * sizeof(float));
+      for (size_t i = 0; i < in_n; i++) dx_sum[i] += floats(&din[k])[i];
+    }
+    if (layer)
+      expect_close("BACKWARD input error", dx_sum, floats(&wdx), in_n);
+    expect_rows("gradients", &whole, st, sl, n, 1, 0);
+
+    ok_op(EMBER__CNN__OP__UPDATE, &ws, NULL, 0, &whole, NULL, 0);
+    for (size_t k = 0; k < n; k++)
+      ok_op(EMBER__CNN__OP__UPDATE, &sl[k], NULL, 0, &st[k], NULL, 0);
+    expect_rows("UPDATE", &whole, st, sl, n, 0, 0);
+
+    free(y.data);
+    free(wdx.data);
+    for (size_t k = 0; k < n; k++) {
+      free(part[k].data);
+      free(din[k].data);
+    }
+  }
+  free(x);
+  free(dy);
+  free(dx_sum);
+  free(whole.data);
+  for (size_t k = 0; k < n; k++) free(st[k].data);
+}
+
+static void conv1_in_output_slices(void **state) {
+  (void)state;
+  const uint32_t two[] = {0, 9, 20}, three[] = {0, 1, 13, 20};
+  ocp_chain_equals_layer(0, two, 2);
+  ocp_chain_equals_layer(0, three, 3);
+}
+
+static void conv2_and_fc1_in_output_slices(void **state) {
+  (void)state;
+  const uint32_t conv2[] = {0, 20, 50}, fc1[] = {0, 100, 333, 500};
+  ocp_chain_equals_layer(2, conv2, 2);
+  ocp_chain_equals_layer(4, fc1, 3);
+}
+
+static void hostile_ocp_refused(void **state) {
+  (void)state;
+  const Ember__Cnn__Op init = EMBER__CNN__OP__INIT;
+  stage beyond = {0, 1, 1, 0, 21, 1}, fc_beyond = {4, 5, 1, 400, 501, 1},
+        pool = {1, 2, 1, 0, 1, 1}, two = {0, 2, 1, 0, 7, 1},
+        empty = {0, 1, 1, 5, 5, 1}, bare = {0, 1, 0, 0, 0, 1};
+  refused(init, &beyond, NULL, 0, "channels [0, 21) not a non-empty range "
+          "of layer 0's 20 output channels");
+  refused(init, &fc_beyond, NULL, 0, "of layer 4's 500 output values");
+  refused(init, &pool, NULL, 0, "an OCP slice splits a convolutional");
+  refused(init, &two, NULL, 0, "is one layer, not layers [0, 2)");
+  refused(init, &empty, NULL, 0, "not a non-empty range");
+  refused(init, &bare, NULL, 0, "channel_begin is missing");
+
+  /* blocks: the previous slice's output is input 1 from the second on */
+  stage first = {0, 1, 1, 0, 10, 1}, second = {0, 1, 1, 10, 20, 1};
+  cnn_layout L = layout_of(&second);
+  float *x = xcalloc(L.in_elems + L.out_elems, sizeof *x);
+  acc_block in[2] = {{(uint8_t *)x, L.in_elems * sizeof *x},
+                     {(uint8_t *)x, L.out_elems * sizeof *x - 4}};
+  refused(EMBER__CNN__OP__FORWARD, &second, in, 1,
+          "output channels [10, 20) takes 2 input blocks, not 1");
+  refused(EMBER__CNN__OP__FORWARD, &second, in, 2,
+          "input 1 (the previous slice's output)");
+  refused(EMBER__CNN__OP__BACKWARD, &second, &in[1], 1,
+          "input 0 (output error)");
+
+  /* an OCP block is not an ICP one, nor another range's */
+  acc_mut_block st = new_state(&first);
+  ok_op(init, &first, NULL, 0, &st, NULL, 0);
+  char err[256] = "";
+  assert_int_equal(layout_of(&first).total, L.total);
+  int rc = run_op(EMBER__CNN__OP__UPDATE, &second, NULL, 0, &st, NULL, 0,
+                  err, sizeof err);
+  assert_int_equal(rc, EMBER_ESTATE);
+  print_message("  run refused: %s\n", err);
+  stage icp = {0, 1, 1, 0, 1, 0};
+  acc_mut_block ist = new_state(&icp);
+  ok_op(init, &icp, NULL, 0, &ist, NULL, 0);
+  stage whole_ocp = {0, 1, 1, 0, 20, 1};
+  if (layout_of(&whole_ocp).total == ist.size) {
+    rc = run_op(EMBER__CNN__OP__UPDATE, &whole_ocp, NULL, 0, &ist, NULL, 0,
+                err, sizeof err);
+    assert_int_equal(rc, EMBER_ESTATE);
+  }
+  free(ist.data);
+  free(st.data);
+  free(x);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(conv2_in_2_and_3_slices),
@@ -583,6 +780,9 @@ int main(void) {
       cmocka_unit_test(hostile_ranges_refused),
       cmocka_unit_test(error_pieces_equal_joined),
       cmocka_unit_test(hostile_pieces_refused),
+      cmocka_unit_test(conv1_in_output_slices),
+      cmocka_unit_test(conv2_and_fc1_in_output_slices),
+      cmocka_unit_test(hostile_ocp_refused),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
