@@ -243,10 +243,14 @@ static int settle(setup *s) {
 
 /* Whether the pipeline can run the plan's pieces: ICP slices, at most
  * CNN_MAX_ERROR_PIECES of a layer (the error pieces of the unit before
- * it); not yet OCP pieces. */
+ * it); OCP slices of the first layer (no input error to sum), when the
+ * layer after it is not cut by ICP (whose error comes in pieces). */
 static int runs_as_units(const cnn_stage *st, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    if (st[i].begin_split == CNN_SPLIT_OCP || st[i].end_split == CNN_SPLIT_OCP)
+    if ((st[i].begin_split == CNN_SPLIT_OCP && st[i].begin.layer != 0) ||
+        (st[i].end_split == CNN_SPLIT_OCP && st[i].end.layer != 0) ||
+        (st[i].begin_split == CNN_SPLIT_ICP && st[i].begin.layer == 1 &&
+         st[0].end_split == CNN_SPLIT_OCP))
       return 0;
     size_t cuts = 0; /* inside layer begin.layer: its slices less one */
     for (size_t k = 0; k < n; k++)
@@ -319,17 +323,18 @@ static int make_plan(setup *s, ember_client *const *clients,
   return rc;
 }
 
-/* Append a unit of plan stage i: layers [first, end), or with slice the
- * ICP slice [c0, c1) of layer first. */
+/* Append a unit of plan stage i: layers [first, end), or with slice (a
+ * cnn_split) the slice [c0, c1) of layer first. */
 static int add_unit(setup *s, ember_client *const *clients, size_t i,
-                    uint32_t first, uint32_t end, int slice, uint32_t c0,
-                    uint32_t c1) {
+                    uint32_t first, uint32_t end, cnn_split slice,
+                    uint32_t c0, uint32_t c1) {
   train_run *r = &s->run;
   train_stage *t = &r->stages[r->n_stages++];
   t->first = first;
   t->end = end;
   t->plan_stage = i;
-  t->slice = slice;
+  t->slice = slice != CNN_SPLIT_WHOLE;
+  t->ocp = slice == CNN_SPLIT_OCP;
   t->c0 = c0;
   t->c1 = c1;
   t->client_index = s->stage_platform[i].client;
@@ -337,6 +342,13 @@ static int add_unit(setup *s, ember_client *const *clients, size_t i,
   snprintf(t->platform, sizeof t->platform, "%s", s->stage_platform[i].name);
   t->speed = s->stage_platform[i].speed;
   return 0;
+}
+
+/* What a split cuts in a layer: its input channels (ICP), its output
+ * channels (OCP). */
+static uint32_t split_channels(const cnn_layer *l, cnn_split split) {
+  return split == CNN_SPLIT_OCP ? cnn_layer_outputs(l)
+                                : cnn_layer_channels(l);
 }
 
 /* The plan's stages as units: each stage's leading slice, whole layers
@@ -358,22 +370,22 @@ static int make_stages(setup *s, ember_client *const *clients) {
   }
   for (size_t i = 0; i < N; i++) {
     uint32_t L0 = st[i].begin.layer, L1 = st[i].end.layer;
-    int lead = st[i].begin_split == CNN_SPLIT_ICP;
-    int trail = st[i].end_split == CNN_SPLIT_ICP;
+    cnn_split lead = st[i].begin_split, trail = st[i].end_split;
     if (L0 == L1 && (lead || trail)) {
-      add_unit(s, clients, i, L0, L0 + 1, 1, st[i].begin.channel,
-               st[i].end.channel);
+      add_unit(s, clients, i, L0, L0 + 1, lead ? lead : trail,
+               st[i].begin.channel, st[i].end.channel);
       continue;
     }
     uint32_t w0 = L0, w1 = L1 + 1;
     if (lead) {
-      add_unit(s, clients, i, L0, L0 + 1, 1, st[i].begin.channel,
-               cnn_layer_channels(&layers[L0]));
+      add_unit(s, clients, i, L0, L0 + 1, lead, st[i].begin.channel,
+               split_channels(&layers[L0], lead));
       w0++;
     }
     if (trail) w1--;
-    if (w0 < w1) add_unit(s, clients, i, w0, w1, 0, 0, 0);
-    if (trail) add_unit(s, clients, i, L1, L1 + 1, 1, 0, st[i].end.channel);
+    if (w0 < w1) add_unit(s, clients, i, w0, w1, CNN_SPLIT_WHOLE, 0, 0);
+    if (trail) add_unit(s, clients, i, L1, L1 + 1, trail, 0,
+                        st[i].end.channel);
   }
   /* each slice's layer: its first and last slice units */
   for (size_t u = 0; u < r->n_stages; u++) {
@@ -390,7 +402,10 @@ static int make_stages(setup *s, ember_client *const *clients) {
     t->last = e;
     t->slice_last = u == e;
     if (r->stages[b].c0 != 0 ||
-        r->stages[e].c1 != cnn_layer_channels(&layers[t->first]) ||
+        r->stages[e].c1 != split_channels(&layers[t->first],
+                                          t->ocp ? CNN_SPLIT_OCP
+                                                 : CNN_SPLIT_ICP) ||
+        r->stages[b].ocp != t->ocp ||
         b == e ||
         (u > b && r->stages[u - 1].c1 != t->c0)) {
       ember__client_set_error("the plan's slices of layer %u do not cover "
@@ -402,11 +417,14 @@ static int make_stages(setup *s, ember_client *const *clients) {
   r->slots = (uint32_t)(2 * U < CNN_MAX_SLOTS ? 2 * U : CNN_MAX_SLOTS);
   for (size_t u = 0; u < U; u++) {
     train_stage *t = &r->stages[u];
-    int rc = t->slice ? cnn_layout_compute_slice(s->net, t->first, t->c0,
+    int rc = t->ocp     ? cnn_layout_compute_ocp(s->net, t->first, t->c0,
                                                  t->c1, r->micro, r->slots,
                                                  &t->layout)
-                      : cnn_layout_compute(s->net, t->first, t->end,
-                                           r->micro, r->slots, &t->layout);
+             : t->slice ? cnn_layout_compute_slice(s->net, t->first, t->c0,
+                                                   t->c1, r->micro, r->slots,
+                                                   &t->layout)
+                        : cnn_layout_compute(s->net, t->first, t->end,
+                                             r->micro, r->slots, &t->layout);
     if (rc) {
       ember__client_set_error("stage %zu: state too large",
                               t->plan_stage + 1);

@@ -48,16 +48,18 @@ void ember__train_shuffle(size_t *order, size_t n, uint64_t seed,
 /* ---- stages and the pipeline (train_pipeline.c) ------------------------- */
 
 /* A unit: what one state block holds, run as one task per op. A plan
- * stage is one or more units in a row on its platform: an ICP slice it
- * begins inside (FPDeep's input-channel partition), its whole layers, a
- * slice it ends inside. The pipeline schedules units, one task at a time
- * per plan stage. */
+ * stage is one or more units in a row on its platform: a slice it begins
+ * inside (FPDeep's input-channel partition, ICP, or for a first layer
+ * with few input channels its output-channel partition, OCP), its whole
+ * layers, a slice it ends inside. The pipeline schedules units, one task
+ * at a time per plan stage. */
 typedef struct train_stage {
   uint32_t first, end;       /* the network's layers [first, end); a slice:
                                 its layer, end = first + 1 */
   size_t plan_stage;         /* the plan stage it belongs to */
-  int slice;                 /* an ICP slice of layer first ... */
-  uint32_t c0, c1;           /* ... over input channels [c0, c1) */
+  int slice;                 /* a slice of layer first ... */
+  uint32_t c0, c1;           /* ... over input channels [c0, c1) (ICP) */
+  int ocp;                   /* ... or output channels (OCP) */
   int slice_last;            /* the slice holding the last channel */
   size_t base, last;         /* a slice: its layer's first and last slice
                                 units */

@@ -122,11 +122,12 @@ static Ember__Cnn__Op proto_op(enum op op) {
   }
 }
 
-/* "layers a..b", or "layer a in-ch [c0:c1)" for a slice (1-based
+/* "layers a..b", or "layer a in-ch [c0:c1)" (out-ch) for a slice (1-based
  * layers). */
 static void unit_name(const train_stage *s, char *buf, size_t len) {
   if (s->slice)
-    snprintf(buf, len, "layer %u in-ch [%u:%u)", s->first + 1, s->c0, s->c1);
+    snprintf(buf, len, "layer %u %s-ch [%u:%u)", s->first + 1,
+             s->ocp ? "out" : "in", s->c0, s->c1);
   else
     snprintf(buf, len, "layers %u..%u", s->first + 1, s->end);
 }
@@ -135,7 +136,7 @@ static void unit_name(const train_stage *s, char *buf, size_t len) {
  * as its output error, in pieces (cnn.proto error_channels). */
 static int takes_pieces(const train_run *r, size_t i) {
   return i + 1 < r->n_stages && r->stages[i + 1].slice &&
-         r->stages[i + 1].base == i + 1;
+         !r->stages[i + 1].ocp && r->stages[i + 1].base == i + 1;
 }
 
 /* Submit op (OP_NONE: SET_PARAMS) on stage i; *task gets it. */
@@ -158,6 +159,7 @@ static int submit(train_run *r, size_t i, enum op op, uint32_t slot,
     p.has_channel_begin = p.has_channel_end = 1;
     p.channel_begin = s->c0;
     p.channel_end = s->c1;
+    p.has_split_outputs = p.split_outputs = s->ocp;
   }
   uint32_t pieces[CNN_MAX_ERROR_PIECES];
   if (op == OP_BACKWARD && takes_pieces(r, i)) {
@@ -254,13 +256,22 @@ static uint64_t layer_params_at(const cnn_net *net, uint32_t L) {
   return at;
 }
 
-/* A slice's parameters (its weights' sub-tensor out x (c1 - c0) x kk,
- * the last slice's biases) between the network's (net) and the slice's
+/* A slice's parameters (ICP: its weights' sub-tensor out x (c1 - c0) x
+ * kk, the last slice's biases; OCP: its rows and biases) between the network's (net) and the slice's
  * own (own): to_own copies net -> own, else own -> net. */
 static void slice_params(const train_run *r, const train_stage *t,
                          float *net, float *own, int to_own) {
   size_t n;
   const cnn_layer *l = &cnn_net_layers(r->net, &n)[t->first];
+  if (t->ocp) { /* rows c0..c1-1 of the weights, then those biases */
+    uint64_t row = l->weights / cnn_layer_outputs(l);
+    uint64_t w = (t->c1 - t->c0) * row, b = t->c1 - t->c0;
+    float *full = net + layer_params_at(r->net, t->first);
+    float *fw = full + t->c0 * row, *fb = full + l->weights + t->c0;
+    memcpy(to_own ? own : fw, to_own ? fw : own, w * sizeof *own);
+    memcpy(to_own ? own + w : fb, to_own ? fb : own + w, b * sizeof *own);
+    return;
+  }
   uint64_t C = cnn_layer_channels(l), out = l->biases;
   uint64_t kk = l->weights / (out * C), w = (t->c1 - t->c0) * kk;
   float *full = net + layer_params_at(r->net, t->first);
@@ -408,6 +419,8 @@ static int bwd_ready(pass *p, size_t i, size_t g) {
   train_run *r = p->r;
   const train_stage *t = &r->stages[i];
   if (i == r->n_stages - 1) return 1;
+  if (t->ocp) return p->st[t->last + 1].bwd_done > g; /* the layer's
+                                                        output error */
   if (t->slice && !t->slice_last) return p->st[t->last].bwd_done > g;
   const train_stage *n = &r->stages[i + 1];
   size_t e = n->slice ? n->last : i + 1;
@@ -479,7 +492,14 @@ static int start(pass *p, size_t i, enum op op) {
     else if (!p->train && m->valid < r->micro) out = &m->probs;
     n_out = out ? 1 : 0;
   } else if (op == OP_BACKWARD) {
-    if (t->slice && !t->slice_last) {
+    if (t->ocp) { /* every slice reads the layer's output error */
+      ember_block *dy = m->err[t->last + 1];
+      if (r->stages[t->last].client != t->client) {
+        rc = copy_block(dy, t->client, &m->tmp[i]);
+        dy = m->tmp[i];
+      }
+      in[n_in++] = dy;
+    } else if (t->slice && !t->slice_last) {
       ember_block *dz = m->dz[t->last];
       if (r->stages[t->last].client != t->client) {
         rc = copy_block(dz, t->client, &m->tmp[i]);
@@ -494,8 +514,9 @@ static int start(pass *p, size_t i, enum op op) {
     }
     /* out 0, the input error: a whole unit's for the unit before it
      * (none before the first layer), a slice's a piece of it (none in
-     * the first layer, but the last slice's always: its dz is out 1) */
-    n_out = t->slice_last ? 2 : t->slice ? t->first > 0 : i > 0;
+     * the first layer, but the last ICP slice's always: its dz is out 1;
+     * OCP slices run in the first layer only) */
+    n_out = t->ocp ? 0 : t->slice_last ? 2 : t->slice ? t->first > 0 : i > 0;
   }
   if (rc) return rc;
   ember_block *outs[2] = {NULL, NULL};
@@ -579,18 +600,20 @@ static int complete(pass *p, size_t i, train_pass_progress progress,
       for (size_t k = i + 1; k <= r->stages[i + 1].last; k++)
         release(&m->err[k]);
       release(&m->dz[r->stages[i + 1].last]);
-    } else if (i < N - 1 && !r->stages[i + 1].slice) {
+    } else if (i < N - 1 && !r->stages[i + 1].slice && !t->ocp) {
       release(&m->err[i + 1]);
     }
     release(&m->tmp[i]);
     s->bwd_done++;
     if (t->slice && t->first == 0) {
-      /* slices of the first layer: no unit takes their errors */
+      /* slices of the first layer: no unit takes their errors; the
+       * error they took goes when all are done with it */
       release(&m->err[i]);
       int all = 1;
       for (size_t k = t->base; k <= t->last; k++)
         all &= p->st[k].bwd_done > g;
       if (all) release(&m->dz[t->last]);
+      if (all && t->ocp) release(&m->err[t->last + 1]);
     } else if (i > 0) { /* to the unit before the layer */
       size_t to = t->slice ? t->base - 1 : i - 1;
       if (r->stages[to].client != t->client)

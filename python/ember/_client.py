@@ -746,7 +746,7 @@ class Client:
         weights and the shuffle; load: a weights file to start from (what
         save wrote; epochs go on from its count); save: a weights file
         written after each epoch; train_limit, test_limit: use the first
-        N samples; layers_only: stages of whole layers (no input-channel
+        N samples; layers_only: stages of whole layers (no channel
         slices; with sync, bit for bit what one stage computes).
         on_epoch: called after each epoch with its dict (below); returning
         False stops training, and ember.Error EMBER_ECANCELED is raised.

@@ -17,7 +17,9 @@
  *   - two clients (slices of one layer on both) equal one client bit for
  *     bit on the same plan;
  *   - a first layer cut (conv1 over 3 channels, a small random set) over
- *     2 and 3 stages equals 1 stage within 1e-4 over 20 steps. */
+ *     2 and 3 stages equals 1 stage within 1e-4 over 20 steps;
+ *   - a first layer over 1 channel cut by output channels (OCP slices),
+ *     likewise, and over two clients equal to one bit for bit. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -139,9 +141,80 @@ static void two_clients_equal_one(void **state) {
   for (int k = 0; k < 3; k++) ember_close(c[k]);
 }
 
-/* A first layer cut (the slices' input errors made and dropped, dz
- * passed on): a heavy conv1 over 3 input channels, 2 and 3 stages
- * against 1, on seeded random 3 x 8 x 8 images. */
+/* M seeded random images of el floats in [0, 1), labels k % 4. */
+enum { M = 32 };
+static float *random_images(size_t el, uint8_t *y) {
+  float *x = malloc(M * el * sizeof *x);
+  assert_non_null(x);
+  uint64_t r = 12345;
+  for (size_t k = 0; k < M * el; k++) {
+    r = r * 6364136223846793005ull + 1442695040888963407ull;
+    x[k] = (float)(r >> 40) / (float)(1u << 24);
+  }
+  for (int k = 0; k < M; k++) y[k] = (uint8_t)(k % 4);
+  return x;
+}
+
+/* 5 sync epochs of net over stages on clients, into *log; with cut, the
+ * plan must hold it. */
+static void train_random(const char *net, size_t el, unsigned stages,
+                         ember_client *const *clients, size_t n_clients,
+                         const char *cut, epochs_log *log) {
+  uint8_t y[M];
+  float *x = random_images(el, y);
+  ember_train_params p;
+  memset(log, 0, sizeof *log);
+  ember_train_params_default(&p);
+  p.net_text = net;
+  p.net_len = strlen(net);
+  p.train_images = x;
+  p.train_labels = y;
+  p.n_train = M;
+  p.epochs = 5;
+  p.micro_batch = 4;
+  p.stages = stages;
+  p.sync = 1;
+  p.seed = 5;
+  p.epoch_cb = train_fixture_on_epoch;
+  p.user = log;
+  if (cut) {
+    char *plan = NULL;
+    assert_int_equal(ember_train_plan(clients, n_clients, &p, &plan), 0);
+    print_message("%s", plan);
+    if (!strstr(plan, cut)) fail_msg("the plan has no \"%s\"", cut);
+    free(plan);
+  }
+  int rc = ember_train(clients, n_clients, &p, NULL);
+  if (rc) fail_msg("%u stages: %s", stages, ember_last_error());
+  free(x);
+}
+
+/* Over 2 and 3 stages with a cut in net's first layer against 1 stage:
+ * every epoch's loss within 1e-4 over 20 steps. */
+static void cut_equals_one_stage(const char *net, size_t el,
+                                 const char *cut) {
+  epochs_log logs[3];
+  for (unsigned st = 1; st <= 3; st++)
+    train_random(net, el, st, &client, 1, st > 1 ? cut : NULL,
+                 &logs[st - 1]);
+  assert_true(logs[0].loss[4] < logs[0].loss[0]);
+  for (int k = 1; k < 3; k++) {
+    double worst = 0;
+    for (int e = 0; e < 5; e++) {
+      double rel = fabs(logs[k].loss[e] - logs[0].loss[e]) /
+                   fabs(logs[0].loss[e]);
+      if (rel > worst) worst = rel;
+    }
+    print_message("  %d stages (%s) vs 1: loss %.6f -> %.6f, rel diff "
+                  "%.2e over 20 steps\n", k + 1, cut, logs[k].loss[0],
+                  logs[k].loss[4], worst);
+    assert_true(worst <= 1e-4);
+  }
+}
+
+/* A first layer cut by input channels (the slices' input errors made and
+ * dropped, dz passed on): a heavy conv1 over 3 input channels, on seeded
+ * random 3 x 8 x 8 images. */
 static void first_layer_cut(void **state) {
   (void)state;
   static const char net[] =
@@ -151,56 +224,41 @@ static void first_layer_cut(void **state) {
       "activation=relu\n"
       "[connected]\noutput=4\nactivation=linear\n"
       "[softmax]\n";
-  enum { M = 32, EL = 3 * 8 * 8 };
-  float *x = malloc(M * EL * sizeof *x);
-  uint8_t y[M];
-  uint64_t r = 12345;
-  for (size_t k = 0; k < (size_t)M * EL; k++) {
-    r = r * 6364136223846793005ull + 1442695040888963407ull;
-    x[k] = (float)(r >> 40) / (float)(1u << 24);
+  cut_equals_one_stage(net, 3 * 8 * 8, "conv1 in-ch");
+}
+
+/* A first layer over one input channel, cut by output channels (OCP, as
+ * FPDeep cuts a first layer): the slices fill in its output one after
+ * another and each takes the layer's output error. 2 and 3 stages equal
+ * 1 within 1e-4; 3 stages over two clients (slices on both: the output
+ * and its error cross between them) equal one client bit for bit, fresh
+ * engines each as in two_clients_equal_one. */
+static void first_layer_ocp(void **state) {
+  (void)state;
+  static const char net[] =
+      "[net]\nheight=12\nwidth=12\nchannels=1\nbatch=8\n"
+      "learning_rate=0.05\nmomentum=0.9\ndecay=0.0005\n"
+      "[convolutional]\nfilters=24\nsize=3\nstride=1\npad=1\n"
+      "activation=relu\n"
+      "[maxpool]\nsize=2\nstride=2\n"
+      "[connected]\noutput=4\nactivation=linear\n"
+      "[softmax]\n";
+  cut_equals_one_stage(net, 12 * 12, "conv1 out-ch");
+  ember_client *c[3] = {NULL, NULL, NULL};
+  for (int k = 0; k < 3; k++) {
+    ember_options o = {.size = sizeof o, .client_name = "test_train_icp-o",
+                       .embedded_threads = 2};
+    assert_int_equal(ember_connect("embedded", &o, &c[k]), 0);
   }
-  for (int k = 0; k < M; k++) y[k] = (uint8_t)(k % 4);
-  epochs_log logs[3];
-  for (unsigned st = 1; st <= 3; st++) {
-    ember_train_params p;
-    memset(&logs[st - 1], 0, sizeof logs[st - 1]);
-    ember_train_params_default(&p);
-    p.net_text = net;
-    p.net_len = strlen(net);
-    p.train_images = x;
-    p.train_labels = y;
-    p.n_train = M;
-    p.epochs = 5;
-    p.micro_batch = 4;
-    p.stages = st;
-    p.sync = 1;
-    p.seed = 5;
-    p.epoch_cb = train_fixture_on_epoch;
-    p.user = &logs[st - 1];
-    if (st > 1) {
-      char *plan = NULL;
-      assert_int_equal(ember_train_plan(&client, 1, &p, &plan), 0);
-      print_message("%s", plan);
-      assert_non_null(strstr(plan, "conv1 in-ch"));
-      free(plan);
-    }
-    int rc = ember_train(&client, 1, &p, NULL);
-    if (rc) fail_msg("%u stages: %s", st, ember_last_error());
+  epochs_log two, one;
+  train_random(net, 12 * 12, 3, c, 2, "conv1 out-ch", &two);
+  train_random(net, 12 * 12, 3, &c[2], 1, "conv1 out-ch", &one);
+  for (int e = 0; e < 5; e++) {
+    print_message("    epoch %d: two clients %.9f, one %.9f\n", e + 1,
+                  two.loss[e], one.loss[e]);
+    assert_true(two.loss[e] == one.loss[e]);
   }
-  assert_true(logs[0].loss[4] < logs[0].loss[0]);
-  for (int k = 1; k < 3; k++) {
-    double worst = 0;
-    for (int e = 0; e < 5; e++) {
-      double rel = fabs(logs[k].loss[e] - logs[0].loss[e]) /
-                   fabs(logs[0].loss[e]);
-      if (rel > worst) worst = rel;
-    }
-    print_message("  %d stages (conv1 cut) vs 1: loss %.6f -> %.6f, rel "
-                  "diff %.2e over 20 steps\n", k + 1, logs[k].loss[0],
-                  logs[k].loss[4], worst);
-    assert_true(worst <= 1e-4);
-  }
-  free(x);
+  for (int k = 0; k < 3; k++) ember_close(c[k]);
 }
 
 int main(void) {
@@ -209,6 +267,7 @@ int main(void) {
       cmocka_unit_test(pipelined_icp_learns),
       cmocka_unit_test(two_clients_equal_one),
       cmocka_unit_test(first_layer_cut),
+      cmocka_unit_test(first_layer_ocp),
   };
   return cmocka_run_group_tests(tests, train_fixture_setup,
                                 train_fixture_teardown);

@@ -729,9 +729,10 @@ typedef struct ember_train_params {
                                 a stage may begin or end inside a
                                 convolutional or connected layer, holding
                                 a slice of its input channels (FPDeep's
-                                ICP), unless a stage runs on opencl or the
-                                plan would cut a layer by output channels
-                                (then whole layers too) */
+                                ICP) or of a first layer's output channels
+                                (OCP), unless a stage runs on opencl or the
+                                pipeline cannot run the cuts (then whole
+                                layers too) */
 } ember_train_params;
 
 /* ember_train_params_default - the .cfg's settings, 1 stage, any
