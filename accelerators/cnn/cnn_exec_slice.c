@@ -93,6 +93,21 @@ static void put_slice(const cnn_task *t, cnn_cpu_stage *s, int rc) {
                         t->layout.c1 - t->layout.c0, t->layout.ocp, s);
 }
 
+/* The slice's stage, loaded from the block, run forward on the stash
+ * (its input) into z (its output). */
+static int forward_slice(const cnn_task *t, uint8_t *state,
+                         const uint8_t *stash, float *z, char *err,
+                         size_t err_len) {
+  cnn_cpu_stage *s = NULL;
+  int rc = load_slice(t, state, &s, err, err_len);
+  if (rc) return rc;
+  rc = cnn_cpu_stage_forward(s, (const float *)(const void *)stash, z, NULL,
+                             NULL);
+  if (rc) snprintf(err, err_len, "forward failed (%s)", ember_errname(rc));
+  put_slice(t, s, rc);
+  return rc;
+}
+
 int cnn_icp_forward(const cnn_task *t, uint8_t *state,
                     const acc_block *inputs, acc_mut_block *outputs,
                     size_t n_outputs, char *err, size_t err_len) {
@@ -115,13 +130,7 @@ int cnn_icp_forward(const cnn_task *t, uint8_t *state,
     free(tmp_prev);
     return no_memory(err, err_len);
   }
-  cnn_cpu_stage *s = NULL;
-  int rc = load_slice(t, state, &s, err, err_len);
-  if (!rc) {
-    rc = cnn_cpu_stage_forward(s, (const float *)(const void *)stash, z, NULL,
-                               NULL);
-    if (rc) snprintf(err, err_len, "forward failed (%s)", ember_errname(rc));
-  }
+  int rc = forward_slice(t, state, stash, z, err, err_len);
   if (!rc) {
     if (prev)
       for (size_t i = 0; i < outs; i++) z[i] += prev[i];
@@ -132,45 +141,32 @@ int cnn_icp_forward(const cnn_task *t, uint8_t *state,
     }
     header(state)->flags |= 1u << t->slot;
   }
-  put_slice(t, s, rc);
   free(tmp_out);
   free(tmp_prev);
   return rc;
 }
 
-int cnn_icp_backward(const cnn_task *t, uint8_t *state,
-                     const acc_block *inputs, acc_mut_block *outputs,
-                     size_t n_outputs, char *err, size_t err_len) {
+/* EMBER_ESTATE unless the slot holds a FORWARD. */
+static int check_slot(const cnn_task *t, uint8_t *state, char *err,
+                      size_t err_len) {
+  if (header(state)->flags & (1u << t->slot)) return 0;
+  snprintf(err, err_len, "BACKWARD on slot %u without a FORWARD there "
+           "since INIT, SET_PARAMS or its last BACKWARD", t->slot);
+  return EMBER_ESTATE;
+}
+
+/* What every slice's BACKWARD ends with: the slice's stage re-runs the
+ * slot's FORWARD from the stash, then EB and PG with dz, the error at its
+ * output (din: the error at its input, or NULL); its gradients are added
+ * into the block (the biases' after the weights' in both: L->params =
+ * weights + biases, none in an ICP slice but the last) and the slot is
+ * free again. */
+static int backward_from_stash(const cnn_task *t, uint8_t *state,
+                               const float *dz, float *din, char *err,
+                               size_t err_len) {
   const cnn_layout *L = &t->layout;
-  const cnn_layer *l = layer_of(t);
-  if (!(header(state)->flags & (1u << t->slot))) {
-    snprintf(err, err_len, "BACKWARD on slot %u without a FORWARD there "
-             "since INIT, SET_PARAMS or its last BACKWARD", t->slot);
-    return EMBER_ESTATE;
-  }
-  size_t outs = (size_t)L->out_elems;
-  float *tmp_dy = NULL, *tmp_dz = NULL;
-  const float *dy = floats_of(&inputs[0], &tmp_dy);
-  /* dz: what the other slices are given; the last slice makes it */
-  const float *dz = dy;
-  float *dz_out = n_outputs > 1 ? (float *)(void *)outputs[1].data : NULL;
-  if (dy && L->icp_last && l->act == CNN_ACT_RELU) {
-    float *d = dz_out ? dz_out : (tmp_dz = malloc(outs * sizeof *d));
-    const float *y = region(state, L->kept_off + t->slot * L->kept_stride);
-    if (d)
-      for (size_t i = 0; i < outs; i++) d[i] = y[i] > 0 ? dy[i] : 0;
-    dz = d;
-  } else if (dy && dz_out) {
-    memcpy(dz_out, dy, outs * sizeof *dz_out);
-  }
-  float *g = malloc((size_t)(L->weights + l->biases) * sizeof *g);
-  if (!dy || !dz || !g) {
-    free(tmp_dy);
-    free(tmp_dz);
-    free(g);
-    return no_memory(err, err_len);
-  }
-  float *din = n_outputs ? (float *)(void *)outputs[0].data : NULL;
+  float *g = malloc((size_t)(L->weights + layer_of(t)->biases) * sizeof *g);
+  if (!g) return no_memory(err, err_len);
   cnn_cpu_stage *s = NULL;
   int rc = load_slice(t, state, &s, err, err_len);
   if (!rc) {
@@ -187,13 +183,42 @@ int cnn_icp_backward(const cnn_task *t, uint8_t *state,
   }
   if (!rc) {
     float *grads = region(state, L->grads_off);
-    /* the biases' gradients follow the weights' in both: none in the
-     * block but the last slice's (L->params = weights + biases) */
     for (uint64_t k = 0; k < L->params; k++) grads[k] += g[k];
     header(state)->flags &= ~(1u << t->slot);
   }
   put_slice(t, s, rc);
   free(g);
+  return rc;
+}
+
+int cnn_icp_backward(const cnn_task *t, uint8_t *state,
+                     const acc_block *inputs, acc_mut_block *outputs,
+                     size_t n_outputs, char *err, size_t err_len) {
+  const cnn_layout *L = &t->layout;
+  const cnn_layer *l = layer_of(t);
+  int rc = check_slot(t, state, err, err_len);
+  if (rc) return rc;
+  size_t outs = (size_t)L->out_elems;
+  float *tmp_dy = NULL, *tmp_dz = NULL;
+  const float *dy = floats_of(&inputs[0], &tmp_dy);
+  /* dz: what the other slices are given; the last slice makes it */
+  const float *dz = dy;
+  float *dz_out = n_outputs > 1 ? (float *)(void *)outputs[1].data : NULL;
+  if (dy && L->icp_last && l->act == CNN_ACT_RELU) {
+    float *d = dz_out ? dz_out : (tmp_dz = malloc(outs * sizeof *d));
+    const float *y = region(state, L->kept_off + t->slot * L->kept_stride);
+    if (d)
+      for (size_t i = 0; i < outs; i++) d[i] = y[i] > 0 ? dy[i] : 0;
+    dz = d;
+  } else if (dy && dz_out) {
+    memcpy(dz_out, dy, outs * sizeof *dz_out);
+  }
+  if (!dy || !dz) {
+    rc = no_memory(err, err_len);
+  } else {
+    float *din = n_outputs ? (float *)(void *)outputs[0].data : NULL;
+    rc = backward_from_stash(t, state, dz, din, err, err_len);
+  }
   free(tmp_dy);
   free(tmp_dz);
   return rc;
@@ -216,13 +241,7 @@ int cnn_ocp_forward(const cnn_task *t, uint8_t *state,
     free(tmp_prev);
     return no_memory(err, err_len);
   }
-  cnn_cpu_stage *s = NULL;
-  int rc = load_slice(t, state, &s, err, err_len);
-  if (!rc) {
-    rc = cnn_cpu_stage_forward(s, (const float *)(const void *)stash, z, NULL,
-                               NULL);
-    if (rc) snprintf(err, err_len, "forward failed (%s)", ember_errname(rc));
-  }
+  int rc = forward_slice(t, state, stash, z, err, err_len);
   if (!rc && n_outputs) {
     /* per sample: the previous slices' channels, its own, zeros after */
     float *y = (float *)(void *)outputs[0].data;
@@ -236,7 +255,6 @@ int cnn_ocp_forward(const cnn_task *t, uint8_t *state,
     }
   }
   if (!rc) header(state)->flags |= 1u << t->slot;
-  put_slice(t, s, rc);
   free(z);
   free(tmp_prev);
   return rc;
@@ -246,48 +264,20 @@ int cnn_ocp_backward(const cnn_task *t, uint8_t *state,
                      const acc_block *inputs, acc_mut_block *outputs,
                      size_t n_outputs, char *err, size_t err_len) {
   const cnn_layout *L = &t->layout;
-  if (!(header(state)->flags & (1u << t->slot))) {
-    snprintf(err, err_len, "BACKWARD on slot %u without a FORWARD there "
-             "since INIT, SET_PARAMS or its last BACKWARD", t->slot);
-    return EMBER_ESTATE;
-  }
+  int rc = check_slot(t, state, err, err_len);
+  if (rc) return rc;
   size_t per_sample = (size_t)(L->out_elems / t->batch);
   size_t before = (size_t)(L->c0 * L->unit), own = (size_t)((L->c1 - L->c0) *
                                                              L->unit);
   /* its channels of the output error, packed */
   float *dy = malloc((size_t)t->batch * own * sizeof *dy);
-  float *g = malloc((size_t)L->params * sizeof *g);
-  if (!dy || !g) {
-    free(dy);
-    free(g);
-    return no_memory(err, err_len);
-  }
+  if (!dy) return no_memory(err, err_len);
   for (uint32_t n = 0; n < t->batch; n++)
     memcpy(dy + n * own,
            inputs[0].data + (n * per_sample + before) * sizeof *dy,
            own * sizeof *dy);
   float *din = n_outputs ? (float *)(void *)outputs[0].data : NULL;
-  cnn_cpu_stage *s = NULL;
-  int rc = load_slice(t, state, &s, err, err_len);
-  if (!rc) {
-    const float *in = region(state, L->stash_off + t->slot * L->stash_stride);
-    rc = cnn_cpu_stage_forward(s, in, NULL, NULL, NULL);
-    if (!rc) rc = cnn_cpu_stage_backward(s, dy, din);
-    if (rc) snprintf(err, err_len, "backward failed (%s)",
-                     ember_errname(rc));
-  }
-  if (!rc) {
-    rc = cnn_cpu_stage_get_grads(s, t->first, g, g + L->weights);
-    if (rc) snprintf(err, err_len, "layer %u: cannot read gradients",
-                     t->first);
-  }
-  if (!rc) {
-    float *grads = region(state, L->grads_off);
-    for (uint64_t k = 0; k < L->params; k++) grads[k] += g[k];
-    header(state)->flags &= ~(1u << t->slot);
-  }
-  put_slice(t, s, rc);
-  free(g);
+  rc = backward_from_stash(t, state, dy, din, err, err_len);
   free(dy);
   return rc;
 }

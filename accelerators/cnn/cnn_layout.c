@@ -7,6 +7,26 @@ _Static_assert(sizeof(cnn_state_header) == 64, "the header is 64 bytes");
 
 static uint64_t align64(uint64_t n) { return (n + 63) & ~(uint64_t)63; }
 
+/* The regions after the header, from out's params, stash_elems and last:
+ * params, momentum, grads, slots stashes, labels (the last stage), then
+ * kept_stride bytes per slot. */
+static int place_regions(cnn_layout *out, uint32_t batch, uint32_t slots,
+                         uint64_t kept_stride) {
+  uint64_t pbytes = align64(out->params * sizeof(float));
+  out->params_off = sizeof(cnn_state_header);
+  out->momentum_off = out->params_off + pbytes;
+  out->grads_off = out->momentum_off + pbytes;
+  out->slots = slots;
+  out->stash_off = out->grads_off + pbytes;
+  out->stash_stride = align64(out->stash_elems * sizeof(float));
+  out->labels_off = out->stash_off + slots * out->stash_stride;
+  out->labels_stride = out->last ? align64(batch) : 0;
+  out->kept_off = out->labels_off + slots * out->labels_stride;
+  out->kept_stride = kept_stride;
+  out->total = out->kept_off + slots * kept_stride;
+  return out->total > SIZE_MAX ? EMBER_ETOOBIG : 0;
+}
+
 int cnn_layout_compute(const cnn_net *net, uint32_t first, uint32_t end,
                        uint32_t batch, uint32_t slots, cnn_layout *out) {
   size_t n;
@@ -21,25 +41,12 @@ int cnn_layout_compute(const cnn_net *net, uint32_t first, uint32_t end,
   out->in_elems = (uint64_t)a->in.h * a->in.w * a->in.c * batch;
   out->out_elems = (uint64_t)b->out.h * b->out.w * b->out.c * batch;
   out->last = b->kind == CNN_LAYER_SOFTMAX;
-  uint64_t pbytes = align64(params * sizeof(float));
-  out->params_off = sizeof(cnn_state_header);
-  out->momentum_off = out->params_off + pbytes;
-  out->grads_off = out->momentum_off + pbytes;
-  out->slots = slots;
-  out->stash_off = out->grads_off + pbytes;
-  out->stash_stride = align64(out->in_elems * sizeof(float));
-  out->labels_off = out->stash_off + slots * out->stash_stride;
-  out->labels_stride = out->last ? align64(batch) : 0;
-  out->kept_off = out->labels_off + slots * out->labels_stride;
-  out->kept_stride = 0;
   out->stash_elems = out->in_elems;
   out->icp = out->icp_last = out->ocp = 0;
   out->c0 = out->c1 = 0;
   out->unit = 0;
   out->weights = out->biases = 0;
-  out->total = out->kept_off;
-  if (out->total > SIZE_MAX) return EMBER_ETOOBIG;
-  return 0;
+  return place_regions(out, batch, slots, 0);
 }
 
 uint32_t cnn_layer_channels(const cnn_layer *l) {
@@ -77,22 +84,10 @@ int cnn_layout_compute_slice(const cnn_net *net, uint32_t layer, uint32_t c0,
   out->out_elems = outs * batch;
   out->stash_elems = (uint64_t)(c1 - c0) * out->unit * batch;
   out->last = 0;
-  uint64_t pbytes = align64(out->params * sizeof(float));
-  out->params_off = sizeof(cnn_state_header);
-  out->momentum_off = out->params_off + pbytes;
-  out->grads_off = out->momentum_off + pbytes;
-  out->slots = slots;
-  out->stash_off = out->grads_off + pbytes;
-  out->stash_stride = align64(out->stash_elems * sizeof(float));
-  out->labels_off = out->stash_off + slots * out->stash_stride;
-  out->labels_stride = 0;
-  out->kept_off = out->labels_off;
-  out->kept_stride = out->icp_last && l->act == CNN_ACT_RELU
-                         ? align64(out->out_elems * sizeof(float))
-                         : 0;
-  out->total = out->kept_off + slots * out->kept_stride;
-  if (out->total > SIZE_MAX) return EMBER_ETOOBIG;
-  return 0;
+  return place_regions(out, batch, slots,
+                       out->icp_last && l->act == CNN_ACT_RELU
+                           ? align64(out->out_elems * sizeof(float))
+                           : 0);
 }
 
 uint32_t cnn_layer_outputs(const cnn_layer *l) {
@@ -124,20 +119,7 @@ int cnn_layout_compute_ocp(const cnn_net *net, uint32_t layer, uint32_t c0,
   out->out_elems = (uint64_t)l->out.h * l->out.w * l->out.c * batch;
   out->stash_elems = out->in_elems;
   out->last = 0;
-  uint64_t pbytes = align64(out->params * sizeof(float));
-  out->params_off = sizeof(cnn_state_header);
-  out->momentum_off = out->params_off + pbytes;
-  out->grads_off = out->momentum_off + pbytes;
-  out->slots = slots;
-  out->stash_off = out->grads_off + pbytes;
-  out->stash_stride = align64(out->stash_elems * sizeof(float));
-  out->labels_off = out->stash_off + slots * out->stash_stride;
-  out->labels_stride = 0;
-  out->kept_off = out->labels_off;
-  out->kept_stride = 0;
-  out->total = out->kept_off;
-  if (out->total > SIZE_MAX) return EMBER_ETOOBIG;
-  return 0;
+  return place_regions(out, batch, slots, 0);
 }
 
 uint64_t cnn_stage_key(const uint8_t *text, size_t len, uint32_t first,

@@ -239,6 +239,18 @@ static void expect_param_slices(const char *what, const acc_mut_block *whole,
   }
 }
 
+/* A step's seeded input x (in [0, 1): activations) and output error dy
+ * (in [-1e-2, 1e-2)). */
+static void random_step(float *x, size_t in_n, float *dy, size_t out_n,
+                        uint64_t *rng) {
+  for (size_t i = 0; i < in_n + out_n; i++) {
+    *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+    double u = (double)(*rng >> 11) * 0x1.0p-53;
+    if (i < in_n) x[i] = (float)u;
+    else dy[i - in_n] = (float)(2 * u - 1) * 1e-2f;
+  }
+}
+
 /* Layer `layer` split at the bounds (bounds[0] = 0 .. bounds[n] = all)
  * against the unsplit stage, STEPS training steps. */
 static void chain_equals_layer(uint32_t layer, const uint32_t *bounds,
@@ -266,14 +278,7 @@ static void chain_equals_layer(uint32_t layer, const uint32_t *bounds,
   uint64_t rng = 0x1234567u;
   for (int step = 0; step < STEPS; step++) {
     print_message("   step %d\n", step);
-    for (size_t i = 0; i < in_n; i++) {
-      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-      x[i] = (float)((double)(rng >> 11) * 0x1.0p-53); /* >= 0: activations */
-    }
-    for (size_t i = 0; i < out_n; i++) {
-      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-      dy[i] = (float)((double)(rng >> 11) * 0x1.0p-52 - 1) * 1e-2f;
-    }
+    random_step(x, in_n, dy, out_n, &rng);
     acc_block xin = {(uint8_t *)x, in_n * sizeof *x};
     acc_block dyin = {(uint8_t *)dy, out_n * sizeof *dy};
 
@@ -649,14 +654,7 @@ static void ocp_chain_equals_layer(uint32_t layer, const uint32_t *bounds,
   uint64_t rng = 0x7654321u;
   for (int step = 0; step < STEPS; step++) {
     print_message("   step %d\n", step);
-    for (size_t i = 0; i < in_n; i++) {
-      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-      x[i] = (float)((double)(rng >> 11) * 0x1.0p-53);
-    }
-    for (size_t i = 0; i < out_n; i++) {
-      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-      dy[i] = (float)((double)(rng >> 11) * 0x1.0p-52 - 1) * 1e-2f;
-    }
+    random_step(x, in_n, dy, out_n, &rng);
     acc_block xin = {(uint8_t *)x, in_n * sizeof *x};
     acc_block dyin = {(uint8_t *)dy, out_n * sizeof *dy};
 
