@@ -285,3 +285,34 @@ __kernel void cnn_sgd(__global float *w, __global float *v, __global float *g,
   w[i] -= learning_rate * vi;
   g[i] = 0.0f;
 }
+
+/* ---- slices (cnn.proto: ICP and OCP; cnn_exec_opencl_slice.c) ---------- */
+
+/* cnn_add: y[y_off + i] += x[x_off + i]: a slice's part added to the
+ * previous slice's partial sums. */
+__kernel void cnn_add(__global const float *x, ulong x_off,
+                      __global float *y, ulong y_off, ulong total) {
+  size_t i = get_global_id(0);
+  if (i >= total) return;
+  y[y_off + i] += x[x_off + i];
+}
+
+/* cnn_relu_keep: the last ICP slice's ReLU on the layer's summed output,
+ * in place, kept at kept + k_off for BACKWARD's mask. */
+__kernel void cnn_relu_keep(__global float *y, __global float *kept,
+                            ulong k_off, ulong total) {
+  size_t i = get_global_id(0);
+  if (i >= total) return;
+  float v = y[i] > 0.0f ? y[i] : 0.0f;
+  y[i] = v;
+  kept[k_off + i] = v;
+}
+
+/* cnn_relu_mask: e is 0 where the kept output at k_off is not > 0 (the
+ * error through the ReLU, dz). */
+__kernel void cnn_relu_mask(__global const float *kept, ulong k_off,
+                            __global float *e, ulong total) {
+  size_t i = get_global_id(0);
+  if (i >= total) return;
+  if (!(kept[k_off + i] > 0.0f)) e[i] = 0.0f;
+}

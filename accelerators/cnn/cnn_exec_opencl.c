@@ -27,6 +27,9 @@
  *               softmax's own error on the last stage), the input error
  *               copied to out block 0, the gradients copied back.
  *
+ * ICP and OCP slices' FORWARD and BACKWARD, and the joining of an output
+ * error given in pieces, are cnn_exec_opencl_slice.c's.
+ *
  * The stage's buffers are allocated per FORWARD and BACKWARD and hold no
  * truth between tasks (README.md has the cost). Commands go on the
  * platform's compute queue, in order, after a barrier on the uploads'
@@ -38,32 +41,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cnn_opencl.h"
-#include "cnn_task.h"
+#include "cnn_exec_opencl.h"
 #include "ember/ember_errors.h"
 
-typedef struct run {
-  cnn_ocl *o;
-  cl_command_queue q;
-  cl_mem st;                    /* the state block */
-  const cnn_task *t;
-  cnn_state_header h;           /* the header, mirrored */
-  char *err;
-  size_t err_len;
-} run;
+typedef cnn_ocl_run run;
 
-static int cl_fail(run *r, const char *what, cl_int rc) {
+int cnn_ocl_run_fail(run *r, const char *what, cl_int rc) {
   snprintf(r->err, r->err_len, "cnn opencl: %s failed (%d)", what, (int)rc);
   return EMBER_EPLATFORM;
 }
 
-static int no_memory(run *r) {
+int cnn_ocl_run_no_memory(run *r) {
   snprintf(r->err, r->err_len, "cnn opencl: out of memory");
   return EMBER_ENOMEM;
 }
 
 /* stage_fail: a cnn_opencl stage call's failure rc, named. */
-static int stage_fail(run *r, const cnn_ocl_stage *s, const char *what,
+int cnn_ocl_run_stage_fail(run *r, const cnn_ocl_stage *s, const char *what,
                       int rc) {
   const char *why = s ? cnn_ocl_stage_error(s) : "";
   snprintf(r->err, r->err_len, "cnn opencl: %s failed (%s%s%s)", what,
@@ -71,18 +65,18 @@ static int stage_fail(run *r, const cnn_ocl_stage *s, const char *what,
   return rc;
 }
 
-static int write_header(run *r) {
+int cnn_ocl_run_write_header(run *r) {
   cl_int rc = clEnqueueWriteBuffer(r->q, r->st, CL_TRUE, 0, sizeof r->h,
                                    &r->h, 0, NULL, NULL);
-  return rc == CL_SUCCESS ? 0 : cl_fail(r, "writing the header", rc);
+  return rc == CL_SUCCESS ? 0 : cnn_ocl_run_fail(r, "writing the header", rc);
 }
 
-static int copy(run *r, cl_mem src, size_t src_off, cl_mem dst,
+int cnn_ocl_run_copy(run *r, cl_mem src, size_t src_off, cl_mem dst,
                 size_t dst_off, size_t bytes) {
   if (!bytes) return 0;
   cl_int rc = clEnqueueCopyBuffer(r->q, src, dst, src_off, dst_off, bytes, 0,
                                   NULL, NULL);
-  return rc == CL_SUCCESS ? 0 : cl_fail(r, "clEnqueueCopyBuffer", rc);
+  return rc == CL_SUCCESS ? 0 : cnn_ocl_run_fail(r, "clEnqueueCopyBuffer", rc);
 }
 
 /* restart: the whole block zeroed, the header stamped for the task. */
@@ -90,15 +84,15 @@ static int restart(run *r) {
   const cl_uint zero = 0;
   cl_int rc = clEnqueueFillBuffer(r->q, r->st, &zero, sizeof zero, 0,
                                   (size_t)r->t->layout.total, 0, NULL, NULL);
-  if (rc != CL_SUCCESS) return cl_fail(r, "clEnqueueFillBuffer", rc);
+  if (rc != CL_SUCCESS) return cnn_ocl_run_fail(r, "clEnqueueFillBuffer", rc);
   cnn_task_stamp(r->t, &r->h);
-  return write_header(r);
+  return cnn_ocl_run_write_header(r);
 }
 
 static int op_init(run *r) {
   const cnn_layout *L = &r->t->layout;
   float *p = malloc((size_t)(L->params ? L->params : 1) * sizeof *p);
-  if (!p) return no_memory(r);
+  if (!p) return cnn_ocl_run_no_memory(r);
   cnn_task_init_params(r->t, p);
   int rc = restart(r);
   if (!rc) {
@@ -106,7 +100,8 @@ static int op_init(run *r) {
                                       (size_t)L->params_off,
                                       (size_t)L->params * sizeof *p, p, 0,
                                       NULL, NULL);
-    if (crc != CL_SUCCESS) rc = cl_fail(r, "writing the parameters", crc);
+    if (crc != CL_SUCCESS)
+      rc = cnn_ocl_run_fail(r, "writing the parameters", crc);
   }
   free(p);
   return rc;
@@ -123,7 +118,17 @@ static int op_update(run *r) {
   uint64_t g = L->grads_off / sizeof(float);
   float scale = 1.0f / (float)t->accumulated;
   int rc = 0;
-  CNN_FOR_PARAM_LAYERS(t, layers, i, off) {
+  if (L->icp || L->ocp) { /* a slice: its weights, then its biases */
+    rc = cnn_ocl_sgd(r->o, r->q, r->st, p, v, g, L->weights, scale,
+                     (float)t->learning_rate, (float)t->momentum,
+                     (float)t->decay, r->err, r->err_len);
+    if (!rc && L->biases)
+      rc = cnn_ocl_sgd(r->o, r->q, r->st, p + L->weights, v + L->weights,
+                       g + L->weights, L->biases, scale,
+                       (float)t->learning_rate, (float)t->momentum, 0.0f,
+                       r->err, r->err_len);
+    if (rc) return rc;
+  } else CNN_FOR_PARAM_LAYERS(t, layers, i, off) {
     uint64_t w = layers[i].weights;
     rc = cnn_ocl_sgd(r->o, r->q, r->st, p + off, v + off, g + off, w, scale,
                      (float)t->learning_rate, (float)t->momentum,
@@ -136,7 +141,7 @@ static int op_update(run *r) {
     if (rc) return rc;
   }
   r->h.updates++;
-  return write_header(r);
+  return cnn_ocl_run_write_header(r);
 }
 
 /* new_stage: a stage of the task's range holding the block's parameters
@@ -160,7 +165,8 @@ static int new_stage(run *r, bool grads, cnn_ocl_stage **out) {
     if (!rc && grads)
       rc = cnn_ocl_stage_load(*out, i, CNN_OCL_GRADS, r->st,
                               (size_t)L->grads_off + at);
-    if (rc) return stage_fail(r, *out, "loading the parameters", rc);
+    if (rc)
+      return cnn_ocl_run_stage_fail(r, *out, "loading the parameters", rc);
   }
   return 0;
 }
@@ -171,14 +177,15 @@ static int labels_of(run *r, const acc_block *in, cl_mem mem, uint8_t **out) {
   const cnn_task *t = r->t;
   uint32_t classes = cnn_net_classes(t->net);
   uint8_t *labels = malloc(t->batch);
-  if (!labels) return no_memory(r);
+  if (!labels) return cnn_ocl_run_no_memory(r);
   *out = labels;
   if (in->data) {
     memcpy(labels, in->data, t->batch);
   } else {
     cl_int crc = clEnqueueReadBuffer(r->q, mem, CL_TRUE, 0, t->batch, labels,
                                      0, NULL, NULL);
-    if (crc != CL_SUCCESS) return cl_fail(r, "reading the labels", crc);
+    if (crc != CL_SUCCESS)
+      return cnn_ocl_run_fail(r, "reading the labels", crc);
   }
   for (uint32_t i = 0; i < t->batch; i++)
     if (labels[i] >= classes) {
@@ -199,12 +206,13 @@ static int op_forward(run *r, const acc_block *inputs, cl_mem const *dev_in,
   float *probs = NULL;
   int rc = L->last ? labels_of(r, &inputs[1], dev_in[1], &lab) : 0;
   if (!rc)
-    rc = copy(r, dev_in[0], 0, r->st, stash,
+    rc = cnn_ocl_run_copy(r, dev_in[0], 0, r->st, stash,
               (size_t)L->in_elems * sizeof(float));
-  if (!rc && L->last) rc = copy(r, dev_in[1], 0, r->st, labels, t->batch);
+  if (!rc && L->last)
+    rc = cnn_ocl_run_copy(r, dev_in[1], 0, r->st, labels, t->batch);
   if (!rc && L->last &&
       !(probs = malloc((size_t)L->out_elems * sizeof *probs)))
-    rc = no_memory(r);
+    rc = cnn_ocl_run_no_memory(r);
   cnn_ocl_stage *s = NULL;
   double loss = 0;
   if (!rc) rc = new_stage(r, false, &s);
@@ -213,7 +221,7 @@ static int op_forward(run *r, const acc_block *inputs, cl_mem const *dev_in,
     rc = cnn_ocl_stage_forward_mem(s, r->st, stash, L->last ? r->st : NULL,
                                    labels, out, probs,
                                    L->last ? &loss : NULL);
-    if (rc) stage_fail(r, s, "forward", rc);
+    if (rc) cnn_ocl_run_stage_fail(r, s, "forward", rc);
   }
   cnn_ocl_stage_destroy(s);
   if (!rc && L->last) {
@@ -233,10 +241,10 @@ static int op_forward(run *r, const acc_block *inputs, cl_mem const *dev_in,
   free(probs);
   if (rc) return rc;
   r->h.flags |= 1u << t->slot;
-  return write_header(r);
+  return cnn_ocl_run_write_header(r);
 }
 
-static int op_backward(run *r, cl_mem const *dev_in, const acc_run_ctx *ctx) {
+static int op_backward(run *r, cl_mem dy, const acc_run_ctx *ctx) {
   const cnn_task *t = r->t;
   const cnn_layout *L = &t->layout;
   if (!(r->h.flags & (1u << t->slot))) {
@@ -253,9 +261,9 @@ static int op_backward(run *r, cl_mem const *dev_in, const acc_run_ctx *ctx) {
                                    labels, NULL, NULL, NULL);
     if (!rc)
       rc = cnn_ocl_stage_backward_mem(
-          s, L->last ? NULL : dev_in[0],
+          s, L->last ? NULL : dy,
           ctx->n_outputs ? (cl_mem)ctx->dev_outputs[0] : NULL);
-    if (rc) stage_fail(r, s, "backward", rc);
+    if (rc) cnn_ocl_run_stage_fail(r, s, "backward", rc);
   }
   size_t n;
   const cnn_layer *layers = cnn_net_layers(t->net, &n);
@@ -264,18 +272,18 @@ static int op_backward(run *r, cl_mem const *dev_in, const acc_run_ctx *ctx) {
                              (size_t)L->grads_off + (size_t)off *
                                                         sizeof(float));
     if (rc) {
-      stage_fail(r, s, "storing the gradients", rc);
+      cnn_ocl_run_stage_fail(r, s, "storing the gradients", rc);
       break;
     }
   }
   if (!rc) {
     cl_int crc = clFinish(r->q);
-    if (crc != CL_SUCCESS) rc = cl_fail(r, "clFinish", crc);
+    if (crc != CL_SUCCESS) rc = cnn_ocl_run_fail(r, "clFinish", crc);
   }
   cnn_ocl_stage_destroy(s);
   if (rc) return rc;
   r->h.flags &= ~(1u << t->slot);
-  return write_header(r);
+  return cnn_ocl_run_write_header(r);
 }
 
 /* start: the state buffer checked, the uploads waited for, the header
@@ -304,7 +312,8 @@ static int start(run *r, const acc_run_ctx *ctx, unsigned n_wait,
   cl_command_queue_properties props = 0;
   cl_int crc = clGetCommandQueueInfo(r->q, CL_QUEUE_PROPERTIES, sizeof props,
                                      &props, NULL);
-  if (crc != CL_SUCCESS) return cl_fail(r, "clGetCommandQueueInfo", crc);
+  if (crc != CL_SUCCESS)
+    return cnn_ocl_run_fail(r, "clGetCommandQueueInfo", crc);
   if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) {
     snprintf(r->err, r->err_len, "cnn opencl: needs an in-order queue");
     return EMBER_EINVAL;
@@ -312,12 +321,12 @@ static int start(run *r, const acc_run_ctx *ctx, unsigned n_wait,
   if (n_wait &&
       (crc = clEnqueueBarrierWithWaitList(r->q, n_wait, wait, NULL)) !=
           CL_SUCCESS)
-    return cl_fail(r, "clEnqueueBarrierWithWaitList", crc);
+    return cnn_ocl_run_fail(r, "clEnqueueBarrierWithWaitList", crc);
   if (t->op == EMBER__CNN__OP__INIT || t->op == EMBER__CNN__OP__SET_PARAMS)
     return 0;
   crc = clEnqueueReadBuffer(r->q, r->st, CL_TRUE, 0, sizeof r->h, &r->h, 0,
                             NULL, NULL);
-  if (crc != CL_SUCCESS) return cl_fail(r, "reading the header", crc);
+  if (crc != CL_SUCCESS) return cnn_ocl_run_fail(r, "reading the header", crc);
   return cnn_task_check_stamp(t, &r->h, r->err, r->err_len);
 }
 
@@ -331,18 +340,30 @@ static int run_op(run *r, const acc_block *inputs, cl_mem const *dev_in,
     return op_init(r);
   case EMBER__CNN__OP__SET_PARAMS:
     rc = restart(r);
-    return rc ? rc : copy(r, dev_in[0], 0, r->st, (size_t)L->params_off,
-                          pbytes);
+    return rc ? rc : cnn_ocl_run_copy(r, dev_in[0], 0, r->st,
+                                      (size_t)L->params_off, pbytes);
   case EMBER__CNN__OP__GET_PARAMS:
     if (!ctx->n_outputs) return 0;
-    return copy(r, r->st, (size_t)L->params_off, (cl_mem)ctx->dev_outputs[0],
-                0, pbytes);
+    return cnn_ocl_run_copy(r, r->st, (size_t)L->params_off,
+                            (cl_mem)ctx->dev_outputs[0], 0, pbytes);
   case EMBER__CNN__OP__UPDATE:
     return op_update(r);
   case EMBER__CNN__OP__FORWARD:
+    if (L->icp || L->ocp) return cnn_ocl_slice_forward(r, dev_in, ctx);
     return op_forward(r, inputs, dev_in, ctx, res);
-  case EMBER__CNN__OP__BACKWARD:
-    return op_backward(r, dev_in, ctx);
+  case EMBER__CNN__OP__BACKWARD: {
+    cl_mem joined = NULL;
+    rc = r->t->n_pieces ? cnn_ocl_join_pieces(r, dev_in, &joined) : 0;
+    cl_mem dy = joined ? joined : L->last ? NULL : dev_in[0];
+    if (!rc)
+      rc = L->icp || L->ocp ? cnn_ocl_slice_backward(r, dy, ctx)
+                            : op_backward(r, dy, ctx);
+    if (joined) {
+      clFinish(r->q);
+      clReleaseMemObject(joined);
+    }
+    return rc;
+  }
   default:
     snprintf(r->err, r->err_len, "unknown op %d", (int)r->t->op);
     return EMBER_EINTERNAL;
@@ -370,17 +391,13 @@ static int ops_run(void *state, void *queue, void *prepared,
     snprintf(err, err_len, "canceled");
     return EMBER_ECANCELED;
   }
-  if (r.t->layout.icp || r.t->layout.ocp || r.t->n_pieces) {
-    snprintf(err, err_len, "ICP and OCP slices and error pieces run on cpu "
-             "only for now");
-    return EMBER_EPARAM;
-  }
   Ember__Cnn__Result res = EMBER__CNN__RESULT__INIT;
   int rc = start(&r, ctx, n_wait, (const cl_event *)wait_events);
   if (!rc) rc = run_op(&r, inputs, (cl_mem const *)dev_inputs, ctx, &res);
   /* nothing queued may outlive the run (the host copies it reads) */
   cl_int crc = clFinish(r.q);
-  if (!rc && crc != CL_SUCCESS) rc = cl_fail(&r, "the task's commands", crc);
+  if (!rc && crc != CL_SUCCESS)
+    rc = cnn_ocl_run_fail(&r, "the task's commands", crc);
   if (rc) return rc;
   res.has_updates = 1;
   res.updates = r.h.updates;

@@ -45,6 +45,9 @@ enum {
   K_FC_BWD_WEIGHTS,
   K_SOFTMAX,
   K_SGD,
+  K_ADD,
+  K_RELU_KEEP,
+  K_RELU_MASK,
   K_COUNT
 };
 
@@ -52,7 +55,8 @@ static const char *const kernel_names[K_COUNT] = {
     "cnn_conv_fwd",  "cnn_conv_bwd_data", "cnn_conv_bwd_weights",
     "cnn_bias_grad", "cnn_relu_bwd",      "cnn_pool_fwd",
     "cnn_pool_bwd",  "cnn_fc_fwd",        "cnn_fc_bwd_data",
-    "cnn_fc_bwd_weights", "cnn_softmax",  "cnn_sgd"};
+    "cnn_fc_bwd_weights", "cnn_softmax",  "cnn_sgd",
+    "cnn_add",       "cnn_relu_keep",     "cnn_relu_mask"};
 
 static const char build_options[] = "-cl-std=CL1.2";
 
@@ -81,6 +85,8 @@ struct cnn_ocl_stage {
   cl_mem labels, loss;           /* softmax stages */
   float *loss_host;
   bool softmax, have_labels;
+  bool no_biases;                /* an ICP slice but the last: biases stay
+                                    0, neither loaded nor stored */
   char errbuf[256];
 };
 
@@ -297,31 +303,24 @@ void cnn_ocl_stage_destroy(cnn_ocl_stage *s) {
   free(s);
 }
 
-int cnn_ocl_stage_create(cnn_ocl *o, cl_command_queue queue,
-                         const cnn_net *net, size_t first, size_t end,
-                         uint32_t batch, cnn_ocl_stage **out, char *err,
-                         size_t err_len) {
-  size_t nl = 0;
-  if (!out) return EMBER_EINVAL;
-  *out = NULL;
-  if (!o || !queue || !net) return EMBER_EINVAL;
-  const cnn_layer *layers = cnn_net_layers(net, &nl);
-  if (first >= end || end > nl || batch < 1 || batch > CNN_MAX_BATCH) {
-    seterr(err, err_len, "cnn opencl stage: bad range %zu..%zu of %zu "
-           "layers or batch %u", first, end, nl, (unsigned)batch);
-    return EMBER_EINVAL;
-  }
+/* A stage of count layers (copies of a network's, possibly reshaped for
+ * a slice) whose first has network index first; err[0] when
+ * input_error. */
+static int create_stage(cnn_ocl *o, cl_command_queue queue,
+                        const cnn_layer *layers, size_t count, size_t first,
+                        bool input_error, uint32_t batch, cnn_ocl_stage **out,
+                        char *err, size_t err_len) {
   cnn_ocl_stage *s = calloc(1, sizeof *s);
   if (!s) return EMBER_ENOMEM;
   s->o = o;
   s->q = queue;
   s->first = first;
-  s->count = end - first;
+  s->count = count;
   s->batch = batch;
   s->layers = calloc(s->count, sizeof *s->layers);
   s->act = calloc(s->count + 1, sizeof *s->act);
   s->err = calloc(s->count + 1, sizeof *s->err);
-  s->softmax = layers[end - 1].kind == CNN_LAYER_SOFTMAX;
+  s->softmax = layers[count - 1].kind == CNN_LAYER_SOFTMAX;
   if (s->softmax) s->loss_host = malloc(sizeof *s->loss_host * batch);
   if (!s->layers || !s->act || !s->err || (s->softmax && !s->loss_host)) {
     cnn_ocl_stage_destroy(s);
@@ -329,12 +328,12 @@ int cnn_ocl_stage_create(cnn_ocl *o, cl_command_queue queue,
   }
   int rc = 0;
   size_t fb = sizeof(float);
-  s->act[0] = new_buf(s, fb * batch * elems(layers[first].in), &rc);
-  if (first > 0)
-    s->err[0] = new_buf(s, fb * batch * elems(layers[first].in), &rc);
+  s->act[0] = new_buf(s, fb * batch * elems(layers[0].in), &rc);
+  if (input_error)
+    s->err[0] = new_buf(s, fb * batch * elems(layers[0].in), &rc);
   for (size_t i = 0; i < s->count; i++) {
     ocl_layer *ol = &s->layers[i];
-    ol->l = layers[first + i];
+    ol->l = layers[i];
     size_t outb = fb * batch * elems(ol->l.out);
     s->act[i + 1] = new_buf(s, outb, &rc);
     s->err[i + 1] = new_buf(s, outb, &rc);
@@ -371,6 +370,65 @@ int cnn_ocl_stage_create(cnn_ocl *o, cl_command_queue queue,
   }
   *out = s;
   return 0;
+}
+
+int cnn_ocl_stage_create(cnn_ocl *o, cl_command_queue queue,
+                         const cnn_net *net, size_t first, size_t end,
+                         uint32_t batch, cnn_ocl_stage **out, char *err,
+                         size_t err_len) {
+  size_t nl = 0;
+  if (!out) return EMBER_EINVAL;
+  *out = NULL;
+  if (!o || !queue || !net) return EMBER_EINVAL;
+  const cnn_layer *layers = cnn_net_layers(net, &nl);
+  if (first >= end || end > nl || batch < 1 || batch > CNN_MAX_BATCH) {
+    seterr(err, err_len, "cnn opencl stage: bad range %zu..%zu of %zu "
+           "layers or batch %u", first, end, nl, (unsigned)batch);
+    return EMBER_EINVAL;
+  }
+  return create_stage(o, queue, layers + first, end - first, first,
+                      first > 0, batch, out, err, err_len);
+}
+
+int cnn_ocl_slice_create(cnn_ocl *o, cl_command_queue queue,
+                         const cnn_net *net, size_t layer, uint32_t channels,
+                         bool outputs, bool with_biases, uint32_t batch,
+                         cnn_ocl_stage **out, char *err, size_t err_len) {
+  size_t nl = 0;
+  if (!out) return EMBER_EINVAL;
+  *out = NULL;
+  if (!o || !queue || !net) return EMBER_EINVAL;
+  const cnn_layer *layers = cnn_net_layers(net, &nl);
+  if (layer >= nl || batch < 1 || batch > CNN_MAX_BATCH) {
+    seterr(err, err_len, "cnn opencl slice: bad layer %zu of %zu or batch "
+           "%u", layer, nl, (unsigned)batch);
+    return EMBER_EINVAL;
+  }
+  cnn_layer l = layers[layer];
+  uint32_t ins = (uint32_t)elems(l.in), outs = (uint32_t)elems(l.out);
+  uint32_t all = outputs ? (l.kind == CNN_LAYER_CONV ? l.out.c : outs)
+                         : (l.kind == CNN_LAYER_CONV ? l.in.c : ins);
+  if ((l.kind != CNN_LAYER_CONV && l.kind != CNN_LAYER_CONNECTED) ||
+      channels < 1 || channels > all) {
+    seterr(err, err_len, "cnn opencl slice: layer %zu is not convolutional "
+           "or connected, or %u channels out of its %u", layer, channels,
+           all);
+    return EMBER_EINVAL;
+  }
+  l.weights = l.weights / all * channels;
+  if (outputs) { /* OCP: its rows, its biases, the layer's activation */
+    l.biases = channels;
+    if (l.kind == CNN_LAYER_CONV) l.out.c = channels;
+    else l.out = (cnn_shape){1, 1, channels};
+  } else { /* ICP: its input channels, linear; the caller adds the rest */
+    if (l.kind == CNN_LAYER_CONV) l.in.c = channels;
+    else l.in = (cnn_shape){1, 1, channels};
+    l.act = CNN_ACT_LINEAR;
+  }
+  int rc = create_stage(o, queue, &l, 1, layer, !outputs || layer > 0,
+                        batch, out, err, err_len);
+  if (!rc) (*out)->no_biases = !outputs && !with_biases;
+  return rc;
 }
 
 uint32_t cnn_ocl_stage_batch(const cnn_ocl_stage *s) { return s->batch; }
@@ -537,7 +595,7 @@ static int backward_layer(cnn_ocl_stage *s, size_t i, bool eb) {
 int cnn_ocl_stage_backward(cnn_ocl_stage *s, const float *dout, float *din) {
   if (!s) return EMBER_EINVAL;
   if (s->softmax ? !s->have_labels : !dout) return EMBER_EINVAL;
-  if (din && s->first == 0) return EMBER_EINVAL;
+  if (din && !s->err[0]) return EMBER_EINVAL;
   s->errbuf[0] = '\0';
   uint32_t N = s->batch;
   int rc = 0;
@@ -556,7 +614,7 @@ int cnn_ocl_stage_backward(cnn_ocl_stage *s, const float *dout, float *din) {
 int cnn_ocl_stage_backward_mem(cnn_ocl_stage *s, cl_mem dout, cl_mem din) {
   if (!s) return EMBER_EINVAL;
   if (s->softmax ? !s->have_labels : !dout) return EMBER_EINVAL;
-  if (din && s->first == 0) return EMBER_EINVAL;
+  if (din && !s->err[0]) return EMBER_EINVAL;
   s->errbuf[0] = '\0';
   uint32_t N = s->batch;
   int rc = 0;
@@ -594,6 +652,34 @@ int cnn_ocl_sgd(cnn_ocl *o, cl_command_queue q, cl_mem buf, uint64_t w_off,
                        A_FLOAT(decay)};
   return launch_on(o, q, K_SGD, (size_t)n, args, sizeof args / sizeof *args,
                    err, err_len);
+}
+
+int cnn_ocl_add(cnn_ocl *o, cl_command_queue q, cl_mem x, uint64_t x_off,
+                cl_mem y, uint64_t y_off, uint64_t n, char *err,
+                size_t err_len) {
+  if (!o || !q || !x || !y) return EMBER_EINVAL;
+  const karg args[] = {A_MEM(x), A_ULONG(x_off), A_MEM(y), A_ULONG(y_off),
+                       A_ULONG(n)};
+  return launch_on(o, q, K_ADD, (size_t)n, args, sizeof args / sizeof *args,
+                   err, err_len);
+}
+
+int cnn_ocl_relu_keep(cnn_ocl *o, cl_command_queue q, cl_mem y, cl_mem kept,
+                      uint64_t k_off, uint64_t n, char *err,
+                      size_t err_len) {
+  if (!o || !q || !y || !kept) return EMBER_EINVAL;
+  const karg args[] = {A_MEM(y), A_MEM(kept), A_ULONG(k_off), A_ULONG(n)};
+  return launch_on(o, q, K_RELU_KEEP, (size_t)n, args,
+                   sizeof args / sizeof *args, err, err_len);
+}
+
+int cnn_ocl_relu_mask(cnn_ocl *o, cl_command_queue q, cl_mem kept,
+                      uint64_t k_off, cl_mem e, uint64_t n, char *err,
+                      size_t err_len) {
+  if (!o || !q || !kept || !e) return EMBER_EINVAL;
+  const karg args[] = {A_MEM(kept), A_ULONG(k_off), A_MEM(e), A_ULONG(n)};
+  return launch_on(o, q, K_RELU_MASK, (size_t)n, args,
+                   sizeof args / sizeof *args, err, err_len);
 }
 
 int cnn_ocl_stage_update(cnn_ocl_stage *s, double learning_rate,
@@ -669,7 +755,8 @@ int cnn_ocl_stage_load(cnn_ocl_stage *s, size_t layer, cnn_ocl_part part,
   size_t wb = sizeof(float) * ol->l.weights;
   s->errbuf[0] = '\0';
   int rc = copy_buf(s, src, off, w, 0, wb);
-  if (!rc) rc = copy_buf(s, src, off + wb, b, 0, sizeof(float) * ol->l.biases);
+  if (!rc && !s->no_biases)
+    rc = copy_buf(s, src, off + wb, b, 0, sizeof(float) * ol->l.biases);
   return rc;
 }
 
@@ -682,6 +769,7 @@ int cnn_ocl_stage_store(cnn_ocl_stage *s, size_t layer, cnn_ocl_part part,
   size_t wb = sizeof(float) * ol->l.weights;
   s->errbuf[0] = '\0';
   int rc = copy_buf(s, w, 0, dst, off, wb);
-  if (!rc) rc = copy_buf(s, b, 0, dst, off + wb, sizeof(float) * ol->l.biases);
+  if (!rc && !s->no_biases)
+    rc = copy_buf(s, b, 0, dst, off + wb, sizeof(float) * ol->l.biases);
   return rc;
 }

@@ -66,6 +66,22 @@ int cnn_ocl_stage_create(cnn_ocl *o, cl_command_queue queue,
                          uint32_t batch, cnn_ocl_stage **out, char *err,
                          size_t err_len);
 
+/*
+ * cnn_ocl_slice_create - a one-layer stage for a slice of layer `layer`
+ * of net (a convolutional or connected layer), as cnn_cpu.h's slice
+ * stages: with outputs false an ICP slice of `channels` input channels
+ * (its input those channels packed, a linear activation, the input error
+ * always made; with_biases false: its biases stay 0, neither loaded nor
+ * stored, for a slice that holds none), with outputs true an OCP slice of
+ * `channels` output channels (the whole input, the layer's activation,
+ * its own biases, the input error made after layer 0). The stage's layer
+ * index is `layer`. Returns as cnn_ocl_stage_create().
+ */
+int cnn_ocl_slice_create(cnn_ocl *o, cl_command_queue queue,
+                         const cnn_net *net, size_t layer, uint32_t channels,
+                         bool outputs, bool with_biases, uint32_t batch,
+                         cnn_ocl_stage **out, char *err, size_t err_len);
+
 /* cnn_ocl_stage_destroy - release the stage's buffers; NULL is a no-op. */
 void cnn_ocl_stage_destroy(cnn_ocl_stage *stage);
 
@@ -150,5 +166,22 @@ int cnn_ocl_sgd(cnn_ocl *o, cl_command_queue q, cl_mem buf, uint64_t w_off,
                 uint64_t v_off, uint64_t g_off, uint64_t n, float scale,
                 float learning_rate, float momentum, float decay, char *err,
                 size_t err_len);
+
+/*
+ * What a slice adds around its stage (cnn.cl), queued on q without
+ * waiting, offsets and counts in floats: cnn_ocl_add y[y_off..] +=
+ * x[x_off..] over n; cnn_ocl_relu_keep y = max(y, 0) over n, copied to
+ * kept at k_off; cnn_ocl_relu_mask e = 0 where kept at k_off is not > 0.
+ * Return 0, EMBER_EINVAL or EMBER_EPLATFORM (the reason in err); not
+ * concurrently with other calls on o, as cnn_ocl_sgd.
+ */
+int cnn_ocl_add(cnn_ocl *o, cl_command_queue q, cl_mem x, uint64_t x_off,
+                cl_mem y, uint64_t y_off, uint64_t n, char *err,
+                size_t err_len);
+int cnn_ocl_relu_keep(cnn_ocl *o, cl_command_queue q, cl_mem y, cl_mem kept,
+                      uint64_t k_off, uint64_t n, char *err, size_t err_len);
+int cnn_ocl_relu_mask(cnn_ocl *o, cl_command_queue q, cl_mem kept,
+                      uint64_t k_off, cl_mem e, uint64_t n, char *err,
+                      size_t err_len);
 
 #endif

@@ -263,8 +263,8 @@ static int runs_as_units(const cnn_stage *st, size_t n) {
 
 /* The plan: stages dealt over the clients in order, on each over its
  * platforms in turn; FPDeep's partitioner, weighted by speed: its fine
- * phase (stages may cut a layer's input channels, ICP) where every stage
- * can run slices, else by whole layers. */
+ * phase (stages may cut a layer's input channels, ICP, or a first
+ * layer's output channels, OCP) unless asked for whole layers. */
 static int make_plan(setup *s, ember_client *const *clients,
                      size_t n_clients) {
   size_t N = s->p.stages ? s->p.stages : 1;
@@ -291,13 +291,10 @@ static int make_plan(setup *s, ember_client *const *clients,
     pl[i].name = s->stage_platform[i].label;
     pl[i].speed = s->stage_platform[i].speed;
   }
-  /* FPDeep's fine phase (ICP slices) where every stage can run slices
-   * (not on opencl yet); a plan the pipeline cannot run as units
-   * (runs_as_units) falls back to whole layers */
+  /* FPDeep's fine phase (ICP, OCP slices) unless asked for whole layers;
+   * a plan the pipeline cannot run as units (runs_as_units) falls back
+   * to whole layers */
   unsigned flags = s->p.layer_split_only ? CNN_PLAN_LAYERS_ONLY : 0;
-  for (size_t i = 0; !rc && i < N; i++)
-    if (strcmp(s->stage_platform[i].kind, "opencl") == 0)
-      flags = CNN_PLAN_LAYERS_ONLY;
   char err[512];
   if (!rc) {
     rc = cnn_plan_create(s->net, pl, N, flags, &s->plan, err, sizeof err);

@@ -257,8 +257,9 @@ static uint64_t layer_params_at(const cnn_net *net, uint32_t L) {
 }
 
 /* A slice's parameters (ICP: its weights' sub-tensor out x (c1 - c0) x
- * kk, the last slice's biases; OCP: its rows and biases) between the network's (net) and the slice's
- * own (own): to_own copies net -> own, else own -> net. */
+ * kk, the last slice's biases; OCP: its rows and biases) between the
+ * network's (net) and the slice's own (own): to_own copies net -> own,
+ * else own -> net. */
 static void slice_params(const train_run *r, const train_stage *t,
                          float *net, float *own, int to_own) {
   size_t n;

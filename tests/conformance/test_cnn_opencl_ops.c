@@ -20,9 +20,13 @@
  * relative of the CPU's, the correct counts within 1 of it, and each
  * stage's final parameters within 1e-4 of the CPU's relative to their
  * Euclidean norm. SET_PARAMS of the CPU's parameters from a device input
- * then GET_PARAMS gives them back byte for byte. Also: a BACKWARD on an empty slot and any op on an
- * unstamped block refused with EMBER_ESTATE, as on the CPU; an ICP slice
- * (channel_begin/end) refused with EMBER_EPARAM: cpu only so far.
+ * then GET_PARAMS gives them back byte for byte. Also: a BACKWARD on an
+ * empty slot and any op on an unstamped block refused with EMBER_ESTATE,
+ * as on the CPU. Slices, one step on both paths, the device's against
+ * the CPU's within TOL: conv2 and fc1 in 2 ICP slices (the chain's output,
+ * dz, each slice's input error, the updated parameters; then the slices'
+ * errors as pieces into the BACKWARD of the layer before), conv1 and fc1
+ * in 2 OCP slices (fc1's input error parts too).
  * Exit 77 (skipped) when no OpenCL device exists.
  */
 #define CL_TARGET_OPENCL_VERSION 120
@@ -95,8 +99,12 @@ typedef struct op {
 } op;
 
 /* While set, params_of makes an ICP slice of channels [slice[0],
- * slice[1]) of layer first. */
+ * slice[1]) of layer first (with slice_ocp, an OCP slice), and a BACKWARD
+ * with its output error in n_pieces pieces of these channel counts. */
 static const uint32_t *slice;
+static int slice_ocp;
+static const uint32_t *pieces;
+static size_t n_pieces;
 
 static uint8_t *params_of(const op *o, size_t *len) {
   Ember__Cnn__Params p = EMBER__CNN__PARAMS__INIT;
@@ -117,7 +125,10 @@ static uint8_t *params_of(const op *o, size_t *len) {
     p.has_channel_begin = p.has_channel_end = 1;
     p.channel_begin = slice[0];
     p.channel_end = slice[1];
+    p.has_split_outputs = p.split_outputs = slice_ocp;
   }
+  p.n_error_channels = n_pieces;
+  p.error_channels = (uint32_t *)pieces;
   *len = ember__cnn__params__get_packed_size(&p);
   uint8_t *buf = xcalloc(*len, 1);
   ember__cnn__params__pack(&p, buf);
@@ -457,26 +468,228 @@ static void refusals(const size_t *sizes) {
   dev_free(&d);
   clReleaseMemObject(st);
 
-  /* ICP slices run on the cpu only, so far: refused at run */
+}
+
+/* ---- slices ---------------------------------------------------------------- */
+
+/* The relative difference of n floats of a device buffer from the CPU's. */
+static double dev_rel(const dev_block *d, const acc_mut_block *cpu) {
+  MUST(d->size == cpu->size, "sizes %zu, %zu", d->size, cpu->size);
+  float *got = xcalloc(d->size, 1);
+  read_back(d, got);
+  const float *want = (const float *)(const void *)cpu->data;
+  double e = 0, w = 0;
+  for (size_t i = 0; i < cpu->size / sizeof(float); i++) {
+    e += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
+    w += (double)want[i] * want[i];
+  }
+  free(got);
+  return sqrt(e / (w > 0 ? w : 1));
+}
+
+static void expect_dev(const char *what, const dev_block *d,
+                       const acc_mut_block *cpu) {
+  double r = dev_rel(d, cpu);
+  printf("  %-34s relative difference %.3g\n", what, r);
+  CHECK(r <= TOL, "%s: relative difference %.3g", what, r);
+}
+
+/* Seeded floats in [lo, lo + span). */
+static float *random_floats(size_t n, uint64_t seed, float lo, float span) {
+  float *x = xcalloc(n, sizeof *x);
+  for (size_t i = 0; i < n; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    x[i] = lo + span * (float)((double)(seed >> 11) * 0x1.0p-53);
+  }
+  return x;
+}
+
+/* Layer `layer` of LeNet in slices at bounds (bounds[0] = 0 .. bounds[n],
+ * input channels, or output channels with ocp) on both paths, one step:
+ * INIT, the FORWARD chain, BACKWARD (ICP: the last slice first, its dz to
+ * the others; OCP: each from the output error), UPDATE, GET_PARAMS; the
+ * device's outputs, errors and parameters against the CPU's. For ICP, the
+ * slices' input errors then go, as pieces, into the BACKWARD of the stage
+ * before the layer (pieces_stage, one layer), on both. */
+static void slices_match(uint32_t layer, int ocp, const uint32_t *bounds,
+                         size_t n) {
+  char err[512] = "", what[96];
+  Ember__Cnn__Result res;
   cnn_net *net = NULL;
   MUST(cnn_cfg_parse(cfg, cfg_len, "lenet", &net, err, sizeof err) == 0,
        "%s", err);
+  printf("layer %u in %zu %s slices\n", layer, n, ocp ? "OCP" : "ICP");
+  acc_mut_block cpu[4], out_c[4], din_c[4] = {{0}}, dz_c[2] = {{0}};
+  dev_block out_d[4], din_d[4] = {{0}}, dz_d[2] = {{0}};
+  cl_mem ocl[4];
+  size_t size[4];
+  uint32_t ch[4][2];
   cnn_layout L;
-  MUST(cnn_layout_compute_slice(net, 2, 0, 7, B, SLOTS, &L) == 0, "layout");
-  cnn_net_destroy(net);
-  st = clCreateBuffer(dev.ctx, CL_MEM_READ_WRITE, (size_t)L.total, NULL,
-                      &crc);
-  MUST(crc == CL_SUCCESS, "clCreateBuffer: %d", crc);
-  static const uint32_t channels[2] = {0, 7};
-  op s = {EMBER__CNN__OP__INIT, 2, 3, 0, 0};
-  slice = channels;
-  rc = ocl_task(&s, NULL, NULL, 0, st, (size_t)L.total, NULL, 0, &res, err,
-                sizeof err);
+  for (size_t k = 0; k < n; k++) {
+    ch[k][0] = bounds[k];
+    ch[k][1] = bounds[k + 1];
+    MUST((ocp ? cnn_layout_compute_ocp : cnn_layout_compute_slice)(
+             net, layer, ch[k][0], ch[k][1], B, SLOTS, &L) == 0, "layout");
+    size[k] = (size_t)L.total;
+    cpu[k] = (acc_mut_block){xcalloc(size[k], 1), size[k]};
+    cl_int crc;
+    ocl[k] = clCreateBuffer(dev.ctx, CL_MEM_READ_WRITE, size[k], NULL, &crc);
+    MUST(crc == CL_SUCCESS, "clCreateBuffer: %d", crc);
+  }
+  size_t in_n = (size_t)L.in_elems, out_n = (size_t)L.out_elems;
+  float *x = random_floats(in_n, 11, 0, 1), *dy = random_floats(out_n, 12,
+                                                                -0.01f, 0.02f);
+  acc_block xin = {(const uint8_t *)x, in_n * 4}, dyin = {(const uint8_t *)dy,
+                                                          out_n * 4};
+  dev_block x_d = upload(&xin), dy_d = upload(&dyin);
+  slice_ocp = ocp;
+  for (size_t k = 0; k < n; k++) {
+    slice = ch[k];
+    op init = {EMBER__CNN__OP__INIT, layer, layer + 1, 0, 0};
+    ok(cpu_task(&init, NULL, 0, &cpu[k], NULL, 0, &res, err, sizeof err),
+       "cpu", &init, err);
+    ok(ocl_task(&init, NULL, NULL, 0, ocl[k], size[k], NULL, 0, &res, err,
+                sizeof err), "opencl", &init, err);
+    op f = {EMBER__CNN__OP__FORWARD, layer, layer + 1, 1, 0};
+    acc_block in_c[2] = {xin, {NULL, 0}}, in_v[2] = {{NULL, xin.size},
+                                                     {NULL, 0}};
+    dev_block in_d[2] = {x_d, {0}};
+    if (k) {
+      in_c[1] = (acc_block){out_c[k - 1].data, out_c[k - 1].size};
+      in_v[1] = (acc_block){NULL, out_d[k - 1].size};
+      in_d[1] = out_d[k - 1];
+    }
+    ok(cpu_task(&f, in_c, k ? 2 : 1, &cpu[k], &out_c[k], 1, &res, err,
+                sizeof err), "cpu", &f, err);
+    ok(ocl_task(&f, in_v, in_d, k ? 2 : 1, ocl[k], size[k], &out_d[k], 1,
+                &res, err, sizeof err), "opencl", &f, err);
+  }
+  expect_dev("FORWARD: the layer's output", &out_d[n - 1], &out_c[n - 1]);
+  /* BACKWARD: ICP's last slice first (its dz is out 1), then the rest */
+  for (size_t j = 0; j < n; j++) {
+    size_t k = ocp ? j : (j + n - 1) % n;
+    slice = ch[k];
+    op b = {EMBER__CNN__OP__BACKWARD, layer, layer + 1, 1, 0};
+    int last = !ocp && k == n - 1;
+    acc_block in_c = dyin, in_v = {NULL, dyin.size};
+    dev_block in_d = dy_d;
+    if (!ocp && !last) {
+      in_c = (acc_block){dz_c[1].data, dz_c[1].size};
+      in_d = dz_d[1];
+    }
+    size_t n_out = last ? 2 : ocp ? layer > 0 : 1;
+    acc_mut_block oc[2] = {{0}};
+    dev_block od[2] = {{0}};
+    ok(cpu_task(&b, &in_c, 1, &cpu[k], oc, n_out, &res, err, sizeof err),
+       "cpu", &b, err);
+    ok(ocl_task(&b, &in_v, &in_d, 1, ocl[k], size[k], od, n_out, &res, err,
+                sizeof err), "opencl", &b, err);
+    din_c[k] = oc[0];
+    din_d[k] = od[0];
+    if (last) {
+      dz_c[1] = oc[1];
+      dz_d[1] = od[1];
+      expect_dev("BACKWARD: dz", &dz_d[1], &dz_c[1]);
+    }
+    if (n_out) {
+      snprintf(what, sizeof what, "BACKWARD: input error [%u, %u)", ch[k][0],
+               ch[k][1]);
+      expect_dev(what, &din_d[k], &din_c[k]);
+    }
+  }
+  for (size_t k = 0; k < n; k++) {
+    slice = ch[k];
+    op u = {EMBER__CNN__OP__UPDATE, layer, layer + 1, 0, 1};
+    ok(cpu_task(&u, NULL, 0, &cpu[k], NULL, 0, &res, err, sizeof err), "cpu",
+       &u, err);
+    ok(ocl_task(&u, NULL, NULL, 0, ocl[k], size[k], NULL, 0, &res, err,
+                sizeof err), "opencl", &u, err);
+    op g = {EMBER__CNN__OP__GET_PARAMS, layer, layer + 1, 0, 0};
+    acc_mut_block pc = {0};
+    dev_block pd = {0};
+    ok(cpu_task(&g, NULL, 0, &cpu[k], &pc, 1, &res, err, sizeof err), "cpu",
+       &g, err);
+    ok(ocl_task(&g, NULL, NULL, 0, ocl[k], size[k], &pd, 1, &res, err,
+                sizeof err), "opencl", &g, err);
+    snprintf(what, sizeof what, "UPDATE: parameters [%u, %u)", ch[k][0],
+             ch[k][1]);
+    expect_dev(what, &pd, &pc);
+    free(pc.data);
+    dev_free(&pd);
+  }
   slice = NULL;
-  CHECK(rc == EMBER_EPARAM && strstr(err, "cpu only"),
-        "INIT of an ICP slice: %s: %s", ember_errname(rc), err);
-  printf("refused: %s\n", err);
-  clReleaseMemObject(st);
+  slice_ocp = 0;
+  if (!ocp && layer > 0) {
+    /* the layer before (one layer) takes the slices' errors as pieces */
+    uint32_t counts[4];
+    for (size_t k = 0; k < n; k++) counts[k] = ch[k][1] - ch[k][0];
+    MUST(cnn_layout_compute(net, layer - 1, layer, B, SLOTS, &L) == 0, "L");
+    acc_mut_block pcpu = {xcalloc((size_t)L.total, 1), (size_t)L.total};
+    cl_int crc;
+    cl_mem pocl = clCreateBuffer(dev.ctx, CL_MEM_READ_WRITE, (size_t)L.total,
+                                 NULL, &crc);
+    MUST(crc == CL_SUCCESS, "clCreateBuffer: %d", crc);
+    float *px = random_floats((size_t)L.in_elems, 13, 0, 1);
+    acc_block pin = {(const uint8_t *)px, (size_t)L.in_elems * 4};
+    dev_block pin_d = upload(&pin);
+    op init = {EMBER__CNN__OP__INIT, layer - 1, layer, 0, 0};
+    op f = {EMBER__CNN__OP__FORWARD, layer - 1, layer, 0, 0};
+    op b = {EMBER__CNN__OP__BACKWARD, layer - 1, layer, 0, 0};
+    ok(cpu_task(&init, NULL, 0, &pcpu, NULL, 0, &res, err, sizeof err),
+       "cpu", &init, err);
+    ok(ocl_task(&init, NULL, NULL, 0, pocl, (size_t)L.total, NULL, 0, &res,
+                err, sizeof err), "opencl", &init, err);
+    ok(cpu_task(&f, &pin, 1, &pcpu, NULL, 0, &res, err, sizeof err), "cpu",
+       &f, err);
+    ok(ocl_task(&f, &pin, &pin_d, 1, pocl, (size_t)L.total, NULL, 0, &res,
+                err, sizeof err), "opencl", &f, err);
+    acc_block pc_in[4], pd_view[4];
+    for (size_t k = 0; k < n; k++) {
+      pc_in[k] = (acc_block){din_c[k].data, din_c[k].size};
+      pd_view[k] = (acc_block){NULL, din_d[k].size};
+    }
+    pieces = counts;
+    n_pieces = n;
+    acc_mut_block e_c = {0};
+    dev_block e_d = {0};
+    ok(cpu_task(&b, pc_in, n, &pcpu, &e_c, 1, &res, err, sizeof err), "cpu",
+       &b, err);
+    ok(ocl_task(&b, pd_view, din_d, n, pocl, (size_t)L.total, &e_d, 1, &res,
+                err, sizeof err), "opencl", &b, err);
+    pieces = NULL;
+    n_pieces = 0;
+    expect_dev("BACKWARD of the layer before, in pieces", &e_d, &e_c);
+    free(e_c.data);
+    dev_free(&e_d);
+    dev_free(&pin_d);
+    free(px);
+    free(pcpu.data);
+    clReleaseMemObject(pocl);
+  }
+  for (size_t k = 0; k < n; k++) {
+    free(cpu[k].data);
+    free(out_c[k].data);
+    free(din_c[k].data);
+    dev_free(&out_d[k]);
+    dev_free(&din_d[k]);
+    clReleaseMemObject(ocl[k]);
+  }
+  free(dz_c[1].data);
+  dev_free(&dz_d[1]);
+  dev_free(&x_d);
+  dev_free(&dy_d);
+  free(x);
+  free(dy);
+  cnn_net_destroy(net);
+}
+
+static void slices(void) {
+  static const uint32_t conv2[] = {0, 7, 20}, fc1_in[] = {0, 333, 800},
+                        conv1[] = {0, 9, 20}, fc1_out[] = {0, 100, 500};
+  slices_match(2, 0, conv2, 2);
+  slices_match(4, 0, fc1_in, 2);
+  slices_match(0, 1, conv1, 2);
+  slices_match(4, 1, fc1_out, 2);
 }
 
 /* ---- setup -------------------------------------------------------------- */
@@ -548,6 +761,7 @@ int main(void) {
   train(data, st, sizes);
   compare_params(st, sizes);
   refusals(sizes);
+  slices();
 
   for (int s = 0; s < 2; s++) {
     free(st[s].cpu.data);

@@ -7,8 +7,10 @@
 # stages on each platform kind. Every epoch's loss over 2 and 4 stages
 # equals the 1-stage run's within 1e-5 relative (the issue's figure) with
 # whole-layer stages (in fact bit for bit); the default plan's ICP cuts
-# inside conv2 on 20 steps; the stages of a multi-stage run are pinned to distinct boards on fpga-emu; fpga-emu equals cpu and
-# OpenCL's first epoch is within 1e-4 of it. Then the same over two
+# inside conv2 on 20 steps, on cpu and on OpenCL; the stages of a
+# multi-stage run are pinned to distinct boards on fpga-emu; fpga-emu
+# equals cpu and OpenCL's first epoch is within 1e-4 of it. Then the
+# same over two
 # ember-nam (stages dealt over both, activations and errors through the
 # client): whole layers equal, ICP slices the first epoch within 1e-4.
 set -u
@@ -98,6 +100,12 @@ for s in 2 4; do
   train "cpu-icp-$s" --nam "unix:$SOCK" --platform cpu --stages "$s" &&
     same cpu-1 "cpu-icp-$s" 1e-5 2
 done
+# the same cut on OpenCL: the slices on the device (cnn.cl kernels add the
+# partial sums), against OpenCL's own 1-stage run
+case $kinds in *opencl*)
+  train opencl-icp-2 --nam "unix:$SOCK" --platform opencl --stages 2 &&
+    same opencl-1 opencl-icp-2 1e-5 2 ;;
+esac
 # fpga-emu stages each on a board of their own
 plat=$(python3 -c 'import json,sys
 o = [json.loads(l) for l in open(sys.argv[1])][0]

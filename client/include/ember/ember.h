@@ -730,9 +730,8 @@ typedef struct ember_train_params {
                                 convolutional or connected layer, holding
                                 a slice of its input channels (FPDeep's
                                 ICP) or of a first layer's output channels
-                                (OCP), unless a stage runs on opencl or the
-                                pipeline cannot run the cuts (then whole
-                                layers too) */
+                                (OCP), unless the pipeline cannot run the
+                                cuts (then whole layers too) */
 } ember_train_params;
 
 /* ember_train_params_default - the .cfg's settings, 1 stage, any
