@@ -675,9 +675,11 @@ int cnn_cpu_stage_create(const cnn_net *net, size_t first, size_t end,
                 cnn_net_classes(net), batch, out, err, err_len);
 }
 
-int cnn_cpu_slice_create(const cnn_net *net, size_t layer,
-                         uint32_t channels, uint32_t batch,
-                         cnn_cpu_stage **out, char *err, size_t err_len) {
+/* A one-layer stage for a slice of layer `layer` (cnn_layer_slice); the
+ * error at its input made when input_error. */
+static int slice_create(const cnn_net *net, size_t layer, uint32_t channels,
+                        int outputs, bool input_error, uint32_t batch,
+                        cnn_cpu_stage **out, char *err, size_t err_len) {
   if (out) *out = NULL;
   if (err && err_len) err[0] = '\0';
   size_t n = 0;
@@ -685,46 +687,26 @@ int cnn_cpu_slice_create(const cnn_net *net, size_t layer,
   build b = {NULL, err, err_len, layer};
   if (!net || !out || layer >= n || batch == 0 || batch > CNN_MAX_BATCH)
     return fail(&b, EMBER_EINVAL, "bad arguments");
-  cnn_layer l = layers[layer];
-  uint64_t all = (uint64_t)l.in.h * l.in.w * l.in.c;
-  if (l.kind == CNN_LAYER_CONV && channels >= 1 && channels <= l.in.c) {
-    l.weights = l.weights / l.in.c * channels;
-    l.in.c = channels;
-  } else if (l.kind == CNN_LAYER_CONNECTED && channels >= 1 &&
-             channels <= all) {
-    l.weights = l.weights / all * channels;
-    l.in = (cnn_shape){1, 1, channels};
-  } else {
+  cnn_layer l;
+  if (cnn_layer_slice(&layers[layer], channels, outputs, &l))
     return fail(&b, EMBER_EINVAL, "not a convolutional or connected layer, "
-                "or %u input channels out of its range", channels);
-  }
-  l.act = CNN_ACT_LINEAR;
-  return create(&l, layer, 1, true, 0, batch, out, err, err_len);
+                "or %u %s channels out of its range", channels,
+                outputs ? "output" : "input");
+  return create(&l, layer, 1, input_error, 0, batch, out, err, err_len);
+}
+
+int cnn_cpu_slice_create(const cnn_net *net, size_t layer,
+                         uint32_t channels, uint32_t batch,
+                         cnn_cpu_stage **out, char *err, size_t err_len) {
+  return slice_create(net, layer, channels, 0, true, batch, out, err,
+                      err_len);
 }
 
 int cnn_cpu_ocp_slice_create(const cnn_net *net, size_t layer,
                              uint32_t channels, uint32_t batch,
                              cnn_cpu_stage **out, char *err, size_t err_len) {
-  if (out) *out = NULL;
-  if (err && err_len) err[0] = '\0';
-  size_t n = 0;
-  const cnn_layer *layers = net ? cnn_net_layers(net, &n) : NULL;
-  build b = {NULL, err, err_len, layer};
-  if (!net || !out || layer >= n || batch == 0 || batch > CNN_MAX_BATCH)
-    return fail(&b, EMBER_EINVAL, "bad arguments");
-  cnn_layer l = layers[layer];
-  uint32_t all = l.kind == CNN_LAYER_CONV ? l.out.c
-                 : l.kind == CNN_LAYER_CONNECTED
-                     ? (uint32_t)((uint64_t)l.out.h * l.out.w * l.out.c)
-                     : 0;
-  if (all == 0 || channels < 1 || channels > all)
-    return fail(&b, EMBER_EINVAL, "not a convolutional or connected layer, "
-                "or %u output channels out of its range", channels);
-  l.weights = l.weights / all * channels;
-  l.biases = channels;
-  if (l.kind == CNN_LAYER_CONV) l.out.c = channels;
-  else l.out = (cnn_shape){1, 1, channels};
-  return create(&l, layer, 1, layer > 0, 0, batch, out, err, err_len);
+  return slice_create(net, layer, channels, 1, layer > 0, batch, out, err,
+                      err_len);
 }
 
 void cnn_cpu_stage_destroy(cnn_cpu_stage *s) {

@@ -56,9 +56,8 @@ int cnn_ocl_run_no_memory(run *r) {
   return EMBER_ENOMEM;
 }
 
-/* stage_fail: a cnn_opencl stage call's failure rc, named. */
 int cnn_ocl_run_stage_fail(run *r, const cnn_ocl_stage *s, const char *what,
-                      int rc) {
+                           int rc) {
   const char *why = s ? cnn_ocl_stage_error(s) : "";
   snprintf(r->err, r->err_len, "cnn opencl: %s failed (%s%s%s)", what,
            ember_errname(rc), *why ? ": " : "", why);
@@ -72,11 +71,12 @@ int cnn_ocl_run_write_header(run *r) {
 }
 
 int cnn_ocl_run_copy(run *r, cl_mem src, size_t src_off, cl_mem dst,
-                size_t dst_off, size_t bytes) {
+                     size_t dst_off, size_t bytes) {
   if (!bytes) return 0;
   cl_int rc = clEnqueueCopyBuffer(r->q, src, dst, src_off, dst_off, bytes, 0,
                                   NULL, NULL);
-  return rc == CL_SUCCESS ? 0 : cnn_ocl_run_fail(r, "clEnqueueCopyBuffer", rc);
+  return rc == CL_SUCCESS ? 0
+                          : cnn_ocl_run_fail(r, "clEnqueueCopyBuffer", rc);
 }
 
 /* restart: the whole block zeroed, the header stamped for the task. */

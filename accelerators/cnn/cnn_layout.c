@@ -49,18 +49,6 @@ int cnn_layout_compute(const cnn_net *net, uint32_t first, uint32_t end,
   return place_regions(out, batch, slots, 0);
 }
 
-uint32_t cnn_layer_channels(const cnn_layer *l) {
-  if (l->kind == CNN_LAYER_CONV) return l->in.c;
-  /* within cnn_net.h's limits: per-sample activations are below 2^26 */
-  if (l->kind == CNN_LAYER_CONNECTED)
-    return (uint32_t)((uint64_t)l->in.h * l->in.w * l->in.c);
-  return 0;
-}
-
-uint64_t cnn_layer_channel_unit(const cnn_layer *l) {
-  return l->kind == CNN_LAYER_CONV ? (uint64_t)l->in.h * l->in.w : 1;
-}
-
 int cnn_layout_compute_slice(const cnn_net *net, uint32_t layer, uint32_t c0,
                              uint32_t c1, uint32_t batch, uint32_t slots,
                              cnn_layout *out) {
@@ -88,17 +76,6 @@ int cnn_layout_compute_slice(const cnn_net *net, uint32_t layer, uint32_t c0,
                        out->icp_last && l->act == CNN_ACT_RELU
                            ? align64(out->out_elems * sizeof(float))
                            : 0);
-}
-
-uint32_t cnn_layer_outputs(const cnn_layer *l) {
-  if (l->kind == CNN_LAYER_CONV) return l->out.c;
-  if (l->kind == CNN_LAYER_CONNECTED)
-    return (uint32_t)((uint64_t)l->out.h * l->out.w * l->out.c);
-  return 0;
-}
-
-uint64_t cnn_layer_output_unit(const cnn_layer *l) {
-  return l->kind == CNN_LAYER_CONV ? (uint64_t)l->out.h * l->out.w : 1;
 }
 
 int cnn_layout_compute_ocp(const cnn_net *net, uint32_t layer, uint32_t c0,

@@ -122,18 +122,6 @@ int cnn_layout_compute_ocp(const cnn_net *net, uint32_t layer, uint32_t c0,
                            uint32_t c1, uint32_t batch, uint32_t slots,
                            cnn_layout *out);
 
-/* cnn_layer_outputs - what OCP splits in a layer: a convolution's output
- * channels, a connected layer's outputs; 0 for other layers. And the
- * floats per such channel per sample (its output H x W; 1). */
-uint32_t cnn_layer_outputs(const cnn_layer *l);
-uint64_t cnn_layer_output_unit(const cnn_layer *l);
-
-/* cnn_layer_channels - what ICP splits in a layer: a convolution's input
- * channels, a connected layer's input elements; 0 for other layers. And
- * the floats per such channel per sample (H x W; 1). */
-uint32_t cnn_layer_channels(const cnn_layer *l);
-uint64_t cnn_layer_channel_unit(const cnn_layer *l);
-
 /* cnn_stage_key - a 64-bit FNV-1a hash of the network text, the range, the
  * batch and the slots: what INIT stamps into the header and other ops
  * compare. */

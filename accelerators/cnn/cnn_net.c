@@ -52,6 +52,46 @@ const char *cnn_layer_kind_name(cnn_layer_kind kind) {
   return "?";
 }
 
+uint32_t cnn_layer_channels(const cnn_layer *l) {
+  if (l->kind == CNN_LAYER_CONV) return l->in.c;
+  /* within cnn_net.h's limits: per-sample activations are below 2^26 */
+  if (l->kind == CNN_LAYER_CONNECTED) return (uint32_t)elements(l->in);
+  return 0;
+}
+
+uint64_t cnn_layer_channel_unit(const cnn_layer *l) {
+  return l->kind == CNN_LAYER_CONV ? (uint64_t)l->in.h * l->in.w : 1;
+}
+
+uint32_t cnn_layer_outputs(const cnn_layer *l) {
+  if (l->kind == CNN_LAYER_CONV) return l->out.c;
+  if (l->kind == CNN_LAYER_CONNECTED) return (uint32_t)elements(l->out);
+  return 0;
+}
+
+uint64_t cnn_layer_output_unit(const cnn_layer *l) {
+  return l->kind == CNN_LAYER_CONV ? (uint64_t)l->out.h * l->out.w : 1;
+}
+
+int cnn_layer_slice(const cnn_layer *l, uint32_t channels, int outputs,
+                    cnn_layer *out) {
+  uint32_t all = outputs ? cnn_layer_outputs(l) : cnn_layer_channels(l);
+  if (all == 0 || channels < 1 || channels > all) return EMBER_EINVAL;
+  cnn_layer s = *l;
+  s.weights = l->weights / all * channels;
+  if (outputs) {
+    s.biases = channels;
+    if (l->kind == CNN_LAYER_CONV) s.out.c = channels;
+    else s.out = (cnn_shape){1, 1, channels};
+  } else {
+    if (l->kind == CNN_LAYER_CONV) s.in.c = channels;
+    else s.in = (cnn_shape){1, 1, channels};
+    s.act = CNN_ACT_LINEAR;
+  }
+  *out = s;
+  return 0;
+}
+
 cnn_net *cnn_net_new(void) {
   return calloc(1, sizeof(cnn_net));
 }

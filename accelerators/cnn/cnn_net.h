@@ -161,6 +161,33 @@ uint64_t cnn_net_macs(const cnn_net *net);
 /* The layer kind's section name ("convolutional", ...); "?" if unknown. */
 const char *cnn_layer_kind_name(cnn_layer_kind kind);
 
+/* cnn_layer_channels - what ICP splits in a layer: a convolution's input
+ * channels, a connected layer's input elements; 0 for other layers. And
+ * the floats per such channel per sample (H x W; 1). */
+uint32_t cnn_layer_channels(const cnn_layer *l);
+uint64_t cnn_layer_channel_unit(const cnn_layer *l);
+
+/* cnn_layer_outputs - what OCP splits in a layer: a convolution's output
+ * channels, a connected layer's outputs; 0 for other layers. And the
+ * floats per such channel per sample (its output H x W; 1). */
+uint32_t cnn_layer_outputs(const cnn_layer *l);
+uint64_t cnn_layer_output_unit(const cnn_layer *l);
+
+/*
+ * cnn_layer_slice - *out: l as the one-layer stage of a slice of it, for
+ * the back ends that run slices. Without outputs, an ICP slice of
+ * `channels` input channels: a convolution's in.c, or a connected layer's
+ * input as 1 x 1 x channels; its weights in proportion, its biases kept
+ * and a linear activation (the caller adds the partial sums and activates
+ * them). With outputs, an OCP slice of `channels` output channels: out.c,
+ * or 1 x 1 x channels outputs; its weights in proportion, channels biases
+ * and the layer's activation. Operation counts stay the layer's. Returns
+ * 0, or EMBER_EINVAL (*out untouched) for another layer kind or channels
+ * out of 1 .. cnn_layer_channels() (cnn_layer_outputs()).
+ */
+int cnn_layer_slice(const cnn_layer *l, uint32_t channels, int outputs,
+                    cnn_layer *out);
+
 /*
  * cnn_net_format - the network as text: a line for the input and the
  * training settings, one line per layer (index, kind, input -> output

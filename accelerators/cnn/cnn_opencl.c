@@ -404,26 +404,12 @@ int cnn_ocl_slice_create(cnn_ocl *o, cl_command_queue queue,
            "%u", layer, nl, (unsigned)batch);
     return EMBER_EINVAL;
   }
-  cnn_layer l = layers[layer];
-  uint32_t ins = (uint32_t)elems(l.in), outs = (uint32_t)elems(l.out);
-  uint32_t all = outputs ? (l.kind == CNN_LAYER_CONV ? l.out.c : outs)
-                         : (l.kind == CNN_LAYER_CONV ? l.in.c : ins);
-  if ((l.kind != CNN_LAYER_CONV && l.kind != CNN_LAYER_CONNECTED) ||
-      channels < 1 || channels > all) {
+  cnn_layer l;
+  if (cnn_layer_slice(&layers[layer], channels, outputs, &l)) {
     seterr(err, err_len, "cnn opencl slice: layer %zu is not convolutional "
-           "or connected, or %u channels out of its %u", layer, channels,
-           all);
+           "or connected, or %u %s channels out of its range", layer,
+           channels, outputs ? "output" : "input");
     return EMBER_EINVAL;
-  }
-  l.weights = l.weights / all * channels;
-  if (outputs) { /* OCP: its rows, its biases, the layer's activation */
-    l.biases = channels;
-    if (l.kind == CNN_LAYER_CONV) l.out.c = channels;
-    else l.out = (cnn_shape){1, 1, channels};
-  } else { /* ICP: its input channels, linear; the caller adds the rest */
-    if (l.kind == CNN_LAYER_CONV) l.in.c = channels;
-    else l.in = (cnn_shape){1, 1, channels};
-    l.act = CNN_ACT_LINEAR;
   }
   int rc = create_stage(o, queue, &l, 1, layer, !outputs || layer > 0,
                         batch, out, err, err_len);
