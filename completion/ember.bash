@@ -51,7 +51,7 @@ _ember() {
     train)
       COMPREPLY=($(compgen -W "--net --data --epochs --batch --micro-batch
         --lr --momentum --decay --stages --platform --nam --gam --nodes
-        --embedded --sync --layers-only --plan --save --load --plot --json
+        --embedded --sync --layers-only --fixed-splits --plan --save --load --plot --json
         --seed --train-limit --test-limit --help" -- "$cur")) ;;
     accelerators)
       COMPREPLY=($(compgen -W "--nam --embedded --json --help" -- "$cur")) ;;

@@ -194,16 +194,26 @@ static int run_backward(const cnn_task *t, uint8_t *state,
   return rc;
 }
 
-/* BACKWARD's output error from its pieces (cnn.proto error_channels):
+/* BACKWARD's output error from its pieces (cnn.proto error_channels:
  * per sample, piece j's run of pieces[j] x piece_unit floats after the
- * runs before it. *joined is malloc'd; the caller frees it. */
-static int join_pieces(const cnn_task *t, const acc_block *inputs,
-                       float **joined, char *err, size_t err_len) {
-  uint64_t per_sample = t->layout.out_elems / t->batch;
-  float *all = malloc((size_t)t->layout.out_elems * sizeof *all);
+ * runs before it) or its addends (error_addends: summed in block order).
+ * *joined is malloc'd; the caller frees it. */
+static int join_error(const cnn_task *t, const acc_block *inputs,
+                      float **joined, char *err, size_t err_len) {
+  uint64_t total = t->layout.out_elems, per_sample = total / t->batch;
+  float *all = malloc((size_t)total * sizeof *all);
   if (!all) {
     snprintf(err, err_len, "out of memory");
     return EMBER_ENOMEM;
+  }
+  if (t->n_addends) {
+    memcpy(all, inputs[0].data, (size_t)total * sizeof *all);
+    for (uint32_t j = 1; j < t->n_addends; j++) {
+      const float *x = (const float *)inputs[j].data;
+      for (uint64_t i = 0; i < total; i++) all[i] += x[i];
+    }
+    *joined = all;
+    return 0;
   }
   uint64_t at = 0;
   for (uint32_t j = 0; j < t->n_pieces; j++) {
@@ -287,8 +297,8 @@ int cnn_task_run(const cnn_task *t, uint8_t *state, const acc_block *inputs,
   case EMBER__CNN__OP__BACKWARD: {
     float *joined = NULL;
     acc_block one;
-    if (t->n_pieces) {
-      rc = join_pieces(t, inputs, &joined, err, err_len);
+    if (t->n_pieces || t->n_addends) {
+      rc = join_error(t, inputs, &joined, err, err_len);
       if (rc) return rc;
       one = (acc_block){(const uint8_t *)joined,
                         (size_t)L->out_elems * sizeof(float)};

@@ -353,7 +353,8 @@ static int run_op(run *r, const acc_block *inputs, cl_mem const *dev_in,
     return op_forward(r, inputs, dev_in, ctx, res);
   case EMBER__CNN__OP__BACKWARD: {
     cl_mem joined = NULL;
-    rc = r->t->n_pieces ? cnn_ocl_join_pieces(r, dev_in, &joined) : 0;
+    rc = r->t->n_pieces || r->t->n_addends
+             ? cnn_ocl_join_error(r, dev_in, &joined) : 0;
     cl_mem dy = joined ? joined : L->last ? NULL : dev_in[0];
     if (!rc)
       rc = L->icp || L->ocp ? cnn_ocl_slice_backward(r, dy, ctx)

@@ -47,8 +47,9 @@ int cnn_ocl_slice_backward(cnn_ocl_run *r, cl_mem dy,
                            const acc_run_ctx *ctx);
 
 /* BACKWARD's output error joined from its pieces (cnn.proto
- * error_channels) into a new buffer *joined (the caller releases it). */
-int cnn_ocl_join_pieces(cnn_ocl_run *r, cl_mem const *dev_in,
+ * error_channels) or summed from its addends (error_addends) into a new
+ * buffer *joined (the caller releases it). */
+int cnn_ocl_join_error(cnn_ocl_run *r, cl_mem const *dev_in,
                         cl_mem *joined);
 
 #endif

@@ -193,11 +193,19 @@ int cnn_ocl_slice_backward(run *r, cl_mem dy, const acc_run_ctx *ctx) {
   return cnn_ocl_run_write_header(r);
 }
 
-int cnn_ocl_join_pieces(run *r, cl_mem const *dev_in, cl_mem *joined) {
+int cnn_ocl_join_error(run *r, cl_mem const *dev_in, cl_mem *joined) {
   const cnn_task *t = r->t;
   size_t fb = sizeof(float), per = (size_t)(t->layout.out_elems / t->batch);
   int rc = 0;
   *joined = scratch(r, (size_t)t->layout.out_elems * fb, &rc);
+  if (t->n_addends) {
+    if (!rc) rc = cnn_ocl_run_copy(r, dev_in[0], 0, *joined, 0,
+                                   (size_t)t->layout.out_elems * fb);
+    for (uint32_t j = 1; !rc && j < t->n_addends; j++)
+      rc = cnn_ocl_add(r->o, r->q, dev_in[j], 0, *joined, 0,
+                       t->layout.out_elems, r->err, r->err_len);
+    return rc;
+  }
   size_t at = 0;
   for (uint32_t j = 0; !rc && j < t->n_pieces; j++) {
     size_t run_len = (size_t)(t->pieces[j] * t->piece_unit) * fb;

@@ -133,10 +133,10 @@ static uint64_t closest(const cnn_plan *p, uint64_t lo, uint64_t hi,
 
 /* ---- the split -------------------------------------------------------- */
 
-/* Per layer: how it is cut, its pieces and work; positions and work
- * before each layer. */
+/* Per layer: how it is cut (the default rule, or choice[l] when it is not
+ * WHOLE), its pieces and work; positions and work before each layer. */
 static void layout(cnn_plan *p, const cnn_layer *layers, size_t nstages,
-                   unsigned flags) {
+                   unsigned flags, const cnn_split *choice) {
   p->first[0] = p->macs_before[0] = p->elem_before[0] = 0;
   for (size_t l = 0; l < p->nlayers; l++) {
     const cnn_layer *ly = &layers[l];
@@ -154,7 +154,10 @@ static void layout(cnn_plan *p, const cnn_layer *layers, size_t nstages,
                         ? ly->in.c
                         : (uint64_t)ly->in.h * ly->in.w * ly->in.c;
       uint64_t oc = ly->out.c;
-      if (ic < nstages && oc > ic) {
+      cnn_split want = choice[l];
+      if (want == CNN_SPLIT_WHOLE)
+        want = ic < nstages && oc > ic ? CNN_SPLIT_OCP : CNN_SPLIT_ICP;
+      if (want == CNN_SPLIT_OCP) {
         lc->split = CNN_SPLIT_OCP;
         lc->units = (uint32_t)oc;
       } else {
@@ -411,7 +414,8 @@ void cnn_plan_destroy(cnn_plan *plan) {
 
 static int check_args(const cnn_net *net, const cnn_platform *pf, size_t n,
                       unsigned flags, char *err, size_t err_len) {
-  if (!net || (!pf && n) || (flags & ~CNN_PLAN_LAYERS_ONLY)) {
+  if (!net || (!pf && n) ||
+      (flags & ~(CNN_PLAN_LAYERS_ONLY | CNN_PLAN_FIXED_SPLITS))) {
     err_fmt(err, err_len, "invalid arguments (net %p, platforms %p, flags "
             "%#x)", (const void *)net, (const void *)pf, flags);
     return EMBER_EINVAL;
@@ -436,12 +440,53 @@ static int check_args(const cnn_net *net, const cnn_platform *pf, size_t n,
   return 0;
 }
 
+/* The cuts of the plan laid out with choice (layout()) into cut, scratch
+ * its room (n + 1 each); its bottleneck, or -1 when the network has fewer
+ * pieces than n. */
+static double cuts_for(cnn_plan *p, const cnn_layer *layers,
+                       const cnn_platform *pf, size_t n, unsigned flags,
+                       const cnn_split *choice, uint64_t *cut,
+                       uint64_t *scratch) {
+  layout(p, layers, n, flags, choice);
+  if (n > p->first[p->nlayers]) return -1;
+  place_cuts(p, pf, n, cut, scratch);
+  return bottleneck(p, pf, n, cut);
+}
+
+/* Each convolutional or connected layer in turn cut the other way (ICP
+ * or OCP), kept when the plan's bottleneck gets strictly smaller: the
+ * finer of a layer's two splits can balance stages its default cannot
+ * (LeNet's conv2 has 20 input but 50 output channels). choice holds the
+ * splits kept; cut the best cuts, laid out. */
+static void search_splits(cnn_plan *p, const cnn_layer *layers,
+                          const cnn_platform *pf, size_t n, unsigned flags,
+                          cnn_split *choice, uint64_t *cut,
+                          uint64_t *scratch) {
+  uint64_t *trial = scratch + n + 1;
+  double best = cuts_for(p, layers, pf, n, flags, choice, cut, scratch);
+  for (size_t l = 0; l < p->nlayers && n > 1; l++) {
+    if (p->cuts[l].split == CNN_SPLIT_WHOLE) continue;
+    cnn_split was = choice[l];
+    choice[l] = p->cuts[l].split == CNN_SPLIT_ICP ? CNN_SPLIT_OCP
+                                                  : CNN_SPLIT_ICP;
+    double t = cuts_for(p, layers, pf, n, flags, choice, trial, scratch);
+    if (t >= 0 && t < best * (1 - 1e-9)) {
+      best = t;
+      memcpy(cut, trial, (n + 1) * sizeof *cut);
+    } else {
+      choice[l] = was;
+    }
+    layout(p, layers, n, flags, choice);
+  }
+}
+
 int cnn_plan_create(const cnn_net *net, const cnn_platform *platforms,
                     size_t n, unsigned flags, cnn_plan **out, char *err,
                     size_t err_len) {
   cnn_plan *p;
   const cnn_layer *layers;
   uint64_t *cut = NULL;
+  cnn_split *choice = NULL;
   size_t nl;
   int rc;
   if (err && err_len) err[0] = '\0';
@@ -462,7 +507,8 @@ int cnn_plan_create(const cnn_net *net, const cnn_platform *platforms,
   if (!p->cuts || !p->first || !p->macs_before || !p->elem_before ||
       !p->labels)
     goto nomem;
-  layout(p, layers, n, flags);
+  if (!(choice = calloc(nl ? nl : 1, sizeof *choice))) goto nomem;
+  layout(p, layers, n, flags, choice);
   if (n > p->first[nl]) {
     err_fmt(err, err_len,
             "%zu stages but the network has only %llu pieces to split (%zu "
@@ -470,13 +516,14 @@ int cnn_plan_create(const cnn_net *net, const cnn_platform *platforms,
             (unsigned long long)p->first[nl], nl,
             flags & CNN_PLAN_LAYERS_ONLY ? ", channel splits forbidden"
                                          : " and their channels");
+    free(choice);
     cnn_plan_destroy(p);
     return EMBER_EPARAM;
   }
   if ((rc = label_layers(p, layers))) goto nomem;
   p->stages = calloc(n, sizeof *p->stages);
   p->names = calloc(n, sizeof *p->names);
-  cut = calloc(2 * (n + 1), sizeof *cut);
+  cut = calloc(3 * (n + 1), sizeof *cut);
   if (!p->stages || !p->names || !cut) goto nomem;
   p->totals.stages = n;
   for (size_t i = 0; i < n; i++) {
@@ -488,13 +535,18 @@ int cnn_plan_create(const cnn_net *net, const cnn_platform *platforms,
     }
     if (!(p->names[i] = copy_str(name))) goto nomem;
   }
-  place_cuts(p, platforms, n, cut, cut + n + 1);
+  if (flags & (CNN_PLAN_LAYERS_ONLY | CNN_PLAN_FIXED_SPLITS))
+    place_cuts(p, platforms, n, cut, cut + n + 1);
+  else
+    search_splits(p, layers, platforms, n, flags, choice, cut, cut + n + 1);
   fill_stages(p, platforms, n, cut);
   free(cut);
+  free(choice);
   *out = p;
   return 0;
 nomem:
   free(cut);
+  free(choice);
   cnn_plan_destroy(p);
   err_fmt(err, err_len, "out of memory");
   return EMBER_ENOMEM;

@@ -25,9 +25,13 @@
  *        layer's input channels are its flattened input values.
  *   OCP  output-channel partition, for a layer with few input channels
  *        (a first layer over 1 or 3 image channels): a stage holds output
- *        channels [c0, c1) and the whole input. Used when the layer has
- *        fewer input channels than the plan has stages and more output
- *        channels than input channels.
+ *        channels [c0, c1) and the whole input.
+ * A layer's default split is OCP when it has fewer input channels than
+ * the plan has stages and more output channels than input channels, else
+ * ICP. Then each layer in turn is tried the other way, and kept so when
+ * the plan's bottleneck gets strictly smaller: a layer's finer split can
+ * balance stages its default cannot (LeNet's conv2, 20 input and 50
+ * output channels, over 4 stages).
  * A layer's multiply-adds spread evenly over its channels (ICP or OCP);
  * its element operations too under OCP, while under ICP they belong to
  * the last channel. The pieces, in the network's order, layer by layer
@@ -69,6 +73,9 @@
 /* Forbid channel splits: every layer goes whole to one stage (a pure
  * layer split, FPDeep's coarse phase alone). */
 #define CNN_PLAN_LAYERS_ONLY 0x1u
+/* Cut each splittable layer by its default split only (no search for the
+ * other split; see above). */
+#define CNN_PLAN_FIXED_SPLITS 0x2u
 
 /* A platform a stage may run on. */
 typedef struct cnn_platform {
@@ -129,7 +136,7 @@ typedef struct cnn_plan cnn_plan;
  * platforms[i].
  *   net        the network; only read, and not referred to by the plan
  *   platforms  n platforms, each with a speed; names are copied
- *   flags      0 or CNN_PLAN_LAYERS_ONLY
+ *   flags      0, CNN_PLAN_LAYERS_ONLY or CNN_PLAN_FIXED_SPLITS
  *   out        receives the plan (NULL on failure); the caller owns it and
  *              frees it with cnn_plan_destroy()
  *   err        receives the reason on failure (may be NULL when err_len is

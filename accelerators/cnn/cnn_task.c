@@ -170,6 +170,25 @@ static int check_pieces(cnn_task *t, const Ember__Cnn__Params *p, char *err,
   return 0;
 }
 
+/* error_addends (cnn.proto): BACKWARD of a stage taking an output error,
+ * 2..CNN_MAX_ERROR_PIECES blocks, not with error_channels. */
+static int check_addends(cnn_task *t, const Ember__Cnn__Params *p, char *err,
+                         size_t err_len) {
+  const cnn_layout *L = &t->layout;
+  if (t->op != EMBER__CNN__OP__BACKWARD || L->last ||
+      (L->icp && !L->icp_last))
+    return fail(err, err_len, EMBER_EPARAM, "error_addends: only for the "
+                "BACKWARD of a stage that takes an output error");
+  if (p->n_error_channels)
+    return fail(err, err_len, EMBER_EPARAM, "error_addends and "
+                "error_channels: one or the other");
+  if (p->error_addends < 2 || p->error_addends > CNN_MAX_ERROR_PIECES)
+    return fail(err, err_len, EMBER_EPARAM, "error_addends: %u, must be 2 "
+                "to %d", p->error_addends, CNN_MAX_ERROR_PIECES);
+  t->n_addends = p->error_addends;
+  return 0;
+}
+
 /* BACKWARD's output error in pieces: their count and sizes. */
 static int check_piece_inputs(const cnn_task *t, const acc_block *inputs,
                               size_t n_inputs, char *err, size_t err_len) {
@@ -223,6 +242,17 @@ static int check_inputs(const cnn_task *t, const acc_block *inputs,
   case EMBER__CNN__OP__BACKWARD:
     if (t->n_pieces) return check_piece_inputs(t, inputs, n_inputs, err,
                                                err_len);
+    if (t->n_addends) {
+      rc = want_inputs(t, n_inputs, t->n_addends, err, err_len);
+      for (uint32_t j = 0; !rc && j < t->n_addends; j++) {
+        char what[64];
+        snprintf(what, sizeof what, "input %u (output error addend %u)", j,
+                 j);
+        rc = want_size(&inputs[j], what, L->out_elems * sizeof(float), err,
+                       err_len);
+      }
+      return rc;
+    }
     rc = want_inputs(t, n_inputs, L->last ? 0 : 1, err, err_len);
     if (!rc && !L->last)
       rc = want_size(&inputs[0], !L->icp || L->icp_last
@@ -406,6 +436,10 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
   }
   if (p->n_error_channels) {
     rc = check_pieces(t, p, err, err_len);
+    if (rc) goto out;
+  }
+  if (p->has_error_addends && p->error_addends) {
+    rc = check_addends(t, p, err, err_len);
     if (rc) goto out;
   }
   rc = check_inputs(t, inputs, n_inputs, err, err_len);

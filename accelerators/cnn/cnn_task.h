@@ -32,6 +32,8 @@ typedef struct cnn_task {
                                    error_channels), 0: one block */
   uint32_t pieces[CNN_MAX_ERROR_PIECES];
   uint64_t piece_unit;          /* floats per error_channels unit */
+  uint32_t n_addends;           /* BACKWARD: output error addends (cnn.proto
+                                   error_addends), 0: one block */
   uint64_t key;                 /* cnn_stage_key() */
   cnn_layout layout;
   acc_cost cost;

@@ -70,9 +70,13 @@ static const char train_help[] =
     "                      e.g. its emulated boards, share one figure)\n"
     "  --layers-only       stages hold whole layers (default: a stage may\n"
     "                      begin or end inside a convolutional or connected\n"
-    "                      layer, with a slice of its input channels, or\n"
-    "                      of a first layer's output channels when it has\n"
-    "                      fewer input channels than stages)\n"
+    "                      layer, with a slice of its input channels (ICP)\n"
+    "                      or of its output channels (OCP), whichever\n"
+    "                      balances the stages better)\n"
+    "  --fixed-splits      cut each layer by input channels, or by output\n"
+    "                      channels only when it has fewer input channels\n"
+    "                      than stages and more output channels (FPDeep's\n"
+    "                      rule), without searching for a better balance\n"
     "  --platform KIND     every stage on a platform of this kind: cpu,\n"
     "                      opencl, fpga-emu (default any)\n"
     "  --nam ADDR          a NAM at unix:PATH or tcp:HOST:PORT; repeat it\n"
@@ -125,7 +129,8 @@ enum {
   OPT_NET = 256, OPT_DATA, OPT_EPOCHS, OPT_BATCH, OPT_MICRO_BATCH, OPT_LR,
   OPT_MOMENTUM, OPT_DECAY, OPT_STAGES, OPT_PLATFORM, OPT_NAM, OPT_GAM,
   OPT_NODES, OPT_EMBEDDED, OPT_SYNC, OPT_PLAN, OPT_SAVE, OPT_LOAD, OPT_PLOT,
-  OPT_JSON, OPT_SEED, OPT_TRAIN_LIMIT, OPT_TEST_LIMIT, OPT_LAYERS_ONLY
+  OPT_JSON, OPT_SEED, OPT_TRAIN_LIMIT, OPT_TEST_LIMIT, OPT_LAYERS_ONLY,
+  OPT_FIXED_SPLITS
 };
 
 static const struct option train_options[] = {
@@ -145,6 +150,7 @@ static const struct option train_options[] = {
     {"embedded", no_argument, NULL, OPT_EMBEDDED},
     {"sync", no_argument, NULL, OPT_SYNC},
     {"layers-only", no_argument, NULL, OPT_LAYERS_ONLY},
+    {"fixed-splits", no_argument, NULL, OPT_FIXED_SPLITS},
     {"plan", no_argument, NULL, OPT_PLAN},
     {"save", required_argument, NULL, OPT_SAVE},
     {"load", required_argument, NULL, OPT_LOAD},
@@ -160,7 +166,7 @@ typedef struct train_args {
   const char *net, *data, *platform, *gam, *save, *load, *plot;
   const char **nams;                /* argc entries, n_nams used */
   size_t n_nams;
-  int embedded, sync, plan, json, layers_only;
+  int embedded, sync, plan, json, layers_only, fixed_splits;
   int epochs, batch, micro_batch, stages, nodes, train_limit, test_limit;
   int has_epochs, has_seed;
   double lr, momentum, decay;       /* < 0: the .cfg's */
@@ -292,6 +298,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
     case OPT_EMBEDDED: a->embedded = 1; break;
     case OPT_SYNC: a->sync = 1; break;
     case OPT_LAYERS_ONLY: a->layers_only = 1; break;
+    case OPT_FIXED_SPLITS: a->fixed_splits = 1; break;
     case OPT_PLAN: a->plan = 1; break;
     case OPT_SAVE: a->save = optarg; break;
     case OPT_LOAD: a->load = optarg; break;
@@ -807,6 +814,7 @@ static void set_params(const train_args *a, train_run *r,
   p->platform = a->platform;
   if (a->sync) p->sync = 1;
   if (a->layers_only) p->layer_split_only = 1;
+  if (a->fixed_splits) p->fixed_splits = 1;
   if (a->has_seed) p->seed = a->seed;
   p->train_limit = (size_t)a->train_limit;
   p->test_limit = (size_t)a->test_limit;

@@ -241,30 +241,47 @@ static int settle(setup *s) {
   return 0;
 }
 
-/* Whether the pipeline can run the plan's pieces: ICP slices, at most
- * CNN_MAX_ERROR_PIECES of a layer (the error pieces of the unit before
- * it); OCP slices of the first layer (no input error to sum), when the
- * layer after it is not cut by ICP (whose error comes in pieces). */
+/* How the plan cuts layer L: the split of any stage holding a part of it,
+ * WHOLE when none does. */
+static cnn_split split_in(const cnn_stage *st, size_t n, uint32_t L) {
+  for (size_t i = 0; i < n; i++) {
+    if (st[i].begin.layer == L && st[i].begin_split != CNN_SPLIT_WHOLE)
+      return st[i].begin_split;
+    if (st[i].end.layer == L && st[i].end_split != CNN_SPLIT_WHOLE)
+      return st[i].end_split;
+  }
+  return CNN_SPLIT_WHOLE;
+}
+
+/* Whether the pipeline can run the plan's pieces: at most
+ * CNN_MAX_ERROR_PIECES slices of a layer (the error pieces or addends of
+ * the unit before it), and no cut layer right after an OCP-cut one (OCP
+ * slices take their output error in one block). */
 static int runs_as_units(const cnn_stage *st, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    if ((st[i].begin_split == CNN_SPLIT_OCP && st[i].begin.layer != 0) ||
-        (st[i].end_split == CNN_SPLIT_OCP && st[i].end.layer != 0) ||
-        (st[i].begin_split == CNN_SPLIT_ICP && st[i].begin.layer == 1 &&
-         st[0].end_split == CNN_SPLIT_OCP))
-      return 0;
-    size_t cuts = 0; /* inside layer begin.layer: its slices less one */
+    uint32_t L = st[i].begin.layer;
+    if (st[i].begin_split == CNN_SPLIT_WHOLE) continue;
+    size_t slices = 0; /* the stages holding a part of layer L */
     for (size_t k = 0; k < n; k++)
-      cuts += st[k].begin_split == CNN_SPLIT_ICP &&
-              st[k].begin.layer == st[i].begin.layer;
-    if (cuts + 1 > CNN_MAX_ERROR_PIECES) return 0;
+      slices += (st[k].begin.layer == L &&
+                 st[k].begin_split != CNN_SPLIT_WHOLE) ||
+                (st[k].end.layer == L && st[k].end_split != CNN_SPLIT_WHOLE &&
+                 st[k].begin.layer != L);
+    if (slices > CNN_MAX_ERROR_PIECES) return 0;
+  }
+  for (size_t i = 0; i < n; i++) {
+    uint32_t L = st[i].end.layer;
+    if (st[i].end_split == CNN_SPLIT_OCP &&
+        split_in(st, n, L + 1) != CNN_SPLIT_WHOLE)
+      return 0;
   }
   return 1;
 }
 
 /* The plan: stages dealt over the clients in order, on each over its
  * platforms in turn; FPDeep's partitioner, weighted by speed: its fine
- * phase (stages may cut a layer's input channels, ICP, or a first
- * layer's output channels, OCP) unless asked for whole layers. */
+ * phase (stages may cut a layer's input channels, ICP, or its output
+ * channels, OCP) unless asked for whole layers. */
 static int make_plan(setup *s, ember_client *const *clients,
                      size_t n_clients) {
   size_t N = s->p.stages ? s->p.stages : 1;
@@ -291,29 +308,26 @@ static int make_plan(setup *s, ember_client *const *clients,
     pl[i].name = s->stage_platform[i].label;
     pl[i].speed = s->stage_platform[i].speed;
   }
-  /* FPDeep's fine phase (ICP, OCP slices) unless asked for whole layers;
-   * a plan the pipeline cannot run as units (runs_as_units) falls back
-   * to whole layers */
-  unsigned flags = s->p.layer_split_only ? CNN_PLAN_LAYERS_ONLY : 0;
+  /* FPDeep's fine phase (ICP, OCP slices, each layer's split searched)
+   * unless asked for whole layers; a plan the pipeline cannot run as
+   * units (runs_as_units) falls back to the default splits, then to
+   * whole layers */
+  static const unsigned tries[] = {0, CNN_PLAN_FIXED_SPLITS,
+                                   CNN_PLAN_LAYERS_ONLY};
   char err[512];
-  if (!rc) {
-    rc = cnn_plan_create(s->net, pl, N, flags, &s->plan, err, sizeof err);
-    if (rc && !flags) {
-      flags = CNN_PLAN_LAYERS_ONLY;
-      rc = cnn_plan_create(s->net, pl, N, flags, &s->plan, err, sizeof err);
+  size_t k0 = s->p.layer_split_only ? 2 : s->p.fixed_splits ? 1 : 0;
+  for (size_t k = k0; !rc && k < 3; k++) {
+    rc = cnn_plan_create(s->net, pl, N, tries[k], &s->plan, err, sizeof err);
+    if (rc && k < 2) { /* too few pieces with some split: try the next */
+      rc = 0;
+      continue;
     }
     if (rc) ember__client_set_error("%s", err);
-  }
-  if (!rc && !flags) {
     size_t n;
-    const cnn_stage *st = cnn_plan_stages(s->plan, &n);
-    if (!runs_as_units(st, n)) {
-      cnn_plan_destroy(s->plan);
-      s->plan = NULL;
-      rc = cnn_plan_create(s->net, pl, N, CNN_PLAN_LAYERS_ONLY, &s->plan,
-                           err, sizeof err);
-      if (rc) ember__client_set_error("%s", err);
-    }
+    const cnn_stage *st = rc ? NULL : cnn_plan_stages(s->plan, &n);
+    if (rc || k == 2 || runs_as_units(st, n)) break;
+    cnn_plan_destroy(s->plan);
+    s->plan = NULL;
   }
   free(found);
   free(pl);

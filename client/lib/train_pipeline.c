@@ -23,16 +23,19 @@
  *
  * What is scheduled are units (train_internal.h): a plan stage that
  * begins or ends inside a convolutional or connected layer runs an ICP
- * slice of it as a unit of its own, one task at a time per plan stage
- * still (the best op among its units: UPDATE, then BACKWARD, then
+ * or OCP slice of it as a unit of its own, one task at a time per plan
+ * stage still (the best op among its units: UPDATE, then BACKWARD, then
  * FORWARD). The units form the chain above, with these links more: every
  * slice of a layer reads the layer's input (the output of the unit before
  * its first slice); a slice after the first adds to the previous one's
- * partial sums; the last slice's BACKWARD (the layer's output error) makes
- * dz, which the other slices' BACKWARDs take; the unit before the first
- * slice takes the slices' input errors as its output error in pieces, one
- * block each (cnn.proto error_channels), and joins them on its platform:
- * on one NAM they never cross this process.
+ * partial sums (ICP) or output (OCP). ICP: the last slice's BACKWARD (the
+ * layer's output error) makes dz, which the other slices' BACKWARDs take;
+ * the unit before the first slice takes the slices' input errors as its
+ * output error in pieces, one block each (cnn.proto error_channels).
+ * OCP: every slice's BACKWARD takes the layer's output error; the unit
+ * before takes their parts of the input error as addends (cnn.proto
+ * error_addends). That unit joins or sums them on its platform: on one
+ * NAM they never cross this process.
  */
 #include <math.h>
 #include <pthread.h>
@@ -133,10 +136,11 @@ static void unit_name(const train_stage *s, char *buf, size_t len) {
 }
 
 /* Whether unit i's BACKWARD takes the next layer's slices' input errors
- * as its output error, in pieces (cnn.proto error_channels). */
+ * as its output error: in pieces (ICP slices, cnn.proto error_channels)
+ * or as addends (OCP slices, error_addends). */
 static int takes_pieces(const train_run *r, size_t i) {
   return i + 1 < r->n_stages && r->stages[i + 1].slice &&
-         !r->stages[i + 1].ocp && r->stages[i + 1].base == i + 1;
+         r->stages[i + 1].base == i + 1;
 }
 
 /* Submit op (OP_NONE: SET_PARAMS) on stage i; *task gets it. */
@@ -162,7 +166,10 @@ static int submit(train_run *r, size_t i, enum op op, uint32_t slot,
     p.has_split_outputs = p.split_outputs = s->ocp;
   }
   uint32_t pieces[CNN_MAX_ERROR_PIECES];
-  if (op == OP_BACKWARD && takes_pieces(r, i)) {
+  if (op == OP_BACKWARD && takes_pieces(r, i) && r->stages[i + 1].ocp) {
+    p.has_error_addends = 1;
+    p.error_addends = (uint32_t)(r->stages[i + 1].last - i);
+  } else if (op == OP_BACKWARD && takes_pieces(r, i)) {
     for (size_t k = i + 1; k <= r->stages[i + 1].last; k++)
       pieces[p.n_error_channels++] = r->stages[k].c1 - r->stages[k].c0;
     p.error_channels = pieces;
@@ -514,10 +521,10 @@ static int start(pass *p, size_t i, enum op op) {
       in[n_in++] = m->err[i + 1];
     }
     /* out 0, the input error: a whole unit's for the unit before it
-     * (none before the first layer), a slice's a piece of it (none in
-     * the first layer, but the last ICP slice's always: its dz is out 1;
-     * OCP slices run in the first layer only) */
-    n_out = t->ocp ? 0 : t->slice_last ? 2 : t->slice ? t->first > 0 : i > 0;
+     * (none before the first layer), a slice's a piece (ICP) or an addend
+     * (OCP) of it (none in the first layer, but the last ICP slice's
+     * always: its dz is out 1) */
+    n_out = t->slice_last && !t->ocp ? 2 : t->slice ? t->first > 0 : i > 0;
   }
   if (rc) return rc;
   ember_block *outs[2] = {NULL, NULL};
@@ -600,21 +607,26 @@ static int complete(pass *p, size_t i, train_pass_progress progress,
     if (takes_pieces(r, i)) { /* the slices' errors, and their dz */
       for (size_t k = i + 1; k <= r->stages[i + 1].last; k++)
         release(&m->err[k]);
-      release(&m->dz[r->stages[i + 1].last]);
+      release(&m->dz[r->stages[i + 1].last]); /* ICP only */
     } else if (i < N - 1 && !r->stages[i + 1].slice && !t->ocp) {
       release(&m->err[i + 1]);
     }
     release(&m->tmp[i]);
     s->bwd_done++;
+    if (t->ocp) { /* the layer's output error goes when all took it */
+      int all = 1;
+      for (size_t k = t->base; k <= t->last; k++)
+        all &= p->st[k].bwd_done > g;
+      if (all) release(&m->err[t->last + 1]);
+    }
     if (t->slice && t->first == 0) {
-      /* slices of the first layer: no unit takes their errors; the
-       * error they took goes when all are done with it */
+      /* slices of the first layer: no unit takes their errors; an ICP
+       * layer's dz goes when all are done with it */
       release(&m->err[i]);
       int all = 1;
       for (size_t k = t->base; k <= t->last; k++)
         all &= p->st[k].bwd_done > g;
       if (all) release(&m->dz[t->last]);
-      if (all && t->ocp) release(&m->err[t->last + 1]);
     } else if (i > 0) { /* to the unit before the layer */
       size_t to = t->slice ? t->base - 1 : i - 1;
       if (r->stages[to].client != t->client)

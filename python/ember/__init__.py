@@ -128,7 +128,7 @@ def train(net, train=None, test=None, *, data=None, epochs=1, batch=None,
           micro_batch=None, lr=None, momentum=None, decay=None, stages=1,
           platform=None, sync=False, seed=1, load=None, save=None,
           train_limit=None, test_limit=None, layers_only=False,
-          on_epoch=None, progress=None, address=None):
+          fixed_splits=False, on_epoch=None, progress=None, address=None):
     """Train a convolutional network on the cnn accelerator, as
     Client.train (its docstring has the arguments and the result: a list
     of one dict per epoch), on a client opened for the call: address as
@@ -152,7 +152,8 @@ def train(net, train=None, test=None, *, data=None, epochs=1, batch=None,
               lr=lr, momentum=momentum, decay=decay, stages=stages,
               platform=platform, sync=sync, seed=seed, load=load, save=save,
               train_limit=train_limit, test_limit=test_limit,
-              layers_only=layers_only, on_epoch=on_epoch, progress=progress)
+              layers_only=layers_only, fixed_splits=fixed_splits,
+              on_epoch=on_epoch, progress=progress)
     return _on_client(address, platform, "python ember.train",
                       lambda c: c.train(net, train, test, **kw))
 
@@ -175,14 +176,16 @@ def evaluate(net, test=None, load=None, *, data=None, batch=None,
 
 
 def train_plan(net, *, stages=1, platform=None, batch=None, micro_batch=None,
-               sync=False, layers_only=False, address=None):
+               sync=False, layers_only=False, fixed_splits=False,
+               address=None):
     """The plan ember.train would follow, as text (Client.train_plan), on
     a client opened for the call (address as for ember.train).
 
         print(ember.train_plan("lenet.cfg", stages=3))
     """
     kw = dict(stages=stages, platform=platform, batch=batch,
-              micro_batch=micro_batch, sync=sync, layers_only=layers_only)
+              micro_batch=micro_batch, sync=sync, layers_only=layers_only,
+              fixed_splits=fixed_splits)
     return _on_client(address, platform, "python ember.train_plan",
                       lambda c: c.train_plan(net, **kw))
 

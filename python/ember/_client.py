@@ -719,7 +719,8 @@ class Client:
               batch=None, micro_batch=None, lr=None, momentum=None,
               decay=None, stages=1, platform=None, sync=False, seed=1,
               load=None, save=None, train_limit=None, test_limit=None,
-              layers_only=False, on_epoch=None, progress=None):
+              layers_only=False, fixed_splits=False, on_epoch=None,
+              progress=None):
         """Train a convolutional network on the cnn accelerator
         (ember_train): SGD on a softmax cross-entropy loss, the network
         split into `stages` stages of balanced work driven as a pipeline.
@@ -747,7 +748,10 @@ class Client:
         save wrote; epochs go on from its count); save: a weights file
         written after each epoch; train_limit, test_limit: use the first
         N samples; layers_only: stages of whole layers (no channel
-        slices; with sync, bit for bit what one stage computes).
+        slices; with sync, bit for bit what one stage computes);
+        fixed_splits: each layer cut by input channels (ICP; by output
+        channels, OCP, only for a layer with fewer input channels than
+        stages), not by whichever balances the stages better.
         on_epoch: called after each epoch with its dict (below); returning
         False stops training, and ember.Error EMBER_ECANCELED is raised.
         progress: called as progress(done, total) with the epoch's samples.
@@ -782,7 +786,8 @@ class Client:
             micro_batch=micro_batch, lr=lr, momentum=momentum, decay=decay,
             stages=stages, platform=platform, sync=sync, seed=seed,
             load=load, save=save, train_limit=train_limit,
-            test_limit=test_limit, layers_only=layers_only)
+            test_limit=test_limit, layers_only=layers_only,
+            fixed_splits=fixed_splits)
         return history
 
     def evaluate(self, net, test=None, load=None, *, data=None, batch=None,
@@ -812,7 +817,8 @@ class Client:
         return float("nan") if acc is None else acc
 
     def train_plan(self, net, *, stages=1, platform=None, batch=None,
-                   micro_batch=None, sync=False, layers_only=False):
+                   micro_batch=None, sync=False, layers_only=False,
+                   fixed_splits=False):
         """The plan train() would follow (ember_train_plan), as text: one
         row per stage with its platform, layers and channels, operations
         per sample, share of the work and expected idle share.
@@ -824,7 +830,7 @@ class Client:
             micro_batch=micro_batch, lr=None, momentum=None, decay=None,
             stages=stages, platform=platform, sync=sync, seed=1, load=None,
             save=None, train_limit=None, test_limit=None,
-            layers_only=layers_only)
+            layers_only=layers_only, fixed_splits=fixed_splits)
 
     # -- introspection ---------------------------------------------------
 

@@ -295,6 +295,7 @@ class EmberTrainParams(ctypes.Structure):
         ("progress", PROGRESS_CB),
         ("user", c_void_p),
         ("layer_split_only", c_int),
+        ("fixed_splits", c_int),
     ]
 
 

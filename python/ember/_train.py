@@ -175,7 +175,8 @@ def _pair(value, net, what):
 
 def _params(net, train, test, *, data, epochs, batch, micro_batch, lr,
             momentum, decay, stages, platform, sync, seed, load, save,
-            train_limit, test_limit, layers_only=False):
+            train_limit, test_limit, layers_only=False,
+            fixed_splits=False):
     """An ember_train_params filled from the arguments, and what it points
     to (kept alive by the caller during the call). Every argument is
     checked before the library is called."""
@@ -213,6 +214,7 @@ def _params(net, train, test, *, data, epochs, batch, micro_batch, lr,
         v["platform"] = _text_arg(platform, "platform")
     v["sync"] = 1 if sync else 0
     v["layer_split_only"] = 1 if layers_only else 0
+    v["fixed_splits"] = 1 if fixed_splits else 0
     v["seed"] = _int(seed, "seed", 0, (1 << 64) - 1)
     if load is not None:
         v["load_path"] = _path_arg(load, "load")

@@ -26,7 +26,8 @@
  * the CPU's within TOL: conv2 and fc1 in 2 ICP slices (the chain's output,
  * dz, each slice's input error, the updated parameters; then the slices'
  * errors as pieces into the BACKWARD of the layer before), conv1 and fc1
- * in 2 OCP slices (fc1's input error parts too).
+ * in 2 and conv2 in 3 OCP slices (past conv1, the slices' input error
+ * parts too, then as addends into the BACKWARD of the layer before).
  * Exit 77 (skipped) when no OpenCL device exists.
  */
 #define CL_TARGET_OPENCL_VERSION 120
@@ -105,6 +106,7 @@ static const uint32_t *slice;
 static int slice_ocp;
 static const uint32_t *pieces;
 static size_t n_pieces;
+static uint32_t addends; /* error_addends of a BACKWARD; 0: none */
 
 static uint8_t *params_of(const op *o, size_t *len) {
   Ember__Cnn__Params p = EMBER__CNN__PARAMS__INIT;
@@ -129,6 +131,8 @@ static uint8_t *params_of(const op *o, size_t *len) {
   }
   p.n_error_channels = n_pieces;
   p.error_channels = (uint32_t *)pieces;
+  p.has_error_addends = addends > 0;
+  p.error_addends = addends;
   *len = ember__cnn__params__get_packed_size(&p);
   uint8_t *buf = xcalloc(*len, 1);
   ember__cnn__params__pack(&p, buf);
@@ -508,9 +512,10 @@ static float *random_floats(size_t n, uint64_t seed, float lo, float span) {
  * input channels, or output channels with ocp) on both paths, one step:
  * INIT, the FORWARD chain, BACKWARD (ICP: the last slice first, its dz to
  * the others; OCP: each from the output error), UPDATE, GET_PARAMS; the
- * device's outputs, errors and parameters against the CPU's. For ICP, the
- * slices' input errors then go, as pieces, into the BACKWARD of the stage
- * before the layer (pieces_stage, one layer), on both. */
+ * device's outputs, errors and parameters against the CPU's. Past layer
+ * 0, the slices' input errors then go, as pieces (ICP) or addends (OCP),
+ * into the BACKWARD of the stage before the layer (one layer), on
+ * both. */
 static void slices_match(uint32_t layer, int ocp, const uint32_t *bounds,
                          size_t n) {
   char err[512] = "", what[96];
@@ -619,8 +624,9 @@ static void slices_match(uint32_t layer, int ocp, const uint32_t *bounds,
   }
   slice = NULL;
   slice_ocp = 0;
-  if (!ocp && layer > 0) {
-    /* the layer before (one layer) takes the slices' errors as pieces */
+  if (layer > 0) {
+    /* the layer before (one layer) takes the slices' errors as pieces
+     * (ICP) or addends (OCP) */
     uint32_t counts[4];
     for (size_t k = 0; k < n; k++) counts[k] = ch[k][1] - ch[k][0];
     MUST(cnn_layout_compute(net, layer - 1, layer, B, SLOTS, &L) == 0, "L");
@@ -648,8 +654,12 @@ static void slices_match(uint32_t layer, int ocp, const uint32_t *bounds,
       pc_in[k] = (acc_block){din_c[k].data, din_c[k].size};
       pd_view[k] = (acc_block){NULL, din_d[k].size};
     }
-    pieces = counts;
-    n_pieces = n;
+    if (ocp) {
+      addends = (uint32_t)n;
+    } else {
+      pieces = counts;
+      n_pieces = n;
+    }
     acc_mut_block e_c = {0};
     dev_block e_d = {0};
     ok(cpu_task(&b, pc_in, n, &pcpu, &e_c, 1, &res, err, sizeof err), "cpu",
@@ -658,7 +668,9 @@ static void slices_match(uint32_t layer, int ocp, const uint32_t *bounds,
                 err, sizeof err), "opencl", &b, err);
     pieces = NULL;
     n_pieces = 0;
-    expect_dev("BACKWARD of the layer before, in pieces", &e_d, &e_c);
+    addends = 0;
+    expect_dev(ocp ? "BACKWARD of the layer before, in addends"
+                   : "BACKWARD of the layer before, in pieces", &e_d, &e_c);
     free(e_c.data);
     dev_free(&e_d);
     dev_free(&pin_d);
@@ -685,11 +697,13 @@ static void slices_match(uint32_t layer, int ocp, const uint32_t *bounds,
 
 static void slices(void) {
   static const uint32_t conv2[] = {0, 7, 20}, fc1_in[] = {0, 333, 800},
-                        conv1[] = {0, 9, 20}, fc1_out[] = {0, 100, 500};
+                        conv1[] = {0, 9, 20}, fc1_out[] = {0, 100, 500},
+                        conv2_out[] = {0, 11, 28, 50};
   slices_match(2, 0, conv2, 2);
   slices_match(4, 0, fc1_in, 2);
   slices_match(0, 1, conv1, 2);
   slices_match(4, 1, fc1_out, 2);
+  slices_match(2, 1, conv2_out, 3);
 }
 
 /* ---- setup -------------------------------------------------------------- */

@@ -142,6 +142,7 @@ int main(void) {
   F(ember_train_params, save_path); F(ember_train_params, epoch_cb);
   F(ember_train_params, progress); F(ember_train_params, user);
   F(ember_train_params, layer_split_only);
+  F(ember_train_params, fixed_splits);
 
   S(ember_train_result);
   F(ember_train_result, size); F(ember_train_result, epochs);

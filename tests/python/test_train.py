@@ -237,9 +237,13 @@ def test_layers_only_sync_equals_one_stage(client):
     two = client.train(LENET, (x, y), stages=2, layers_only=True, **kw)
     assert [e["loss"] for e in two] == [e["loss"] for e in one]
     assert len(two[0]["stages"]) == 2
-    assert "in-ch" not in client.train_plan(LENET, stages=2,
-                                            layers_only=True)
-    assert "in-ch" in client.train_plan(LENET, stages=2)
+    whole = client.train_plan(LENET, stages=2, layers_only=True)
+    assert "in-ch" not in whole and "out-ch" not in whole
+    # conv2 cut by its output channels (the split search), or by its input
+    # channels with FPDeep's fixed rule
+    assert "conv2 out-ch" in client.train_plan(LENET, stages=2)
+    assert "conv2 in-ch" in client.train_plan(LENET, stages=2,
+                                              fixed_splits=True)
 
 
 @needs_train

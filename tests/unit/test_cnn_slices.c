@@ -16,7 +16,9 @@
  * another slice's task (the key holds the range). Error pieces: pool1's
  * and pool2's BACKWARD with the output error as the slices' pieces
  * (error_channels) equals it with the error joined, bit for bit; hostile
- * pieces refused.
+ * pieces refused. Error addends: pool1's BACKWARD with the output error as
+ * 3 addends (error_addends) equals it with their sum, bit for bit;
+ * hostile addends refused.
  * Output-channel-partitioned (OCP) slices: conv1 (layer 0, 20 output
  * channels) in 2 and 3, conv2 in 2 and fc1 (500 outputs) in 3, chained,
  * against the unsplit layer the same way (the input error: the sum of the
@@ -87,14 +89,18 @@ typedef struct stage {
   int ocp;
 } stage;
 
-/* error_channels for the next params() (n_pieces 0: none) */
+/* error_channels for the next params() (n_pieces 0: none); error_addends
+ * (0: none) */
 static uint32_t *pieces;
 static size_t n_pieces;
+static uint32_t addends;
 
 static uint8_t *params(Ember__Cnn__Op op, const stage *s, size_t *len) {
   Ember__Cnn__Params p = EMBER__CNN__PARAMS__INIT;
   p.n_error_channels = n_pieces;
   p.error_channels = pieces;
+  p.has_error_addends = addends > 0;
+  p.error_addends = addends;
   p.op = op;
   p.net.data = (uint8_t *)net_text;
   p.net.len = net_len;
@@ -469,6 +475,38 @@ static void hostile_ranges_refused(void **state) {
   free(x);
 }
 
+/* Layer stage ps run twice from INIT and FORWARD of xin: BACKWARD with
+ * the error as one block (one) and as n blocks (in, with error_channels
+ * pieces of piece_counts, or n_addends error_addends) give the same input
+ * error and state, bit for bit. */
+static void backward_equal(const stage *ps, const acc_block *xin,
+                           const acc_block *one, const acc_block *in,
+                           size_t n, uint32_t *piece_counts,
+                           uint32_t n_addends) {
+  acc_mut_block st[2] = {new_state(ps), new_state(ps)}, y[2], dx[2];
+  for (int v = 0; v < 2; v++) {
+    ok_op(EMBER__CNN__OP__INIT, ps, NULL, 0, &st[v], NULL, 0);
+    ok_op(EMBER__CNN__OP__FORWARD, ps, xin, 1, &st[v], &y[v], 1);
+  }
+  ok_op(EMBER__CNN__OP__BACKWARD, ps, one, 1, &st[0], &dx[0], 1);
+  pieces = piece_counts;
+  n_pieces = piece_counts ? n : 0;
+  addends = n_addends;
+  ok_op(EMBER__CNN__OP__BACKWARD, ps, in, n, &st[1], &dx[1], 1);
+  pieces = NULL;
+  n_pieces = 0;
+  addends = 0;
+  assert_int_equal(dx[0].size, xin->size);
+  assert_int_equal(dx[1].size, dx[0].size);
+  assert_memory_equal(dx[0].data, dx[1].data, dx[0].size);
+  assert_memory_equal(st[0].data, st[1].data, st[0].size);
+  for (int v = 0; v < 2; v++) {
+    free(st[v].data);
+    free(y[v].data);
+    free(dx[v].data);
+  }
+}
+
 /* The stage of layer `layer` alone: BACKWARD with its output error in
  * pieces of the given channel counts (of unit floats each) equals
  * BACKWARD with the error joined, bit for bit. */
@@ -505,26 +543,7 @@ static void pieces_equal_joined(uint32_t layer, uint32_t *counts, size_t k,
   assert_int_equal(at, sample);
   acc_block xin = {(uint8_t *)x, in_n * sizeof *x};
   acc_block dyin = {(uint8_t *)dy, out_n * sizeof *dy};
-  acc_mut_block st[2] = {new_state(&ps), new_state(&ps)}, y[2], dx[2];
-  for (int v = 0; v < 2; v++) {
-    ok_op(EMBER__CNN__OP__INIT, &ps, NULL, 0, &st[v], NULL, 0);
-    ok_op(EMBER__CNN__OP__FORWARD, &ps, &xin, 1, &st[v], &y[v], 1);
-  }
-  ok_op(EMBER__CNN__OP__BACKWARD, &ps, &dyin, 1, &st[0], &dx[0], 1);
-  pieces = counts;
-  n_pieces = k;
-  ok_op(EMBER__CNN__OP__BACKWARD, &ps, in, k, &st[1], &dx[1], 1);
-  pieces = NULL;
-  n_pieces = 0;
-  assert_int_equal(dx[0].size, in_n * sizeof(float));
-  assert_int_equal(dx[1].size, dx[0].size);
-  assert_memory_equal(dx[0].data, dx[1].data, dx[0].size);
-  assert_memory_equal(st[0].data, st[1].data, st[0].size);
-  for (int v = 0; v < 2; v++) {
-    free(st[v].data);
-    free(y[v].data);
-    free(dx[v].data);
-  }
+  backward_equal(&ps, &xin, &dyin, in, k, counts, 0);
   free(x);
   free(dy);
   free(parts);
@@ -585,6 +604,73 @@ static void hostile_pieces_refused(void **state) {
   free(pp);
   pieces = NULL;
   n_pieces = 0;
+  free(e);
+}
+
+/* pool1's BACKWARD with its output error as k addends (error_addends, as
+ * the unit before conv2's OCP slices takes their parts of conv2's input
+ * error) equals it with their sum made in block order, bit for bit. */
+static void addends_equal_sum(void **state) {
+  (void)state;
+  stage ps = {1, 2, 0, 0, 0, 0};
+  cnn_layout L = layout_of(&ps);
+  size_t in_n = (size_t)L.in_elems, out_n = (size_t)L.out_elems;
+  enum { K = 3 };
+  float *x = xcalloc(in_n, sizeof *x), *sum = xcalloc(out_n, sizeof *sum);
+  float *parts = xcalloc(K * out_n, sizeof *parts);
+  uint64_t rng = 0x51ed27u;
+  for (size_t i = 0; i < in_n; i++) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    x[i] = (float)((double)(rng >> 11) * 0x1.0p-53);
+  }
+  acc_block in[K];
+  for (size_t j = 0; j < K; j++) {
+    for (size_t i = 0; i < out_n; i++) {
+      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+      parts[j * out_n + i] = (float)((double)(rng >> 11) * 0x1.0p-52 - 1);
+      sum[i] = j ? sum[i] + parts[j * out_n + i] : parts[i];
+    }
+    in[j] = (acc_block){(uint8_t *)(parts + j * out_n), out_n * sizeof *x};
+  }
+  acc_block xin = {(uint8_t *)x, in_n * sizeof *x};
+  acc_block sumin = {(uint8_t *)sum, out_n * sizeof *sum};
+  backward_equal(&ps, &xin, &sumin, in, K, NULL, K);
+  free(x);
+  free(sum);
+  free(parts);
+}
+
+static void hostile_addends_refused(void **state) {
+  (void)state;
+  stage pool1 = {1, 2, 0, 0, 0, 0}, mid = {2, 3, 1, 7, 14, 0},
+        soft = {6, 7, 0, 0, 0, 0};
+  cnn_layout L = layout_of(&pool1);
+  float *e = xcalloc(L.out_elems, sizeof *e);
+  acc_block in[17];
+  for (int j = 0; j < 17; j++)
+    in[j] = (acc_block){(uint8_t *)e, L.out_elems * sizeof *e};
+  addends = 2;
+  refused(EMBER__CNN__OP__BACKWARD, &pool1, in, 1, "takes 2 input blocks");
+  in[1].size -= 4;
+  refused(EMBER__CNN__OP__BACKWARD, &pool1, in, 2,
+          "input 1 (output error addend 1)");
+  in[1].size += 4;
+  refused(EMBER__CNN__OP__FORWARD, &pool1, in, 1, "error_addends: only for");
+  refused(EMBER__CNN__OP__BACKWARD, &soft, NULL, 0, "error_addends: only");
+  refused(EMBER__CNN__OP__BACKWARD, &mid, in, 2, "error_addends: only");
+  addends = 1;
+  refused(EMBER__CNN__OP__BACKWARD, &pool1, in, 1, "error_addends: 1, must "
+          "be 2 to 16");
+  addends = 17;
+  refused(EMBER__CNN__OP__BACKWARD, &pool1, in, 17, "error_addends: 17");
+  uint32_t c[2] = {10, 10};
+  pieces = c;
+  n_pieces = 2;
+  addends = 2;
+  refused(EMBER__CNN__OP__BACKWARD, &pool1, in, 2, "one or the other");
+  pieces = NULL;
+  n_pieces = 0;
+  addends = 0;
   free(e);
 }
 
@@ -777,6 +863,8 @@ int main(void) {
       cmocka_unit_test(conv1_as_one_slice),
       cmocka_unit_test(hostile_ranges_refused),
       cmocka_unit_test(error_pieces_equal_joined),
+      cmocka_unit_test(addends_equal_sum),
+      cmocka_unit_test(hostile_addends_refused),
       cmocka_unit_test(hostile_pieces_refused),
       cmocka_unit_test(conv1_in_output_slices),
       cmocka_unit_test(conv2_and_fc1_in_output_slices),

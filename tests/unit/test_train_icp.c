@@ -19,7 +19,10 @@
  *   - a first layer cut (conv1 over 3 channels, a small random set) over
  *     2 and 3 stages equals 1 stage within 1e-4 over 20 steps;
  *   - a first layer over 1 channel cut by output channels (OCP slices),
- *     likewise, and over two clients equal to one bit for bit. */
+ *     likewise, and over two clients equal to one bit for bit;
+ *   - LeNet's conv2 cut by output channels (the split search's plan; the
+ *     unit before sums the slices' input errors), likewise over 2 to 4
+ *     stages. The other LeNet tests keep FPDeep's fixed splits (ICP). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -36,11 +39,42 @@
 
 enum { EPOCHS = 4 };
 
+/* The fixture's parameters with FPDeep's fixed splits: LeNet's conv2 and
+ * fc1 cut by input channels (ICP), as the tests of ICP want (the search
+ * would cut conv2 by its output channels, see mid_layer_ocp). */
+static void icp_params(ember_train_params *p, epochs_log *l, unsigned stages,
+                       int sync, unsigned epochs) {
+  train_fixture_params(p, l, stages, sync, epochs);
+  p->fixed_splits = 1;
+}
+
+/* Three fresh embedded engines (their cpu has no measured speed yet: equal
+ * speeds, one plan), named name. */
+static void three_clients(ember_client **c, const char *name) {
+  for (int k = 0; k < 3; k++) {
+    ember_options o = {.size = sizeof o, .client_name = name,
+                       .embedded_threads = 2};
+    c[k] = NULL;
+    assert_int_equal(ember_connect("embedded", &o, &c[k]), 0);
+  }
+}
+
+/* The largest relative difference of b's losses from a's over epochs. */
+static double worst_rel(const epochs_log *a, const epochs_log *b,
+                        int epochs) {
+  double worst = 0;
+  for (int e = 0; e < epochs; e++) {
+    double rel = fabs(b->loss[e] - a->loss[e]) / fabs(a->loss[e]);
+    if (rel > worst) worst = rel;
+  }
+  return worst;
+}
+
 /* The plan over stages, printed; whether a stage cuts inside a layer. */
 static int plan_cuts_a_layer(unsigned stages) {
   epochs_log l;
   ember_train_params p;
-  train_fixture_params(&p, &l, stages, 1, 1);
+  icp_params(&p, &l, stages, 1, 1);
   char *plan = NULL;
   int rc = ember_train_plan(&client, 1, &p, &plan);
   if (rc) fail_msg("%u stages: %s", stages, ember_last_error());
@@ -59,7 +93,7 @@ static void sync_icp_equals_one_stage(void **state) {
   for (int k = 0; k < 4; k++) {
     if (stages[k] > 1) assert_true(plan_cuts_a_layer(stages[k]));
     ember_train_params p;
-    train_fixture_params(&p, &logs[k], stages[k], 1, EPOCHS);
+    icp_params(&p, &logs[k], stages[k], 1, EPOCHS);
     ember_train_result r = {.size = sizeof r};
     int rc = ember_train(&client, 1, &p, &r);
     if (rc) fail_msg("%u stages: %s", stages[k], ember_last_error());
@@ -90,7 +124,7 @@ static void pipelined_icp_learns(void **state) {
   (void)state;
   epochs_log l;
   ember_train_params p;
-  train_fixture_params(&p, &l, 3, 0, 8);
+  icp_params(&p, &l, 3, 0, 8);
   ember_train_result r = {.size = sizeof r};
   int rc = ember_train(&client, 1, &p, &r);
   if (rc) fail_msg("%s", ember_last_error());
@@ -108,21 +142,17 @@ static void pipelined_icp_learns(void **state) {
  * each, whose cpu has no measured speed yet: equal speeds, one plan. */
 static void two_clients_equal_one(void **state) {
   (void)state;
-  ember_client *c[3] = {NULL, NULL, NULL};
-  for (int k = 0; k < 3; k++) {
-    ember_options o = {.size = sizeof o, .client_name = "test_train_icp-n",
-                       .embedded_threads = 2};
-    assert_int_equal(ember_connect("embedded", &o, &c[k]), 0);
-  }
+  ember_client *c[3];
+  three_clients(c, "test_train_icp-n");
   epochs_log l1, l2;
   ember_train_params p;
   char *plan1 = NULL, *plan2 = NULL;
-  train_fixture_params(&p, &l2, 2, 1, EPOCHS);
+  icp_params(&p, &l2, 2, 1, EPOCHS);
   assert_int_equal(ember_train_plan(c, 2, &p, &plan2), 0);
   print_message("%s", plan2);
   int rc = ember_train(c, 2, &p, NULL);
   if (rc) fail_msg("two clients: %s", ember_last_error());
-  train_fixture_params(&p, &l1, 2, 1, EPOCHS);
+  icp_params(&p, &l1, 2, 1, EPOCHS);
   assert_int_equal(ember_train_plan(&c[2], 1, &p, &plan1), 0);
   rc = ember_train(&c[2], 1, &p, NULL);
   if (rc) fail_msg("one client: %s", ember_last_error());
@@ -177,6 +207,7 @@ static void train_random(const char *net, size_t el, unsigned stages,
   p.seed = 5;
   p.epoch_cb = train_fixture_on_epoch;
   p.user = log;
+  p.fixed_splits = cut && strstr(cut, "in-ch") != NULL; /* ICP wanted */
   if (cut) {
     char *plan = NULL;
     assert_int_equal(ember_train_plan(clients, n_clients, &p, &plan), 0);
@@ -199,12 +230,7 @@ static void cut_equals_one_stage(const char *net, size_t el,
                  &logs[st - 1]);
   assert_true(logs[0].loss[4] < logs[0].loss[0]);
   for (int k = 1; k < 3; k++) {
-    double worst = 0;
-    for (int e = 0; e < 5; e++) {
-      double rel = fabs(logs[k].loss[e] - logs[0].loss[e]) /
-                   fabs(logs[0].loss[e]);
-      if (rel > worst) worst = rel;
-    }
+    double worst = worst_rel(&logs[0], &logs[k], 5);
     print_message("  %d stages (%s) vs 1: loss %.6f -> %.6f, rel diff "
                   "%.2e over 20 steps\n", k + 1, cut, logs[k].loss[0],
                   logs[k].loss[4], worst);
@@ -244,16 +270,59 @@ static void first_layer_ocp(void **state) {
       "[connected]\noutput=4\nactivation=linear\n"
       "[softmax]\n";
   cut_equals_one_stage(net, 12 * 12, "conv1 out-ch");
-  ember_client *c[3] = {NULL, NULL, NULL};
-  for (int k = 0; k < 3; k++) {
-    ember_options o = {.size = sizeof o, .client_name = "test_train_icp-o",
-                       .embedded_threads = 2};
-    assert_int_equal(ember_connect("embedded", &o, &c[k]), 0);
-  }
+  ember_client *c[3];
+  three_clients(c, "test_train_icp-o");
   epochs_log two, one;
   train_random(net, 12 * 12, 3, c, 2, "conv1 out-ch", &two);
   train_random(net, 12 * 12, 3, &c[2], 1, "conv1 out-ch", &one);
   for (int e = 0; e < 5; e++) {
+    print_message("    epoch %d: two clients %.9f, one %.9f\n", e + 1,
+                  two.loss[e], one.loss[e]);
+    assert_true(two.loss[e] == one.loss[e]);
+  }
+  for (int k = 0; k < 3; k++) ember_close(c[k]);
+}
+
+/* LeNet's conv2 cut by output channels (the split search's choice over
+ * 2 to 4 stages: 50 output channels balance finer than 20 input ones):
+ * the slices' parts of conv2's input error are summed by the unit before
+ * (cnn.proto error_addends). Sync training over 2, 3 and 4 stages equals
+ * 1 stage within 1e-4 over 20 steps; 3 stages over two clients (slices on
+ * both: the layer's input, output, output error and the addends cross
+ * between them) equal one client bit for bit. */
+static void mid_layer_ocp(void **state) {
+  (void)state;
+  epochs_log logs[4];
+  for (unsigned st = 1; st <= 4; st++) {
+    ember_train_params p;
+    train_fixture_params(&p, &logs[st - 1], st, 1, EPOCHS);
+    if (st > 1) {
+      char *plan = NULL;
+      assert_int_equal(ember_train_plan(&client, 1, &p, &plan), 0);
+      print_message("%s", plan);
+      if (!strstr(plan, "conv2 out-ch")) fail_msg("no conv2 OCP cut");
+      free(plan);
+    }
+    int rc = ember_train(&client, 1, &p, NULL);
+    if (rc) fail_msg("%u stages: %s", st, ember_last_error());
+  }
+  assert_true(logs[0].loss[EPOCHS - 1] < 0.7 * logs[0].loss[0]);
+  for (int k = 1; k < 4; k++) {
+    double worst = worst_rel(&logs[0], &logs[k], EPOCHS);
+    print_message("  %d stages (conv2 out-ch) vs 1: loss %.6f -> %.6f, rel "
+                  "diff %.2e over 20 steps\n", k + 1, logs[k].loss[0],
+                  logs[k].loss[EPOCHS - 1], worst);
+    assert_true(worst <= 1e-4);
+  }
+  ember_client *c[3];
+  three_clients(c, "test_train_icp-m");
+  epochs_log two, one;
+  ember_train_params p;
+  train_fixture_params(&p, &two, 3, 1, EPOCHS);
+  assert_int_equal(ember_train(c, 2, &p, NULL), 0);
+  train_fixture_params(&p, &one, 3, 1, EPOCHS);
+  assert_int_equal(ember_train(&c[2], 1, &p, NULL), 0);
+  for (int e = 0; e < EPOCHS; e++) {
     print_message("    epoch %d: two clients %.9f, one %.9f\n", e + 1,
                   two.loss[e], one.loss[e]);
     assert_true(two.loss[e] == one.loss[e]);
@@ -268,6 +337,7 @@ int main(void) {
       cmocka_unit_test(two_clients_equal_one),
       cmocka_unit_test(first_layer_cut),
       cmocka_unit_test(first_layer_ocp),
+      cmocka_unit_test(mid_layer_ocp),
   };
   return cmocka_run_group_tests(tests, train_fixture_setup,
                                 train_fixture_teardown);

@@ -729,9 +729,15 @@ typedef struct ember_train_params {
                                 a stage may begin or end inside a
                                 convolutional or connected layer, holding
                                 a slice of its input channels (FPDeep's
-                                ICP) or of a first layer's output channels
-                                (OCP), unless the pipeline cannot run the
-                                cuts (then whole layers too) */
+                                ICP) or of its output channels (OCP),
+                                unless the pipeline cannot run the cuts
+                                (then whole layers too) */
+  int fixed_splits;          /* nonzero: each layer cut by its default
+                                split only: ICP, or OCP for a layer with
+                                fewer input channels than stages and
+                                more output than input channels; 0: each
+                                layer's split searched for the smaller
+                                bottleneck (cnn_partition.h) */
 } ember_train_params;
 
 /* ember_train_params_default - the .cfg's settings, 1 stage, any
