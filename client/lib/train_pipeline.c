@@ -5,7 +5,8 @@
  *
  * Each stage runs one task at a time (its state block orders them), and
  * has the next one queued behind it on the NAM when it can, so that no
- * round trip through this thread separates them. A stage takes, in this
+ * round trip through this thread separates them (on a device platform the
+ * NAM stages it while the one ahead runs). A stage takes, in this
  * order:
  *   UPDATE    once the last BACKWARD of a mini-batch is in (FPDeep's
  *             update at the mini-batch's end, stage by stage);

@@ -53,7 +53,8 @@ struct nam_cache_entry {
   int dropped;                 /* out of the table */
   int pending;                 /* out: not written yet */
   int lost;                    /* out, state: contents untrusted */
-  int claimed;                 /* state: a task holds it */
+  int claimed;                 /* state: claims held (tasks, a read) */
+  int held;                    /* state: a read or snapshot holds it */
   int host_loading;            /* the host bytes are being read back */
   unsigned readers;            /* reads waiting for a claim to end */
   void *snap;                  /* state: the synced version on a device */
@@ -644,16 +645,33 @@ void nam_block_cache_fail_output(nam_block_cache *c, nam_block_hold *e) {
 /* ---- state blocks -------------------------------------------------------- */
 
 int nam_block_cache_claim_state(nam_block_cache *c, nam_block_hold *e,
-                                unsigned pi) {
+                                unsigned pi, int in_order) {
   pthread_mutex_lock(&c->lock);
+  /* a task may follow those that hold it only into their in-order
+   * pipeline, where the state lives already */
+  int follows = in_order && e->home == (int)pi && !e->held;
   int rc = e->kind != NAM_BLOCK_STATE ? EMBER_EINVAL
            : e->lost ? EMBER_ESTATE
-           : e->claimed || e->readers ? EMBER_EBUSY /* reads go first: a
-                                    stream of tasks cannot starve them */
+           : e->readers ? EMBER_EBUSY /* reads go first: a stream of tasks
+                                         cannot starve them */
+           : e->claimed && !follows ? EMBER_EBUSY
            : e->home >= 0 && e->home != (int)pi ? EMBER_ENOPLATFORM : 0;
-  if (rc == 0) e->claimed = 1;
+  if (rc == 0) e->claimed++;
   pthread_mutex_unlock(&c->lock);
   return rc;
+}
+
+int nam_block_cache_state_lost(nam_block_cache *c, nam_block_hold *e) {
+  pthread_mutex_lock(&c->lock);
+  int lost = e->lost;
+  pthread_mutex_unlock(&c->lock);
+  return lost;
+}
+
+void nam_block_cache_lose_state(nam_block_cache *c, nam_block_hold *e) {
+  pthread_mutex_lock(&c->lock);
+  if (e->kind == NAM_BLOCK_STATE) e->lost = 1;
+  pthread_mutex_unlock(&c->lock);
 }
 
 int nam_block_cache_state_home(nam_block_cache *c, nam_block_hold *e) {
@@ -665,7 +683,7 @@ int nam_block_cache_state_home(nam_block_cache *c, nam_block_hold *e) {
 
 void nam_block_cache_unclaim_state(nam_block_cache *c, nam_block_hold *e) {
   pthread_mutex_lock(&c->lock);
-  e->claimed = 0;
+  if (e->claimed > 0) e->claimed--;
   pthread_cond_broadcast(&c->loaded);
   pthread_mutex_unlock(&c->lock);
 }
@@ -753,14 +771,16 @@ static void snapshot(nam_block_cache *c, nam_cache_entry *e) {
   }
   void *snap = e->snap;
   e->snap = NULL;
-  e->claimed = 1;
+  e->claimed++;
+  e->held = 1;
   pin_copy(p, cp);
   pthread_mutex_unlock(&c->lock);
   int rc = snap ? 0 : p->cfg.ops->alloc(p->cfg.ctx, e->size, &snap);
   if (rc == 0) rc = p->cfg.ops->copy(snap, cp->handle, e->size);
   pthread_mutex_lock(&c->lock);
   unpin_copy(c, e, hi);
-  e->claimed = 0;
+  e->claimed--;
+  e->held = 0;
   pthread_cond_broadcast(&c->loaded);
   if (rc == 0) {
     e->snap = snap;
@@ -788,13 +808,15 @@ static int restore_snapshot(nam_block_cache *c, nam_cache_entry *e) {
   } else {
     pin_copy(p, cp);
   }
-  e->claimed = 1;
+  e->claimed++;
+  e->held = 1;
   pthread_mutex_unlock(&c->lock);
   void *handle = fresh ? NULL : cp->handle;
   int rc = fresh ? p->cfg.ops->alloc(p->cfg.ctx, e->size, &handle) : 0;
   if (rc == 0) rc = p->cfg.ops->copy(handle, e->snap, e->size);
   pthread_mutex_lock(&c->lock);
-  e->claimed = 0;
+  e->claimed--;
+  e->held = 0;
   pthread_cond_broadcast(&c->loaded);
   if (!fresh) {
     /* unpinned by hand: the copy is the home copy from here on, it stays */
@@ -850,14 +872,16 @@ int nam_block_cache_read(nam_block_cache *c, uint64_t app, uint64_t id,
       unsigned hi = (unsigned)e->home;
       platform *p = &c->plat[hi];
       copy *cp = &e->copies[hi];
-      e->claimed = 1;
+      e->claimed++;
+      e->held = 1;
       pin_copy(p, cp);
       pthread_mutex_unlock(&c->lock);
       rc = p->cfg.ops->read(cp->handle, buf, e->size);
       pthread_mutex_lock(&c->lock);
       if (rc == 0) p->st.bytes_from += e->size;
       unpin_copy(c, e, hi);
-      e->claimed = 0;
+      e->claimed--;
+      e->held = 0;
       pthread_cond_broadcast(&c->loaded);
       if (rc > 0) rc = EMBER_EPLATFORM;
     }

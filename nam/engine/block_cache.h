@@ -22,7 +22,9 @@
  *          another platform, which brings the bytes through the host).
  *   state  put with EMBER_BLOCK_STATE and its first bytes; lives on one
  *          platform (its home) once a task used it, updated in place by
- *          one task at a time (claim, fetch_state, release_state). The host
+ *          one task at a time (claim, fetch_state, release_state; tasks
+ *          on a device pipeline may hold it together, run in their order
+ *          there). The host
  *          bytes are its last synced version (sync); restore goes back to
  *          them. A state whose task failed, or whose platform was lost, is
  *          lost: fetches and reads give EMBER_ESTATE until restore. Where
@@ -268,10 +270,19 @@ void nam_block_cache_fail_output(nam_block_cache *cache, nam_block_hold *ref);
 /* nam_block_cache_claim_state - reserve a held state block for one task
  * that will run on platform: 0, EMBER_EBUSY (another task holds it),
  * EMBER_ENOPLATFORM (it lives on another platform), EMBER_ESTATE (lost),
- * EMBER_EINVAL (not a state block). */
+ * EMBER_EINVAL (not a state block). in_order: platform runs its tasks one
+ * after another in dispatch order (a device pipeline), so a task may
+ * claim a state that tasks dispatched there before it hold, once the
+ * state lives there: it runs after them (the follower checks at execute
+ * that they did not lose it, nam_block_cache_state_lost). */
 int nam_block_cache_claim_state(nam_block_cache *cache, nam_block_hold *ref,
-                                unsigned platform);
+                                unsigned platform, int in_order);
 void nam_block_cache_unclaim_state(nam_block_cache *cache, nam_block_hold *ref);
+/* nam_block_cache_state_lost - whether a state block is lost (EMBER_ESTATE
+ * until restored). nam_block_cache_lose_state marks it so at once: its task
+ * failed while others that follow it on the pipeline hold it. */
+int nam_block_cache_state_lost(nam_block_cache *cache, nam_block_hold *ref);
+void nam_block_cache_lose_state(nam_block_cache *cache, nam_block_hold *ref);
 /* nam_block_cache_state_home - the platform a state block lives on (where
  * its tasks must run), -1 while it lives nowhere yet. */
 int nam_block_cache_state_home(nam_block_cache *cache, nam_block_hold *ref);

@@ -124,8 +124,11 @@ void nam_task_complete(nam_platform *p, nam_task *t, int status,
       nam_engine_event(e, LOG_LVL_NOTICE, "%s on %s re-enabled: the probe "
                        "task succeeded", t->acc->name, p->name);
     }
-  } else if (status == EMBER_ECANCELED) {
-    pair->probing = 0; /* the probe told nothing: probe again */
+  } else if (status == EMBER_ECANCELED ||
+             (status == EMBER_ESTATE && !t->state_touched)) {
+    /* the probe told nothing (canceled, or its state lost before it ran:
+     * counted when that happened): probe again */
+    pair->probing = 0;
   } else {
     p->failed++;
     if (!p->ops->run) {

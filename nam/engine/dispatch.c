@@ -22,8 +22,11 @@
  *  - state: a task that names state blocks runs where they live (any
  *    platform before their first task, chosen by load as above; after it,
  *    load plays no part), one task per state block at a time - its states
- *    are claimed when it is dispatched; a task whose state was lost
- *    completes at once with EMBER_ESTATE;
+ *    are claimed when it is dispatched - except on a device pipeline,
+ *    which runs tasks in dispatch order: there the next task on a state
+ *    may be dispatched while the one before it runs, so that its stage-in
+ *    overlaps that run; a task whose state was lost completes at once with
+ *    EMBER_ESTATE (on a pipeline, at execute when a task ahead lost it);
  *  - stickiness (reprogrammable platforms): the accelerator loaded last
  *    keeps the platform while it has tasks, unless another accelerator's
  *    oldest task has waited reprogram_bound_ms - so an FPGA is reprogrammed

@@ -140,6 +140,8 @@ enum nam_task_state { NAM_TASK_QUEUED, NAM_TASK_RUNNING, NAM_TASK_DONE };
 
 /* Timestamps in CLOCK_MONOTONIC nanoseconds. */
 typedef struct nam_task_times {
+  /* started: dispatched, or on a device pipeline when the task ahead
+   * finished if that was later (the device was its from then) */
   uint64_t queued, started, finished;
   /* of the last attempt, on device platforms: stage-in done, execute done */
   uint64_t staged, executed;

@@ -334,6 +334,10 @@ void nam_task_unbind(nam_platform *p, nam_task *t, int outcome);
  * EMBER_EBUSY / EMBER_ENOPLATFORM (not now, not here), EMBER_ESTATE. */
 int nam_task_claim_states(nam_engine *e, nam_task *t, const nam_platform *p);
 void nam_task_unclaim_states(nam_engine *e, nam_task *t);
+/* Whether a state block of t is lost; nam_task_lose_states marks them all
+ * lost now (t failed on a pipeline where later tasks may hold them). */
+int nam_task_states_lost(nam_engine *e, const nam_task *t);
+void nam_task_lose_states(nam_engine *e, const nam_task *t);
 /* Give back everything t holds in the block cache (end of the task). */
 void nam_task_drop_refs(nam_engine *e, nam_task *t);
 

@@ -36,6 +36,8 @@ struct nam_pipeline {
   unsigned inflight;          /* dispatched, not completed */
   int stopping;               /* stage-in has quit: drain and stop */
   nam_task *executing;        /* the task in execute(), for the watchdog */
+  uint64_t last_done;         /* when the last attempt before this one
+                                 finished */
 };
 
 static void push(stage_queue *q, nam_task *t) {
@@ -80,6 +82,11 @@ static void finish(nam_pipeline *pl, nam_task *t, int status,
                            : t->ran ? NAM_RUN_FAILED : NAM_RUN_NOT_RUN);
   t->ran = 0;
   pthread_mutex_lock(&pl->lock);
+  /* dispatched while the task ahead still ran (the stage-in overlaps it),
+   * it had the device from when that one finished: queue_ns and exec_ns
+   * then add up to the device's time without counting any of it twice */
+  if (t->times.started < pl->last_done) t->times.started = pl->last_done;
+  pl->last_done = clock_now_ns();
   pl->inflight--;
   pthread_cond_broadcast(&pl->changed);
   pthread_mutex_unlock(&pl->lock);
@@ -166,6 +173,12 @@ static void *execute_thread(void *arg) {
     int rc;
     if (atomic_load(&t->cancel)) {
       rc = EMBER_ECANCELED;
+    } else if (t->n_states && nam_task_states_lost(p->engine, t)) {
+      /* a task before it on its state failed (they may share a pipeline):
+       * the state is not what this task was sent to update */
+      rc = EMBER_ESTATE;
+      snprintf(err, sizeof err, "a state block of the task was lost by an "
+               "earlier task on it");
     } else {
       nam_task_io io;
       nam_task_io_view(p, t, &io);
@@ -187,6 +200,9 @@ static void *execute_thread(void *arg) {
         snprintf(err, sizeof err, "hung: no result within %llu ms",
                  (unsigned long long)(limit / 1000000));
       }
+      /* maybe half written: lost now, before the next task on the same
+       * state (dispatched behind this one) executes */
+      if (rc && t->n_states) nam_task_lose_states(p->engine, t);
     }
     t->times.executed = clock_now_ns();
     t->output = out;

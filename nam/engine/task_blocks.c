@@ -188,7 +188,8 @@ void nam_task_unbind(nam_platform *p, nam_task *t, int outcome) {
 int nam_task_claim_states(nam_engine *e, nam_task *t, const nam_platform *p) {
   if (t->claimed || !t->n_states) return 0;
   for (size_t i = 0; i < t->n_states; i++) {
-    int rc = nam_block_cache_claim_state(e->cache, t->state_refs[i], p->index);
+    int rc = nam_block_cache_claim_state(e->cache, t->state_refs[i], p->index,
+                                         p->pipeline != NULL);
     if (rc) {
       while (i--) nam_block_cache_unclaim_state(e->cache, t->state_refs[i]);
       return rc;
@@ -203,6 +204,17 @@ void nam_task_unclaim_states(nam_engine *e, nam_task *t) {
   for (size_t i = 0; i < t->n_states; i++)
     nam_block_cache_unclaim_state(e->cache, t->state_refs[i]);
   t->claimed = 0;
+}
+
+int nam_task_states_lost(nam_engine *e, const nam_task *t) {
+  for (size_t i = 0; i < t->n_states; i++)
+    if (nam_block_cache_state_lost(e->cache, t->state_refs[i])) return 1;
+  return 0;
+}
+
+void nam_task_lose_states(nam_engine *e, const nam_task *t) {
+  for (size_t i = 0; i < t->n_states; i++)
+    nam_block_cache_lose_state(e->cache, t->state_refs[i]);
 }
 
 void nam_task_drop_refs(nam_engine *e, nam_task *t) {

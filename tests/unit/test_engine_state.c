@@ -17,6 +17,11 @@
  *                back to the last synced version (from the board's own
  *                snapshot: no upload), and replaying from there ends at
  *                the right value
+ *   pipelined    200 tasks on the state sent at once to the board: each
+ *                next one staged while the one ahead runs, all in order
+ *                (the reference after 200); with failures injected, every
+ *                task behind the first failure EMBER_ESTATE, never run,
+ *                and one failure counted against the board
  *   hang         a task on the state hangs on the board (task_timeout):
  *                EMBER_ESTATE, the state lost until restored
  *   disabled     the board's pair is disabled after a failure: a second
@@ -140,6 +145,69 @@ static int run_task(nam_engine *e, const task_args *a, char *why,
   snprintf(why, why_len, "%s", nam_task_message(t));
   nam_task_free(t);
   return rc;
+}
+
+/* ---- many tasks on one state, in flight together ------------------------ */
+
+enum { FLIGHT = 200 };
+
+typedef struct flight {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  unsigned done;
+} flight;
+
+static void on_flight_done(nam_task *t, void *user) {
+  (void)t;
+  flight *f = user;
+  pthread_mutex_lock(&f->mu);
+  f->done++;
+  pthread_cond_signal(&f->cv);
+  pthread_mutex_unlock(&f->mu);
+}
+
+/* Submit tally tasks k = 1..FLIGHT on the state to the board at once,
+ * wait for all; their statuses into rc[] (a submit refused because the
+ * state was lost meanwhile: its error), how many were staged on the board
+ * before the task ahead of them finished into *overlapped. */
+static void run_flight(nam_engine *e, int *rc, unsigned *overlapped) {
+  static nam_task *t[FLIGHT];
+  flight f = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+  uint64_t sid = STATE_ID;
+  unsigned submitted = 0;
+  for (uint64_t j = 0; j < FLIGHT; j++) {
+    uint64_t k = j + 1;
+    void *prepared = NULL;
+    char err[256] = "";
+    assert_int_equal(acc_tally_descriptor.validate((uint8_t *)&k, 8, NULL, 0,
+                                                   &prepared, err,
+                                                   sizeof err),
+                     0);
+    nam_task_spec spec = {
+      .acc = &acc_tally_descriptor, .prepared = prepared, .app = APP,
+      .platform_kind = "fpga-emu", .state_ids = &sid, .n_states = 1,
+      .done = on_flight_done, .user = &f,
+    };
+    t[j] = NULL;
+    rc[j] = nam_engine_submit(e, &spec, &t[j]);
+    if (rc[j]) /* the engine released prepared */
+      assert_int_equal(rc[j], EMBER_ESTATE);
+    else
+      submitted++;
+  }
+  pthread_mutex_lock(&f.mu);
+  while (f.done < submitted) pthread_cond_wait(&f.cv, &f.mu);
+  pthread_mutex_unlock(&f.mu);
+  *overlapped = 0;
+  for (size_t j = 0; j < FLIGHT; j++) {
+    if (!t[j]) continue;
+    rc[j] = nam_task_status(t[j]);
+    const nam_task_times *now = nam_task_get_times(t[j]);
+    if (j > 0 && t[j - 1] && now->staged &&
+        now->staged < nam_task_get_times(t[j - 1])->finished)
+      (*overlapped)++;
+  }
+  for (size_t j = 0; j < FLIGHT; j++) nam_task_free(t[j]);
 }
 
 /* ---- block ops, waited for ----------------------------------------------- */
@@ -350,6 +418,64 @@ static void test_state_loss(void **state) {
   nam_engine_destroy(e);
 }
 
+/* Tasks on one state sent together to the board's pipeline: each next one
+ * is dispatched and staged while the one ahead runs (its stage-in
+ * overlaps that run), and they still run once each, in order: the state
+ * ends at the reference after FLIGHT updates. */
+static void test_state_pipelined(void **state) {
+  (void)state;
+  nam_engine *e = make_engine(1, 0);
+  static uint64_t bytes[N], want[N];
+  static int rc[FLIGHT];
+  put_state(e, bytes);
+  unsigned overlapped;
+  run_flight(e, rc, &overlapped);
+  for (size_t j = 0; j < FLIGHT; j++)
+    if (rc[j]) fail_msg("task %zu: %s", j + 1, ember_strerror(rc[j]));
+  print_message("  %u of %d tasks staged before the one ahead finished\n",
+                overlapped, FLIGHT - 1);
+  assert_true(overlapped > 0);
+  reference(want, FLIGHT);
+  expect_read(e, STATE_ID, want, FLIGHT, "pipelined state");
+  nam_engine_destroy(e);
+}
+
+/* The same with failures injected: the first task that fails loses the
+ * state, and every task behind it, though already dispatched on the
+ * pipeline, completes with EMBER_ESTATE without running (never a wrong
+ * value), and is not counted as a failure of the board; restore goes
+ * back to the initial bytes. */
+static void test_state_pipelined_loss(void **state) {
+  (void)state;
+  nam_engine *e = make_engine(1, 0.01);
+  static uint64_t bytes[N], want[N];
+  static int rc[FLIGHT];
+  put_state(e, bytes);
+  unsigned overlapped;
+  run_flight(e, rc, &overlapped);
+  size_t ok = 0;
+  while (ok < FLIGHT && rc[ok] == 0) ok++;
+  assert_true(ok < FLIGHT); /* 1% injected, seeded: one of 200 failed */
+  for (size_t j = ok; j < FLIGHT; j++)
+    if (rc[j] != EMBER_ESTATE)
+      fail_msg("task %zu after the failure of %zu: %s, not ESTATE", j + 1,
+               ok + 1, ember_strerror(rc[j]));
+  nam_platform_status ps[4];
+  size_t n = nam_engine_platforms(e, ps, 4);
+  uint64_t failed = 0;
+  for (size_t i = 0; i < n; i++) failed += ps[i].failed;
+  print_message("  %zu tasks ran, then task %zu failed; %llu failure "
+                "counted\n", ok, ok + 1, (unsigned long long)failed);
+  assert_int_equal(failed, 1);
+  assert_int_equal(block_op(e, NAM_BLOCK_READ, STATE_ID).status,
+                   EMBER_ESTATE);
+  nam_block_op_result r = block_op(e, NAM_BLOCK_RESTORE, STATE_ID);
+  assert_int_equal(r.status, 0);
+  reference(want, 0);
+  expect_read(e, STATE_ID, want, 0, "restored state");
+  nam_engine_destroy(e);
+}
+
 /* A hung task on the state: abandoned, and the state is not trusted. */
 static void test_state_hang(void **state) {
   (void)state;
@@ -446,6 +572,8 @@ int main(void) {
       cmocka_unit_test(test_state_board),
       cmocka_unit_test(test_chained),
       cmocka_unit_test(test_state_loss),
+      cmocka_unit_test(test_state_pipelined),
+      cmocka_unit_test(test_state_pipelined_loss),
       cmocka_unit_test(test_state_hang),
       cmocka_unit_test(test_state_disabled),
       cmocka_unit_test(test_refusals),

@@ -238,8 +238,11 @@ typedef struct ember_task_info {
   const char *platform_kind; /* its kind: "cpu", "opencl", "fpga-emu",
                              or "fallback" */
   int fell_back;          /* 1 if the CPU fallback produced the result */
-  uint64_t queue_ns;      /* waiting in the NAM's queues */
-  uint64_t exec_ns;       /* running on the platform */
+  uint64_t queue_ns;      /* waiting in the NAM's queues (on a device:
+                             and behind the task ahead of it there) */
+  uint64_t exec_ns;       /* running on the platform (on a device: from
+                             when the task ahead finished, its stage-in
+                             having overlapped that task's run) */
   uint64_t server_ns;     /* received -> result sent, inside the NAM */
   uint64_t round_trip_ns; /* submit -> result, seen by the client */
   uint64_t stage_in_ns;   /* device platforms: blocks copied in (part of
