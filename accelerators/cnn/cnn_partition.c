@@ -473,10 +473,10 @@ static void search_splits(cnn_plan *p, const cnn_layer *layers,
     if (t >= 0 && t < best * (1 - 1e-9)) {
       best = t;
       memcpy(cut, trial, (n + 1) * sizeof *cut);
-    } else {
+    } else { /* back to the kept splits' layout */
       choice[l] = was;
+      layout(p, layers, n, flags, choice);
     }
-    layout(p, layers, n, flags, choice);
   }
 }
 

@@ -189,17 +189,20 @@ static int check_addends(cnn_task *t, const Ember__Cnn__Params *p, char *err,
   return 0;
 }
 
-/* BACKWARD's output error in pieces: their count and sizes. */
+/* BACKWARD's output error in pieces or addends: their count and sizes
+ * (an addend is the whole error). */
 static int check_piece_inputs(const cnn_task *t, const acc_block *inputs,
                               size_t n_inputs, char *err, size_t err_len) {
-  int rc = want_inputs(t, n_inputs, t->n_pieces, err, err_len);
-  for (uint32_t j = 0; !rc && j < t->n_pieces; j++) {
+  uint32_t n = t->n_addends ? t->n_addends : t->n_pieces;
+  int rc = want_inputs(t, n_inputs, n, err, err_len);
+  for (uint32_t j = 0; !rc && j < n; j++) {
     char what[64];
-    snprintf(what, sizeof what, "input %u (output error piece %u)", j, j);
-    rc = want_size(&inputs[j], what,
-                   (uint64_t)t->batch * t->pieces[j] * t->piece_unit *
-                       sizeof(float),
-                   err, err_len);
+    snprintf(what, sizeof what, "input %u (output error %s %u)", j,
+             t->n_addends ? "addend" : "piece", j);
+    uint64_t floats = t->n_addends ? t->layout.out_elems
+                                   : (uint64_t)t->batch * t->pieces[j] *
+                                         t->piece_unit;
+    rc = want_size(&inputs[j], what, floats * sizeof(float), err, err_len);
   }
   return rc;
 }
@@ -240,19 +243,8 @@ static int check_inputs(const cnn_task *t, const acc_block *inputs,
     }
     return rc;
   case EMBER__CNN__OP__BACKWARD:
-    if (t->n_pieces) return check_piece_inputs(t, inputs, n_inputs, err,
-                                               err_len);
-    if (t->n_addends) {
-      rc = want_inputs(t, n_inputs, t->n_addends, err, err_len);
-      for (uint32_t j = 0; !rc && j < t->n_addends; j++) {
-        char what[64];
-        snprintf(what, sizeof what, "input %u (output error addend %u)", j,
-                 j);
-        rc = want_size(&inputs[j], what, L->out_elems * sizeof(float), err,
-                       err_len);
-      }
-      return rc;
-    }
+    if (t->n_pieces || t->n_addends)
+      return check_piece_inputs(t, inputs, n_inputs, err, err_len);
     rc = want_inputs(t, n_inputs, L->last ? 0 : 1, err, err_len);
     if (!rc && !L->last)
       rc = want_size(&inputs[0], !L->icp || L->icp_last

@@ -614,19 +614,15 @@ static int complete(pass *p, size_t i, train_pass_progress progress,
     }
     release(&m->tmp[i]);
     s->bwd_done++;
-    if (t->ocp) { /* the layer's output error goes when all took it */
-      int all = 1;
-      for (size_t k = t->base; k <= t->last; k++)
-        all &= p->st[k].bwd_done > g;
-      if (all) release(&m->err[t->last + 1]);
-    }
+    int all = 1; /* every slice of the layer is done with g */
+    for (size_t k = t->base; t->slice && k <= t->last; k++)
+      all &= p->st[k].bwd_done > g;
+    if (t->ocp && all) /* the layer's output error, taken by every slice */
+      release(&m->err[t->last + 1]);
     if (t->slice && t->first == 0) {
       /* slices of the first layer: no unit takes their errors; an ICP
        * layer's dz goes when all are done with it */
       release(&m->err[i]);
-      int all = 1;
-      for (size_t k = t->base; k <= t->last; k++)
-        all &= p->st[k].bwd_done > g;
       if (all) release(&m->dz[t->last]);
     } else if (i > 0) { /* to the unit before the layer */
       size_t to = t->slice ? t->base - 1 : i - 1;
