@@ -27,6 +27,7 @@ typedef struct layer_cut {
   uint32_t units;    /* its pieces: channels, or 1 for WHOLE */
   uint64_t macs;     /* FP + EB + PG */
   uint64_t elem;
+  uint64_t params;   /* weights + biases: what its UPDATE sweeps */
 } layer_cut;
 
 struct cnn_plan {
@@ -35,6 +36,8 @@ struct cnn_plan {
   uint64_t *first;                 /* nlayers + 1: first position of each */
   uint64_t *macs_before;           /* nlayers + 1 */
   uint64_t *elem_before;           /* nlayers + 1 */
+  uint64_t *params_before;         /* nlayers + 1 */
+  uint32_t batch;                  /* samples per update; 0: no updates */
   char **labels;                   /* per layer: conv1, pool1, ... */
   cnn_stage *stages;
   char **names;                    /* per stage: the platform's label */
@@ -83,35 +86,41 @@ static size_t layer_at(const cnn_plan *p, uint64_t pos) {
   return lo;
 }
 
-/* Multiply-adds and element operations of the pieces before pos. */
-static void work_before(const cnn_plan *p, uint64_t pos, uint64_t *macs,
-                        uint64_t *elem) {
+/* Multiply-adds, element operations and parameters of the pieces before
+ * pos. */
+typedef struct work {
+  uint64_t macs, elem, params;
+} work;
+
+static work work_before(const cnn_plan *p, uint64_t pos) {
   size_t l;
   uint64_t c;
   const layer_cut *lc;
-  if (pos >= p->first[p->nlayers]) {
-    *macs = p->macs_before[p->nlayers];
-    *elem = p->elem_before[p->nlayers];
-    return;
-  }
+  if (pos >= p->first[p->nlayers])
+    return (work){p->macs_before[p->nlayers], p->elem_before[p->nlayers],
+                  p->params_before[p->nlayers]};
   l = layer_at(p, pos);
   lc = &p->cuts[l];
   c = pos - p->first[l];
-  *macs = p->macs_before[l] + spread(lc->macs, lc->units, c);
   /* ICP: the activation waits for the complete sums, at the last channel,
-   * which is never before pos when c < units */
-  *elem = p->elem_before[l] +
-          (lc->split == CNN_SPLIT_OCP ? spread(lc->elem, lc->units, c) : 0);
+   * which is never before pos when c < units; the parameters spread with
+   * the channels either way (a slice updates its own) */
+  return (work){
+      p->macs_before[l] + spread(lc->macs, lc->units, c),
+      p->elem_before[l] +
+          (lc->split == CNN_SPLIT_OCP ? spread(lc->elem, lc->units, c) : 0),
+      p->params_before[l] + spread(lc->params, lc->units, c)};
 }
 
-static double ops_of(uint64_t macs, uint64_t elem) {
-  return 2.0 * (double)macs + 2.0 * (double)elem;
+/* Training operations per sample (cnn_partition.h): each update's 5 per
+ * parameter (cnn_task's UPDATE) shared by the batch's samples. */
+static double ops_of(const cnn_plan *p, work w) {
+  double upd = p->batch ? 5.0 * (double)w.params / p->batch : 0;
+  return 2.0 * (double)w.macs + 2.0 * (double)w.elem + upd;
 }
 
 static double ops_before(const cnn_plan *p, uint64_t pos) {
-  uint64_t m, e;
-  work_before(p, pos, &m, &e);
-  return ops_of(m, e);
+  return ops_of(p, work_before(p, pos));
 }
 
 /* The position in [lo, hi] whose work before it is closest to target (the
@@ -138,6 +147,7 @@ static uint64_t closest(const cnn_plan *p, uint64_t lo, uint64_t hi,
 static void layout(cnn_plan *p, const cnn_layer *layers, size_t nstages,
                    unsigned flags, const cnn_split *choice) {
   p->first[0] = p->macs_before[0] = p->elem_before[0] = 0;
+  p->params_before[0] = 0;
   for (size_t l = 0; l < p->nlayers; l++) {
     const cnn_layer *ly = &layers[l];
     layer_cut *lc = &p->cuts[l];
@@ -145,6 +155,7 @@ static void layout(cnn_plan *p, const cnn_layer *layers, size_t nstages,
                       ly->kind == CNN_LAYER_CONNECTED;
     lc->macs = ly->fp_macs + ly->eb_macs + ly->pg_macs;
     lc->elem = ly->elem_ops;
+    lc->params = ly->weights + ly->biases;
     lc->split = CNN_SPLIT_WHOLE;
     lc->units = 1;
     if (splittable && !(flags & CNN_PLAN_LAYERS_ONLY)) {
@@ -168,6 +179,7 @@ static void layout(cnn_plan *p, const cnn_layer *layers, size_t nstages,
     p->first[l + 1] = p->first[l] + lc->units;
     p->macs_before[l + 1] = p->macs_before[l] + lc->macs;
     p->elem_before[l + 1] = p->elem_before[l] + lc->elem;
+    p->params_before[l + 1] = p->params_before[l] + lc->params;
   }
 }
 
@@ -327,15 +339,15 @@ static void fill_stages(cnn_plan *p, const cnn_platform *pf, size_t n,
   t->stages = n;
   t->macs = p->macs_before[p->nlayers];
   t->elem_ops = p->elem_before[p->nlayers];
-  t->ops = ops_of(t->macs, t->elem_ops);
+  t->params = p->params_before[p->nlayers];
+  t->batch = p->batch;
+  t->ops = ops_before(p, p->first[p->nlayers]);
   t->bottleneck = 0;
   t->time = 0;
   for (size_t i = 0; i < n; i++) {
     cnn_stage *s = &p->stages[i];
-    uint64_t m0, e0, m1, e1;
+    work w0 = work_before(p, cut[i]), w1 = work_before(p, cut[i + 1]);
     const layer_cut *first, *last;
-    work_before(p, cut[i], &m0, &e0);
-    work_before(p, cut[i + 1], &m1, &e1);
     s->platform = i;
     s->name = p->names[i];
     s->begin = point_begin(p, cut[i]);
@@ -352,9 +364,11 @@ static void fill_stages(cnn_plan *p, const cnn_platform *pf, size_t n,
                             s->begin.channel > 0)
                        ? last->split
                        : CNN_SPLIT_WHOLE;
-    s->macs = m1 - m0;
-    s->elem_ops = e1 - e0;
-    s->ops = ops_of(s->macs, s->elem_ops);
+    work w = {w1.macs - w0.macs, w1.elem - w0.elem, w1.params - w0.params};
+    s->macs = w.macs;
+    s->elem_ops = w.elem;
+    s->params = w.params;
+    s->ops = ops_of(p, w);
     s->share = t->ops > 0 ? s->ops / t->ops : 1.0 / (double)n;
     s->time = s->ops / pf[i].speed;
     speeds += pf[i].speed;
@@ -408,6 +422,7 @@ void cnn_plan_destroy(cnn_plan *plan) {
   free(plan->first);
   free(plan->macs_before);
   free(plan->elem_before);
+  free(plan->params_before);
   free(plan->stages);
   free(plan);
 }
@@ -481,8 +496,8 @@ static void search_splits(cnn_plan *p, const cnn_layer *layers,
 }
 
 int cnn_plan_create(const cnn_net *net, const cnn_platform *platforms,
-                    size_t n, unsigned flags, cnn_plan **out, char *err,
-                    size_t err_len) {
+                    size_t n, uint32_t batch, unsigned flags, cnn_plan **out,
+                    char *err, size_t err_len) {
   cnn_plan *p;
   const cnn_layer *layers;
   uint64_t *cut = NULL;
@@ -499,13 +514,15 @@ int cnn_plan_create(const cnn_net *net, const cnn_platform *platforms,
   layers = cnn_net_layers(net, &nl);
   if (!(p = calloc(1, sizeof *p))) goto nomem;
   p->nlayers = nl;
+  p->batch = batch;
   p->cuts = calloc(nl, sizeof *p->cuts);
   p->first = calloc(nl + 1, sizeof *p->first);
   p->macs_before = calloc(nl + 1, sizeof *p->macs_before);
   p->elem_before = calloc(nl + 1, sizeof *p->elem_before);
+  p->params_before = calloc(nl + 1, sizeof *p->params_before);
   p->labels = calloc(nl, sizeof *p->labels);
   if (!p->cuts || !p->first || !p->macs_before || !p->elem_before ||
-      !p->labels)
+      !p->params_before || !p->labels)
     goto nomem;
   if (!(choice = calloc(nl ? nl : 1, sizeof *choice))) goto nomem;
   layout(p, layers, n, flags, choice);
@@ -612,10 +629,16 @@ size_t cnn_plan_format(const cnn_plan *plan, char *buf, size_t len) {
         100.0 * s->idle);
   }
   cnn_text_put(&o, "total: %zu stages, %llu multiply-adds and %llu element "
-          "operations per sample (%.4g operations); bottleneck stage %zu "
-          "(%s) at %.4g s/sample, expected utilisation %.1f%%\n",
-      t->stages, (unsigned long long)t->macs,
-      (unsigned long long)t->elem_ops, t->ops, t->bottleneck,
+          "operations per sample", t->stages, (unsigned long long)t->macs,
+      (unsigned long long)t->elem_ops);
+  if (t->batch == 1)
+    cnn_text_put(&o, ", %llu parameters updated every sample",
+                 (unsigned long long)t->params);
+  else if (t->batch)
+    cnn_text_put(&o, ", %llu parameters updated every %u samples",
+                 (unsigned long long)t->params, t->batch);
+  cnn_text_put(&o, " (%.4g operations); bottleneck stage %zu (%s) at %.4g "
+          "s/sample, expected utilisation %.1f%%\n", t->ops, t->bottleneck,
       plan->stages[t->bottleneck].name, t->time, 100.0 * t->utilisation);
   return o.need;
 }

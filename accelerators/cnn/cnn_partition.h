@@ -10,8 +10,10 @@
  * and max-pool's comparisons, softmax's exponentials, sums and divisions;
  * each has a backward counterpart of about the same cost: ReLU's mask,
  * max-pool's routing of the error to the maximum, softmax's gradient).
- * A platform's speed is in the same operations per second; only the
- * ratios between speeds matter for the split.
+ * Each mini-batch's update adds 5 per parameter (momentum, decay, step:
+ * cnn_task's UPDATE), shared by the batch's samples; a slice's parameters
+ * are its channels' share. A platform's speed is in the same operations
+ * per second; only the ratios between speeds matter for the split.
  *
  * Pieces. Max-pool and softmax layers are never split: each goes whole to
  * one stage (softmax, the last layer, always to the last stage). A
@@ -112,6 +114,7 @@ typedef struct cnn_stage {
   cnn_split end_split;    /* the same for the last layer */
   uint64_t macs;          /* multiply-adds per sample (FP + EB + PG) */
   uint64_t elem_ops;      /* element operations per sample (forward) */
+  uint64_t params;        /* parameters (weights + biases) it updates */
   double ops;             /* training operations per sample (see above) */
   double share;           /* ops / the network's ops */
   double time;            /* ops / the platform's speed: seconds per sample */
@@ -121,6 +124,8 @@ typedef struct cnn_stage {
 typedef struct cnn_plan_totals {
   size_t stages;
   uint64_t macs, elem_ops;  /* the network's, per sample */
+  uint64_t params;          /* the network's parameters */
+  uint32_t batch;           /* samples per update (0: updates not counted) */
   double ops;               /* the network's training operations per sample */
   size_t bottleneck;        /* the stage with the largest time */
   double time;              /* its time: the pipeline's seconds per sample */
@@ -136,6 +141,8 @@ typedef struct cnn_plan cnn_plan;
  * platforms[i].
  *   net        the network; only read, and not referred to by the plan
  *   platforms  n platforms, each with a speed; names are copied
+ *   batch      the mini-batch: samples per update (0 leaves the updates'
+ *              work out)
  *   flags      0, CNN_PLAN_LAYERS_ONLY or CNN_PLAN_FIXED_SPLITS
  *   out        receives the plan (NULL on failure); the caller owns it and
  *              frees it with cnn_plan_destroy()
@@ -149,8 +156,8 @@ typedef struct cnn_plan cnn_plan;
  * EMBER_ENOMEM.
  */
 int cnn_plan_create(const cnn_net *net, const cnn_platform *platforms,
-                    size_t n, unsigned flags, cnn_plan **out, char *err,
-                    size_t err_len);
+                    size_t n, uint32_t batch, unsigned flags, cnn_plan **out,
+                    char *err, size_t err_len);
 
 /* cnn_plan_destroy - free a plan; NULL is a no-op. */
 void cnn_plan_destroy(cnn_plan *plan);

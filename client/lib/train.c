@@ -317,7 +317,8 @@ static int make_plan(setup *s, ember_client *const *clients,
   char err[512];
   size_t k0 = s->p.layer_split_only ? 2 : s->p.fixed_splits ? 1 : 0;
   for (size_t k = k0; !rc && k < 3; k++) {
-    rc = cnn_plan_create(s->net, pl, N, tries[k], &s->plan, err, sizeof err);
+    rc = cnn_plan_create(s->net, pl, N, s->run.micro * s->run.per_batch,
+                         tries[k], &s->plan, err, sizeof err);
     if (rc && k < 2) { /* too few pieces with some split: try the next */
       rc = 0;
       continue;
@@ -352,6 +353,9 @@ static int add_unit(setup *s, ember_client *const *clients, size_t i,
   t->client = clients[t->client_index];
   snprintf(t->platform, sizeof t->platform, "%s", s->stage_platform[i].name);
   t->speed = s->stage_platform[i].speed;
+  /* a device (a board, an OpenCL device) runs its tasks one at a time in
+   * the order they came; the cpu platform runs several at once */
+  t->in_order = strcmp(s->stage_platform[i].kind, "cpu") != 0;
   return 0;
 }
 

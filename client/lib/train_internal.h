@@ -67,6 +67,8 @@ typedef struct train_stage {
   size_t client_index;
   char platform[64];         /* the platform it is pinned to */
   double speed;              /* its operations per second (plan) */
+  int in_order;              /* its platform runs one task at a time, in
+                                the order they came */
   ember_block *state;        /* the stage's state block */
   cnn_layout layout;
   uint64_t exec_ns;          /* its tasks' time on the platform, this pass */

@@ -73,7 +73,7 @@ static cnn_plan *plan_ok(const cnn_net *net, size_t n, const double *speeds,
   char err[512];
   assert_true(n <= 64);
   set_speeds(pf, n, speeds);
-  int rc = cnn_plan_create(net, pf, n, flags, &p, err, sizeof err);
+  int rc = cnn_plan_create(net, pf, n, 0, flags, &p, err, sizeof err);
   if (rc) fail_msg("plan of %zu stages failed: %d %s", n, rc, err);
   return p;
 }
@@ -89,7 +89,7 @@ static void check_plan(const cnn_net *net, const cnn_plan *p, size_t n,
   const cnn_stage *s = cnn_plan_stages(p, &count);
   const cnn_plan_totals *t = cnn_plan_totals_get(p);
   cnn_point at = {0, 0}; /* where the next stage must begin */
-  uint64_t macs = 0, elem = 0, want_macs = 0, want_elem = 0;
+  uint64_t macs = 0, elem = 0, params = 0, want_macs = 0, want_elem = 0;
   double share = 0, max_time = 0, speeds = 0;
   assert_int_equal(count, n);
   assert_int_equal(t->stages, n);
@@ -131,9 +131,12 @@ static void check_plan(const cnn_net *net, const cnn_plan *p, size_t n,
              ? (cnn_point){s[i].end.layer + 1, 0}
              : (cnn_point){s[i].end.layer, s[i].end.channel};
     assert_true(s[i].ops > 0);
-    assert_near(s[i].ops, 2.0 * s[i].macs + 2.0 * s[i].elem_ops,
+    /* each update's 5 operations per parameter, shared by the batch */
+    assert_near(s[i].ops, 2.0 * s[i].macs + 2.0 * s[i].elem_ops +
+                              (t->batch ? 5.0 * s[i].params / t->batch : 0),
                 1e-9 * s[i].ops);
     macs += s[i].macs;
+    params += s[i].params;
     elem += s[i].elem_ops;
     share += s[i].share;
     if (s[i].time > max_time) max_time = s[i].time;
@@ -149,6 +152,8 @@ static void check_plan(const cnn_net *net, const cnn_plan *p, size_t n,
   assert_int_equal(s[n - 1].end.layer, nl - 1);
   assert_int_equal(macs, t->macs);
   assert_int_equal(elem, t->elem_ops);
+  assert_int_equal(params, t->params);
+  assert_int_equal(t->params, cnn_net_params(net));
   assert_near(share, 1.0, 1e-9);
   assert_near(t->time, max_time, 0);
   assert_near(s[t->bottleneck].time, max_time, 0);
@@ -168,6 +173,54 @@ static void print_plan(const char *title, const cnn_plan *p) {
   assert_int_equal(cnn_plan_format(p, text, need + 1), need);
   printf("%s\n%s", title, text);
   free(text);
+}
+
+/* A plan over n equal platforms counting the updates of batch samples. */
+static cnn_plan *plan_batch(const cnn_net *net, size_t n, uint32_t batch) {
+  cnn_platform pf[8];
+  cnn_plan *p = NULL;
+  char err[512];
+  assert_true(n <= 8);
+  set_speeds(pf, n, NULL);
+  int rc = cnn_plan_create(net, pf, n, batch, 0, &p, err, sizeof err);
+  if (rc) fail_msg("plan of %zu stages failed: %d %s", n, rc, err);
+  check_plan(net, p, n, pf);
+  return p;
+}
+
+/* ---- updates' work ------------------------------------------------------ */
+/* Each mini-batch's update, 5 operations per parameter, counts in the
+ * stage that holds the parameters, shared by the batch's samples (what
+ * the boards charge for UPDATE). LeNet's fc1 holds 93% of its
+ * parameters, in the last stage. */
+static void test_update_work(void **state) {
+  (void)state;
+  cnn_net *net = lenet();
+  size_t n;
+  cnn_plan *none = plan_batch(net, 4, 0), *b64 = plan_batch(net, 4, 64);
+  const cnn_plan_totals *t0 = cnn_plan_totals_get(none);
+  const cnn_plan_totals *t64 = cnn_plan_totals_get(b64);
+  const cnn_stage *s = cnn_plan_stages(b64, &n);
+  print_plan("LeNet over 4 equal platforms, updates of 64 samples:", b64);
+  assert_int_equal(t0->batch, 0);
+  assert_int_equal(t64->batch, 64);
+  assert_near(t64->ops, t0->ops + 5.0 * cnn_net_params(net) / 64,
+              1e-9 * t64->ops);
+  assert_true(s[3].params >= 400500 + 5010); /* fc1 and fc2 */
+  assert_near(s[3].ops, 2.0 * s[3].macs + 2.0 * s[3].elem_ops +
+                            5.0 * s[3].params / 64, 1e-9 * s[3].ops);
+  /* a batch of 1 updates every sample: 2.2 million operations more, 5
+   * per parameter, most in fc1, so the last stage takes less of conv2 */
+  cnn_plan *a = plan_batch(net, 2, 0), *b = plan_batch(net, 2, 1);
+  const cnn_stage *sa = cnn_plan_stages(a, &n), *sb = cnn_plan_stages(b, &n);
+  print_plan("LeNet over 2 equal platforms, updates of every sample:", b);
+  assert_true(sb[1].macs < sa[1].macs);
+  assert_true(sb[1].params > sb[0].params);
+  cnn_plan_destroy(a);
+  cnn_plan_destroy(b);
+  cnn_plan_destroy(none);
+  cnn_plan_destroy(b64);
+  cnn_net_destroy(net);
 }
 
 /* ---- LeNet over equal platforms --------------------------------------- */
@@ -347,7 +400,7 @@ static void test_layer_splits(void **state) {
   cnn_plan_destroy(p);
   set_speeds(pf, 4, NULL);
   p = (cnn_plan *)1;
-  assert_int_equal(cnn_plan_create(net, pf, 4, 0, &p, err, sizeof err),
+  assert_int_equal(cnn_plan_create(net, pf, 4, 0, 0, &p, err, sizeof err),
                    EMBER_EPARAM);
   assert_null(p);
   assert_contains(err, "more stages than work to split");
@@ -372,7 +425,7 @@ static void test_layer_splits(void **state) {
     cnn_plan_destroy(p);
   }
   set_speeds(pf, 8, NULL);
-  assert_int_equal(cnn_plan_create(net, pf, 8, CNN_PLAN_LAYERS_ONLY, &p,
+  assert_int_equal(cnn_plan_create(net, pf, 8, 0, CNN_PLAN_LAYERS_ONLY, &p,
                                    err, sizeof err), EMBER_EPARAM);
   assert_contains(err, "8 stages but the network has only 7 pieces");
   assert_contains(err, "channel splits forbidden");
@@ -385,7 +438,7 @@ static void expect_error(const cnn_net *net, const cnn_platform *pf,
                          const char *want) {
   cnn_plan *p = (cnn_plan *)1;
   char err[512] = "";
-  int got = cnn_plan_create(net, pf, n, flags, &p, err, sizeof err);
+  int got = cnn_plan_create(net, pf, n, 0, flags, &p, err, sizeof err);
   if (got != rc) fail_msg("rc %d (%s), expected %d", got, err, rc);
   assert_null(p);
   assert_contains(err, want);
@@ -416,7 +469,8 @@ static void test_errors(void **state) {
                "split");
   cnn_plan *p = NULL;
   char err[256];
-  assert_int_equal(cnn_plan_create(net, pf, 1373, 0, &p, err, sizeof err), 0);
+  assert_int_equal(cnn_plan_create(net, pf, 1373, 0, 0, &p, err,
+                                   sizeof err), 0);
   check_plan(net, p, 1373, pf);
   assert_int_equal(cnn_plan_layer_split(p, 2, NULL), CNN_SPLIT_OCP);
   cnn_plan_destroy(p);
@@ -425,7 +479,7 @@ static void test_errors(void **state) {
   expect_error(NULL, pf, 2, 0, EMBER_EINVAL, "invalid arguments");
   expect_error(net, NULL, 2, 0, EMBER_EINVAL, "invalid arguments");
   expect_error(net, pf, 2, 0x10, EMBER_EINVAL, "invalid arguments");
-  assert_int_equal(cnn_plan_create(net, pf, 2, 0, NULL, NULL, 0),
+  assert_int_equal(cnn_plan_create(net, pf, 2, 0, 0, NULL, NULL, 0),
                    EMBER_EINVAL);
   cnn_plan_destroy(NULL);
   cnn_net_destroy(net);
@@ -577,8 +631,9 @@ static uint64_t pieces(const cnn_net *net, size_t n, unsigned flags) {
 /* The smallest bottleneck any split of the pieces into n non-empty runs
  * reaches, by trying them all (pieces' work from the spec in
  * cnn_partition.h: multiply-adds spread evenly over a layer's channels,
- * element operations too under OCP, on the last channel under ICP), or a
- * negative number when there are more than max_units pieces or n > 6;
+ * element operations too under OCP, on the last channel under ICP;
+ * parameters, updated once per batch, spread evenly too), or a negative
+ * number when there are more than max_units pieces or n > 6;
  * the heaviest piece's work in *heaviest. */
 static double best_bottleneck(const cnn_net *net, const cnn_plan *p,
                               const cnn_platform *pf, size_t n,
@@ -587,11 +642,13 @@ static double best_bottleneck(const cnn_net *net, const cnn_plan *p,
   const cnn_layer *l = cnn_net_layers(net, &nl);
   double w[64], best = INFINITY;
   size_t cut[8]; /* n <= 6 */
+  uint32_t batch = cnn_plan_totals_get(p)->batch;
   *heaviest = 0;
   for (size_t i = 0; i < nl; i++) {
     uint32_t ch;
     cnn_split sp = cnn_plan_layer_split(p, i, &ch);
     uint64_t m = l[i].fp_macs + l[i].eb_macs + l[i].pg_macs;
+    uint64_t prm = l[i].weights + l[i].biases;
     if (u + ch > max_units || u + ch > 64) return -1;
     for (uint32_t c = 0; c < ch; c++) {
       double macs = (double)(m / ch + (c < m % ch ? 1 : 0));
@@ -599,7 +656,8 @@ static double best_bottleneck(const cnn_net *net, const cnn_plan *p,
                         ? (double)(l[i].elem_ops / ch +
                                    (c < l[i].elem_ops % ch ? 1 : 0))
                         : (c == ch - 1 ? (double)l[i].elem_ops : 0);
-      w[u] = 2 * macs + 2 * elem;
+      double params = (double)(prm / ch + (c < prm % ch ? 1 : 0));
+      w[u] = 2 * macs + 2 * elem + (batch ? 5 * params / batch : 0);
       *heaviest = fmax(*heaviest, w[u++]);
     }
   }
@@ -642,10 +700,11 @@ static void test_random(void **state) {
     parsed++;
     size_t n = 1 + rnd(16);
     unsigned flags = rnd(4) == 0 ? CNN_PLAN_LAYERS_ONLY : 0;
+    uint32_t batch = rnd(2) == 0 ? 0 : 1 + (uint32_t)rnd(128);
     for (size_t i = 0; i < n; i++)
       speeds[i] = rnd(3) == 0 ? 1.0 : 0.1 + rnd(1000) / 100.0;
     set_speeds(pf, n, speeds);
-    int rc = cnn_plan_create(net, pf, n, flags, &p, err, sizeof err);
+    int rc = cnn_plan_create(net, pf, n, batch, flags, &p, err, sizeof err);
     if (n > pieces(net, n, flags)) {
       if (rc != EMBER_EPARAM)
         fail_msg("case %d: %zu stages over %llu pieces: rc %d\n%s", k, n,
@@ -701,7 +760,7 @@ static void test_alloc_failures(void **state) {
     char err[256];
     alloc_count = 0;
     alloc_fail_at = k;
-    int rc = cnn_plan_create(net, pf, 3, 0, &p, err, sizeof err);
+    int rc = cnn_plan_create(net, pf, 3, 0, 0, &p, err, sizeof err);
     int calls = alloc_count;
     alloc_fail_at = 0;
     if (rc == 0) {
@@ -726,6 +785,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lenet_equal),
       cmocka_unit_test(test_lenet_speeds),
+      cmocka_unit_test(test_update_work),
       cmocka_unit_test(test_first_layer_ocp),
       cmocka_unit_test(test_split_search),
       cmocka_unit_test(test_layer_splits),
