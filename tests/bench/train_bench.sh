@@ -17,7 +17,8 @@
 #              channel, pool1) outlasted its model time 3% of the time on
 #              2 shared cores; at 0.65 GOPS 0.2%
 #   two NAMs   2 stages, one on each of two ember-nam on TCP loopback
-#              (activations and errors through the client)
+#              (activations and errors through the client), on cpu and on
+#              the slow boards (2 and 4 stages, half on each NAM)
 # Prints per run images per second, each stage's busy share (its tasks'
 # platform time over the epoch's wall time), the stages' mean idle share
 # (FPDeep's proportion of idle stages) and the plan's expected idle.
@@ -84,6 +85,8 @@ start_nam "unix:$tmp/nam.sock" "$tmp/nam.log"
 start_nam "tcp:127.0.0.1:47811" "$tmp/nam2.log"
 start_nam "tcp:127.0.0.1:47812" "$tmp/nam3.log"
 start_nam "unix:$tmp/slow.sock" "$tmp/slow.log" --set fpga-emu.timing=cnn:13:50
+start_nam "tcp:127.0.0.1:47813" "$tmp/slow2.log" --set fpga-emu.timing=cnn:13:50
+start_nam "tcp:127.0.0.1:47814" "$tmp/slow3.log" --set fpga-emu.timing=cnn:13:50
 echo "LeNet, one epoch of $n Fashion-MNIST training images (batch 64, micro-batches of 16), then 10,000 test images"
 echo "$(nproc) cores: $(sed -n 's/^model name\t*: //p' /proc/cpuinfo | head -1)"
 printf "%-22s %-24s %8s  %7s  %-22s %6s  %s\n" run platforms img/s "test" "busy per stage" "idle" "planned idle per stage"
@@ -103,3 +106,9 @@ for s in 1 2 4; do
 done
 run "two NAMs (tcp), 2 stages" --nam tcp:127.0.0.1:47811 --nam tcp:127.0.0.1:47812 \
   --platform cpu --stages 2
+# the slow boards over two NAMs: half the stages on each, activations and
+# errors between them through this client
+for s in 2 4; do
+  run "slow, two NAMs, $s st." --nam tcp:127.0.0.1:47813 --nam tcp:127.0.0.1:47814 \
+    --platform fpga-emu --stages "$s" --train-limit $((n / 2)) --test-limit 640
+done
