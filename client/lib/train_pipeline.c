@@ -28,9 +28,10 @@
  * stage still (the best op among its units: UPDATE, then BACKWARD, then
  * FORWARD); on a device, which runs tasks in the order they came, another
  * unit's task queues behind the one running too (on 4 slowed boards the
- * bottleneck board then idles under 0.5% in steady state, 2% before). The units form the chain above, with these links more: every
- * slice of a layer reads the layer's input (the output of the unit before
- * its first slice); a slice after the first adds to the previous one's
+ * bottleneck board then idles under 0.5% in steady state, 2% before).
+ * The units form the chain above, with these links more: every slice of a
+ * layer reads the layer's input (the output of the unit before its first
+ * slice); a slice after the first adds to the previous one's
  * partial sums (ICP) or output (OCP). ICP: the last slice's BACKWARD (the
  * layer's output error) makes dz, which the other slices' BACKWARDs take;
  * the unit before the first slice takes the slices' input errors as its
