@@ -1,7 +1,8 @@
 /* test_cnn_partition.c - the cnn accelerator's stage partitioner
  * (accelerators/cnn/cnn_partition.c): the shipped LeNet over 1 to 4 equal
- * platforms and over unequal ones, OCP for a first layer with one input
- * channel, layer splits of unsplittable networks, every error with its
+ * platforms and over unequal ones, each mini-batch's update counted where
+ * its parameters are, OCP for a first layer with one input channel, the
+ * split search, layer splits of unsplittable networks, every error with its
  * message, an AlexNet-like network over 8 platforms, the printed plan,
  * seeded random networks with the plan's invariants, allocation
  * failures. */
