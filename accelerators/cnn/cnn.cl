@@ -6,16 +6,18 @@
  * darknet's max-pool windows); the host side is cnn_opencl.c.
  *
  * Every kernel is one-dimensional, one work-item per element it writes,
- * the global size rounded up (items past `total` return at once). Sums
- * run in float in cnn_ref.c's order where one item owns the whole sum;
- * the device may contract a*b+c into an FMA.
+ * or in the convolution and connected layers per CNN_BLOCK elements (a
+ * register tile: channels or samples that share the values read), the
+ * global size rounded up (items past `total` return at once). Sums run in
+ * float in cnn_ref.c's order where one item owns the whole sum; the
+ * device may contract a*b+c into an FMA.
  *
- * A first version: direct loops reading global memory. Tiling belongs in
- * cnn_conv_fwd (a work-group per output tile, the input patch and the
- * filter's slice in local memory), cnn_conv_bwd_data (the same over the
- * input) and the two weight-gradient kernels (a group per weight tile, the
- * batch reduced in local memory); connected layers are matrix products and
- * would take a tiled GEMM.
+ * Loops read global memory directly. For a GPU, tiling in local memory
+ * belongs in cnn_conv_fwd (a work-group per output tile, the input patch
+ * and the filter's slice in local memory), cnn_conv_bwd_data (the same
+ * over the input) and the two weight-gradient kernels (a group per weight
+ * tile, the batch reduced in local memory); connected layers are matrix
+ * products and would take a tiled GEMM.
  */
 
 /* The ReLU or identity of a pre-activation z. */
@@ -23,56 +25,84 @@ inline float act_fwd(int relu, float z) {
   return relu && z < 0.0f ? 0.0f : z;
 }
 
+/* Each convolution item computes CNN_BLOCK channels of what it writes
+ * (cnn_opencl.c defines it), so that one value read from global memory
+ * serves all of them; a block past the last channel reads the last
+ * channel's weights and stores nothing. */
+#ifndef CNN_BLOCK
+#define CNN_BLOCK 4
+#endif
+
+/* The number of CNN_BLOCK blocks covering n channels. */
+inline int blocks(int n) { return (n + CNN_BLOCK - 1) / CNN_BLOCK; }
+
 /* cnn_conv_fwd: y (N x O x OH x OW) from x (N x C x H x W), weights w
- * (O x C x K x K), biases b (O), stride S, padding P on each side. */
+ * (O x C x K x K), biases b (O), stride S, padding P on each side; one
+ * item per sample, block of output channels and output position. */
 __kernel void cnn_conv_fwd(__global const float *x, __global const float *w,
                            __global const float *b, __global float *y,
                            int N, int C, int H, int W, int O, int OH, int OW,
                            int K, int S, int P, int relu) {
   size_t g = get_global_id(0);
-  if (g >= (size_t)N * O * OH * OW) return;
+  int OB = blocks(O);
+  if (g >= (size_t)N * OB * OH * OW) return;
   int ow = (int)(g % OW);
   size_t t = g / OW;
   int oh = (int)(t % OH);
   t /= OH;
-  int o = (int)(t % O);
-  size_t n = t / O;
-  float z = b[o];
+  int o0 = (int)(t % OB) * CNN_BLOCK;
+  size_t n = t / OB;
+  size_t wo[CNN_BLOCK];
+  float z[CNN_BLOCK];
+  for (int j = 0; j < CNN_BLOCK; j++) {
+    int o = min(o0 + j, O - 1);
+    wo[j] = (size_t)o * C * K * K;
+    z[j] = b[o];
+  }
   for (int i = 0; i < C; i++) {
     __global const float *xi = x + (n * C + i) * H * W;
-    __global const float *wi = w + ((size_t)o * C + i) * K * K;
     for (int kh = 0; kh < K; kh++) {
       int ih = oh * S - P + kh;
       if (ih < 0 || ih >= H) continue;
       for (int kw = 0; kw < K; kw++) {
         int iw = ow * S - P + kw;
         if (iw < 0 || iw >= W) continue;
-        z += wi[kh * K + kw] * xi[(size_t)ih * W + iw];
+        float xv = xi[(size_t)ih * W + iw];
+        size_t at = ((size_t)i * K + kh) * K + kw;
+        for (int j = 0; j < CNN_BLOCK; j++) z[j] += w[wo[j] + at] * xv;
       }
     }
   }
-  y[g] = act_fwd(relu, z);
+  for (int j = 0; j < CNN_BLOCK && o0 + j < O; j++)
+    y[((n * O + o0 + j) * OH + oh) * OW + ow] = act_fwd(relu, z[j]);
 }
 
 /* cnn_conv_bwd_data: dx (N x C x H x W) from the error dz at the
  * convolution's pre-activation (N x O x OH x OW), gathered per input
- * element over the outputs whose window covers it. */
+ * element over the outputs whose window covers it; one item per sample,
+ * block of input channels and input position. */
 __kernel void cnn_conv_bwd_data(__global const float *dz,
                                 __global const float *w, __global float *dx,
                                 int N, int C, int H, int W, int O, int OH,
                                 int OW, int K, int S, int P) {
   size_t g = get_global_id(0);
-  if (g >= (size_t)N * C * H * W) return;
+  int CB = blocks(C);
+  if (g >= (size_t)N * CB * H * W) return;
   int iw = (int)(g % W);
   size_t t = g / W;
   int ih = (int)(t % H);
   t /= H;
-  int i = (int)(t % C);
-  size_t n = t / C;
-  float s = 0.0f;
+  int i0 = (int)(t % CB) * CNN_BLOCK;
+  size_t n = t / CB;
+  size_t wi[CNN_BLOCK];
+  float s[CNN_BLOCK];
+  for (int j = 0; j < CNN_BLOCK; j++) {
+    wi[j] = (size_t)min(i0 + j, C - 1) * K * K;
+    s[j] = 0.0f;
+  }
   for (int o = 0; o < O; o++) {
     __global const float *dzo = dz + (n * O + o) * OH * OW;
-    __global const float *wo = w + ((size_t)o * C + i) * K * K;
+    size_t wo = (size_t)o * C * K * K;
     for (int kh = 0; kh < K; kh++) {
       int th = ih + P - kh;
       if (th < 0 || th % S) continue;
@@ -83,43 +113,56 @@ __kernel void cnn_conv_bwd_data(__global const float *dz,
         if (tw < 0 || tw % S) continue;
         int ow = tw / S;
         if (ow >= OW) continue;
-        s += wo[kh * K + kw] * dzo[(size_t)oh * OW + ow];
+        float dv = dzo[(size_t)oh * OW + ow];
+        size_t at = wo + (size_t)kh * K + kw;
+        for (int j = 0; j < CNN_BLOCK; j++) s[j] += w[at + wi[j]] * dv;
       }
     }
   }
-  dx[g] = s;
+  for (int j = 0; j < CNN_BLOCK && i0 + j < C; j++)
+    dx[((n * C + i0 + j) * H + ih) * W + iw] = s[j];
 }
 
 /* cnn_conv_bwd_weights: dw (O x C x K x K) += the sum over the batch and
- * the output positions of x * dz. */
+ * the output positions of x * dz; one item per block of output channels,
+ * input channel and kernel position. */
 __kernel void cnn_conv_bwd_weights(__global const float *x,
                                    __global const float *dz,
                                    __global float *dw, int N, int C, int H,
                                    int W, int O, int OH, int OW, int K,
                                    int S, int P) {
   size_t g = get_global_id(0);
-  if (g >= (size_t)O * C * K * K) return;
+  int OB = blocks(O);
+  if (g >= (size_t)OB * C * K * K) return;
   int kw = (int)(g % K);
   size_t t = g / K;
   int kh = (int)(t % K);
   t /= K;
   int i = (int)(t % C);
-  int o = (int)(t / C);
-  float s = 0.0f;
+  int o0 = (int)(t / C) * CNN_BLOCK;
+  size_t dzo[CNN_BLOCK];
+  float s[CNN_BLOCK];
+  for (int j = 0; j < CNN_BLOCK; j++) {
+    dzo[j] = (size_t)min(o0 + j, O - 1) * OH * OW;
+    s[j] = 0.0f;
+  }
   for (int n = 0; n < N; n++) {
     __global const float *xi = x + ((size_t)n * C + i) * H * W;
-    __global const float *dzo = dz + ((size_t)n * O + o) * OH * OW;
+    __global const float *dzn = dz + (size_t)n * O * OH * OW;
     for (int oh = 0; oh < OH; oh++) {
       int ih = oh * S - P + kh;
       if (ih < 0 || ih >= H) continue;
       for (int ow = 0; ow < OW; ow++) {
         int iw = ow * S - P + kw;
         if (iw < 0 || iw >= W) continue;
-        s += xi[(size_t)ih * W + iw] * dzo[(size_t)oh * OW + ow];
+        float xv = xi[(size_t)ih * W + iw];
+        size_t at = (size_t)oh * OW + ow;
+        for (int j = 0; j < CNN_BLOCK; j++) s[j] += xv * dzn[dzo[j] + at];
       }
     }
   }
-  dw[g] += s;
+  for (int j = 0; j < CNN_BLOCK && o0 + j < O; j++)
+    dw[(((size_t)(o0 + j) * C + i) * K + kh) * K + kw] += s[j];
 }
 
 /* cnn_bias_grad: db (C) += the sum over the batch and the P positions of
@@ -207,43 +250,75 @@ __kernel void cnn_pool_bwd(__global const float *dy, __global const int *arg,
   dx[g] = s;
 }
 
-/* cnn_fc_fwd: y (N x O) = act(b + w x), w (O x J), x (N x J). */
+/* cnn_fc_fwd: y (N x O) = act(b + w x), w (O x J), x (N x J); one item
+ * per output and block of samples, which share each weight read. */
 __kernel void cnn_fc_fwd(__global const float *x, __global const float *w,
                          __global const float *b, __global float *y, int N,
                          int J, int O, int relu) {
   size_t g = get_global_id(0);
-  if (g >= (size_t)N * O) return;
-  size_t o = g % O, n = g / O;
+  if (g >= (size_t)blocks(N) * O) return;
+  size_t o = g % O;
+  int n0 = (int)(g / O) * CNN_BLOCK;
   __global const float *wo = w + o * J;
-  __global const float *xn = x + n * J;
-  float z = b[o];
-  for (int j = 0; j < J; j++) z += wo[j] * xn[j];
-  y[g] = act_fwd(relu, z);
+  size_t xn[CNN_BLOCK];
+  float z[CNN_BLOCK];
+  for (int k = 0; k < CNN_BLOCK; k++) {
+    xn[k] = (size_t)min(n0 + k, N - 1) * J;
+    z[k] = b[o];
+  }
+  for (int j = 0; j < J; j++) {
+    float wv = wo[j];
+    for (int k = 0; k < CNN_BLOCK; k++) z[k] += wv * x[xn[k] + j];
+  }
+  for (int k = 0; k < CNN_BLOCK && n0 + k < N; k++)
+    y[(size_t)(n0 + k) * O + o] = act_fwd(relu, z[k]);
 }
 
-/* cnn_fc_bwd_data: dx (N x J) = w^T dz. */
+/* cnn_fc_bwd_data: dx (N x J) = w^T dz; one item per input and block of
+ * samples. */
 __kernel void cnn_fc_bwd_data(__global const float *dz,
                               __global const float *w, __global float *dx,
                               int N, int J, int O) {
   size_t g = get_global_id(0);
-  if (g >= (size_t)N * J) return;
-  size_t j = g % J, n = g / J;
-  __global const float *dzn = dz + n * O;
-  float s = 0.0f;
-  for (int o = 0; o < O; o++) s += w[(size_t)o * J + j] * dzn[o];
-  dx[g] = s;
+  if (g >= (size_t)blocks(N) * J) return;
+  size_t j = g % J;
+  int n0 = (int)(g / J) * CNN_BLOCK;
+  size_t dzn[CNN_BLOCK];
+  float s[CNN_BLOCK];
+  for (int k = 0; k < CNN_BLOCK; k++) {
+    dzn[k] = (size_t)min(n0 + k, N - 1) * O;
+    s[k] = 0.0f;
+  }
+  for (int o = 0; o < O; o++) {
+    float wv = w[(size_t)o * J + j];
+    for (int k = 0; k < CNN_BLOCK; k++) s[k] += wv * dz[dzn[k] + o];
+  }
+  for (int k = 0; k < CNN_BLOCK && n0 + k < N; k++)
+    dx[(size_t)(n0 + k) * J + j] = s[k];
 }
 
-/* cnn_fc_bwd_weights: dw (O x J) += the sum over the batch of dz x^T. */
+/* cnn_fc_bwd_weights: dw (O x J) += the sum over the batch of dz x^T; one
+ * item per input and block of outputs, which share each input read. */
 __kernel void cnn_fc_bwd_weights(__global const float *x,
                                  __global const float *dz,
                                  __global float *dw, int N, int J, int O) {
   size_t g = get_global_id(0);
-  if (g >= (size_t)O * J) return;
-  size_t j = g % J, o = g / J;
-  float s = 0.0f;
-  for (int n = 0; n < N; n++) s += x[(size_t)n * J + j] * dz[(size_t)n * O + o];
-  dw[g] += s;
+  if (g >= (size_t)blocks(O) * J) return;
+  size_t j = g % J;
+  int o0 = (int)(g / J) * CNN_BLOCK;
+  int ok[CNN_BLOCK];
+  float s[CNN_BLOCK];
+  for (int k = 0; k < CNN_BLOCK; k++) {
+    ok[k] = min(o0 + k, O - 1);
+    s[k] = 0.0f;
+  }
+  for (int n = 0; n < N; n++) {
+    float xv = x[(size_t)n * J + j];
+    __global const float *dzn = dz + (size_t)n * O;
+    for (int k = 0; k < CNN_BLOCK; k++) s[k] += xv * dzn[ok[k]];
+  }
+  for (int k = 0; k < CNN_BLOCK && o0 + k < O; k++)
+    dw[(size_t)(o0 + k) * J + j] += s[k];
 }
 
 /* cnn_softmax: one item per sample, p (N x K) from x; with labels, the

@@ -59,7 +59,7 @@ while [ "$s" -le "$seeds" ]; do
   row=$(printf '%4d %12.9f' "$s" "$ref")
   for args in "2 --layers-only" "4 --layers-only" "2" "4" \
       "2 --fixed-splits" "4 --fixed-splits"; do
-    set -- $args
+    set -- $args # split into the stage count and its flags
     n=$1
     shift
     row="$row $(rel "$ref" "$(loss 1 --seed "$s" --stages "$n" "$@")")"

@@ -5,7 +5,8 @@
  *
  * Each layer kind as a one-layer stage that does not start at layer 0
  * (so its input error is computed): convolutions (ReLU, stride 2, pad 1;
- * linear, 5x5, padding 2), max-pools (overlapping windows with darknet's
+ * linear, 5x5, padding 2; 6 channels in and out, two blocks of cnn.cl's
+ * work-items each way), max-pools (overlapping windows with darknet's
  * padding; 2x2 stride 2), connected layers (ReLU, linear) and the softmax
  * with its loss; then the whole of accelerators/cnn/nets/lenet.cfg as one
  * stage (batch 8). For each stage, two rounds of: forward (outputs, loss),
@@ -350,6 +351,10 @@ int main(void) {
                 "activation=relu"},
       {6, 8, 2, "[convolutional]\nfilters=3\nsize=5\nstride=1\npadding=2\n"
                 "activation=linear"},
+      /* two blocks of channels each way (cnn.cl's CNN_BLOCK, 4), the
+       * second part empty */
+      {5, 6, 6, "[convolutional]\nfilters=6\nsize=3\nstride=1\npad=1\n"
+                "activation=relu"},
       {7, 9, 3, "[maxpool]\nsize=3\nstride=2"},
       {8, 6, 2, "[maxpool]\nsize=2\nstride=2\npadding=0"},
       {3, 4, 5, "[connected]\noutput=7\nactivation=relu"},
