@@ -59,14 +59,16 @@ __kernel void cnn_conv_fwd(__global const float *x, __global const float *w,
     wo[j] = (size_t)o * C * K * K;
     z[j] = b[o];
   }
+  /* the window's rows and columns inside the input */
+  int h0 = oh * S - P, w0 = ow * S - P;
+  int kh0 = max(0, -h0), kh1 = min(K, H - h0);
+  int kw0 = max(0, -w0), kw1 = min(K, W - w0);
   for (int i = 0; i < C; i++) {
     __global const float *xi = x + (n * C + i) * H * W;
-    for (int kh = 0; kh < K; kh++) {
-      int ih = oh * S - P + kh;
-      if (ih < 0 || ih >= H) continue;
-      for (int kw = 0; kw < K; kw++) {
-        int iw = ow * S - P + kw;
-        if (iw < 0 || iw >= W) continue;
+    for (int kh = kh0; kh < kh1; kh++) {
+      int ih = h0 + kh;
+      for (int kw = kw0; kw < kw1; kw++) {
+        int iw = w0 + kw;
         float xv = xi[(size_t)ih * W + iw];
         size_t at = ((size_t)i * K + kh) * K + kw;
         for (int j = 0; j < CNN_BLOCK; j++) z[j] += w[wo[j] + at] * xv;
@@ -75,6 +77,13 @@ __kernel void cnn_conv_fwd(__global const float *x, __global const float *w,
   }
   for (int j = 0; j < CNN_BLOCK && o0 + j < O; j++)
     y[((n * O + o0 + j) * OH + oh) * OW + ow] = act_fwd(relu, z[j]);
+}
+
+/* first_tap: the smallest k >= 0 with t - k a multiple of S and
+ * (t - k) / S < OUT, the outputs along one axis, for t >= 0. */
+inline int first_tap(int t, int OUT, int S) {
+  int k = max(0, t - (OUT - 1) * S);
+  return k + (t - k) % S;
 }
 
 /* cnn_conv_bwd_data: dx (N x C x H x W) from the error dz at the
@@ -100,19 +109,18 @@ __kernel void cnn_conv_bwd_data(__global const float *dz,
     wi[j] = (size_t)min(i0 + j, C - 1) * K * K;
     s[j] = 0.0f;
   }
+  /* the kernel rows (columns) whose output row (column) (ih + P - kh) / S
+   * exists: from the first in range with the right remainder, every S */
+  int th = ih + P, tw = iw + P;
+  int kh0 = first_tap(th, OH, S), kh1 = min(K - 1, th);
+  int kw0 = first_tap(tw, OW, S), kw1 = min(K - 1, tw);
   for (int o = 0; o < O; o++) {
     __global const float *dzo = dz + (n * O + o) * OH * OW;
     size_t wo = (size_t)o * C * K * K;
-    for (int kh = 0; kh < K; kh++) {
-      int th = ih + P - kh;
-      if (th < 0 || th % S) continue;
-      int oh = th / S;
-      if (oh >= OH) continue;
-      for (int kw = 0; kw < K; kw++) {
-        int tw = iw + P - kw;
-        if (tw < 0 || tw % S) continue;
-        int ow = tw / S;
-        if (ow >= OW) continue;
+    for (int kh = kh0; kh <= kh1; kh += S) {
+      int oh = (th - kh) / S;
+      for (int kw = kw0; kw <= kw1; kw += S) {
+        int ow = (tw - kw) / S;
         float dv = dzo[(size_t)oh * OW + ow];
         size_t at = wo + (size_t)kh * K + kw;
         for (int j = 0; j < CNN_BLOCK; j++) s[j] += w[at + wi[j]] * dv;
@@ -122,6 +130,9 @@ __kernel void cnn_conv_bwd_data(__global const float *dz,
   for (int j = 0; j < CNN_BLOCK && i0 + j < C; j++)
     dx[((n * C + i0 + j) * H + ih) * W + iw] = s[j];
 }
+
+/* first_out: the smallest o >= 0 with o * S + d >= 0. */
+inline int first_out(int d, int S) { return d >= 0 ? 0 : (S - 1 - d) / S; }
 
 /* cnn_conv_bwd_weights: dw (O x C x K x K) += the sum over the batch and
  * the output positions of x * dz; one item per block of output channels,
@@ -146,15 +157,17 @@ __kernel void cnn_conv_bwd_weights(__global const float *x,
     dzo[j] = (size_t)min(o0 + j, O - 1) * OH * OW;
     s[j] = 0.0f;
   }
+  /* the output rows (columns) whose input row (column) o * S - P + k
+   * lies inside the input */
+  int oh0 = first_out(kh - P, S), oh1 = min(OH, first_out(kh - P - H, S));
+  int ow0 = first_out(kw - P, S), ow1 = min(OW, first_out(kw - P - W, S));
   for (int n = 0; n < N; n++) {
     __global const float *xi = x + ((size_t)n * C + i) * H * W;
     __global const float *dzn = dz + (size_t)n * O * OH * OW;
-    for (int oh = 0; oh < OH; oh++) {
+    for (int oh = oh0; oh < oh1; oh++) {
       int ih = oh * S - P + kh;
-      if (ih < 0 || ih >= H) continue;
-      for (int ow = 0; ow < OW; ow++) {
+      for (int ow = ow0; ow < ow1; ow++) {
         int iw = ow * S - P + kw;
-        if (iw < 0 || iw >= W) continue;
         float xv = xi[(size_t)ih * W + iw];
         size_t at = (size_t)oh * OW + ow;
         for (int j = 0; j < CNN_BLOCK; j++) s[j] += xv * dzn[dzo[j] + at];
