@@ -25,15 +25,16 @@ inline float act_fwd(int relu, float z) {
   return relu && z < 0.0f ? 0.0f : z;
 }
 
-/* Each convolution item computes CNN_BLOCK channels of what it writes
- * (cnn_opencl.c defines it), so that one value read from global memory
- * serves all of them; a block past the last channel reads the last
- * channel's weights and stores nothing. */
+/* Each convolution or connected-layer item computes CNN_BLOCK channels
+ * or samples of what it writes (cnn_opencl.c defines it), so that one
+ * value read from global memory serves all of them; an item of a block
+ * past the last channel or sample reads the last one's values and stores
+ * nothing. */
 #ifndef CNN_BLOCK
 #define CNN_BLOCK 4
 #endif
 
-/* The number of CNN_BLOCK blocks covering n channels. */
+/* The number of CNN_BLOCK blocks covering n channels or samples. */
 inline int blocks(int n) { return (n + CNN_BLOCK - 1) / CNN_BLOCK; }
 
 /* cnn_conv_fwd: y (N x O x OH x OW) from x (N x C x H x W), weights w

@@ -47,7 +47,11 @@ print([json.loads(l) for l in open(sys.argv[1])][-1]["loss"])' "$tmp/out"
 }
 
 # rel A B: |B - A| / |A|
-rel() { python3 -c 'import sys; a, b = map(float, sys.argv[1:]); print("%9.1e" % (abs(b - a) / abs(a)))' "$1" "$2"; }
+rel() {
+  python3 -c 'import sys
+a, b = map(float, sys.argv[1:])
+print("%9.1e" % (abs(b - a) / abs(a)))' "$1" "$2"
+}
 
 echo "sync_drift: LeNet, 2000 Fashion-MNIST images, 100 steps of batch 20;"
 echo "relative difference of the epoch's loss from 1 stage on 1 thread"
@@ -59,7 +63,8 @@ while [ "$s" -le "$seeds" ]; do
   row=$(printf '%4d %12.9f' "$s" "$ref")
   for args in "2 --layers-only" "4 --layers-only" "2" "4" \
       "2 --fixed-splits" "4 --fixed-splits"; do
-    set -- $args # split into the stage count and its flags
+    # shellcheck disable=SC2086 # split into the stage count and its flags
+    set -- $args
     n=$1
     shift
     row="$row $(rel "$ref" "$(loss 1 --seed "$s" --stages "$n" "$@")")"

@@ -351,8 +351,8 @@ int main(void) {
                 "activation=relu"},
       {6, 8, 2, "[convolutional]\nfilters=3\nsize=5\nstride=1\npadding=2\n"
                 "activation=linear"},
-      /* two blocks of channels each way (cnn.cl's CNN_BLOCK, 4), the
-       * second part empty */
+      /* two blocks of channels each way (cnn.cl's CNN_BLOCK, 4), half of
+       * the second past the last channel */
       {5, 6, 6, "[convolutional]\nfilters=6\nsize=3\nstride=1\npad=1\n"
                 "activation=relu"},
       {7, 9, 3, "[maxpool]\nsize=3\nstride=2"},
