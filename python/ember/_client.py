@@ -743,7 +743,8 @@ class Client:
         the .cfg's; stages: pipeline stages; platform: the kind every
         stage runs on ("cpu", "opencl", "fpga-emu"; None: any); sync: each
         stage updates before the next mini-batch (the result equals one
-        stage's) instead of FPDeep's pipelined updates; seed: initial
+        stage's, bit for bit with layers_only) instead of FPDeep's
+        pipelined updates; seed: initial
         weights and the shuffle; load: a weights file to start from (what
         save wrote; epochs go on from its count); save: a weights file
         written after each epoch; train_limit, test_limit: use the first

@@ -713,7 +713,10 @@ typedef struct ember_train_params {
   const char *platform;      /* the kind every stage runs on; NULL: any */
   int sync;                  /* nonzero: each stage updates before it
                                 takes the next mini-batch, so training
-                                equals one stage's; 0: FPDeep's pipeline
+                                equals one stage's (bit for bit with
+                                layer_split_only; a cut inside a layer
+                                adds in another order, which training
+                                amplifies); 0: FPDeep's pipeline
                                 (a stage updates as soon as its last
                                 gradient of the mini-batch is in, while
                                 later samples are in flight) */
