@@ -59,9 +59,9 @@ static const char *const kernel_names[K_COUNT] = {
     "cnn_add",       "cnn_relu_keep",     "cnn_relu_mask"};
 
 /* channels or samples a convolution or connected layer's work-item
- * computes (cnn.cl's CNN_BLOCK), sharing each value it reads: an epoch of
- * LeNet on pocl's CPU device took 11.5 s at 1, 5.0 s at 4, 6.0 s at 8 and
- * 6.6 s at 2 */
+ * computes (cnn.cl's CNN_BLOCK), sharing each value it reads: with only
+ * the convolutions blocked, an epoch of LeNet on pocl's CPU device took
+ * 11.5 s at 1, 5.0 s at 4, 6.0 s at 8 and 6.6 s at 2 */
 #define CNN_OCL_BLOCK 4
 #define CNN_OCL_STR(x) #x
 #define CNN_OCL_XSTR(x) CNN_OCL_STR(x)

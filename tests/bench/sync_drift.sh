@@ -16,7 +16,7 @@
 #                     reductions over the threads: another sum order)
 # A cut inside a layer adds in another order than the unsplit layer (one
 # rounding apart), as do two threads. Training amplifies that in jumps
-# (a ReLU or max-pool whose choice flips, we take it, changes a gradient
+# (likely a ReLU or max-pool whose choice flips, which changes a gradient
 # by a whole term): such runs land on a few trajectories per seed, the
 # 2-thread run's among them. A benchmark: it asserts nothing.
 #
