@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 PACKAGES="build-essential cmake pkg-config gzip python3 python3-numpy python3-pytest bsdextrautils
   libuv1-dev libjansson-dev protobuf-c-compiler libprotobuf-c-dev libinih-dev libsystemd-dev
   libhts-dev zlib1g-dev libmicrohttpd-dev libsqlite3-dev libsodium-dev libcurl4-gnutls-dev
-  gnuplot-nox sqlite3
+  gnuplot-nox sqlite3 curl help2man
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libcmocka-dev libparasail-dev libssw-dev clang libclang-rt-14-dev uthash-dev
   liblapacke-dev libhmsbeagle-dev mrbayes dataset-fashion-mnist libdnnl-dev
