@@ -72,7 +72,10 @@ static void stage_means(ejob *jobs, unsigned n, figures *f) {
   qsort(t, n, sizeof *t, by_executed);
   double in = 0, ex = 0, idle = 0;
   for (unsigned k = 0; k < n; k++) {
-    in += (double)(t[k]->staged - t[k]->started);
+    /* from dispatch: `started` moves to when the task ahead finished
+     * when its stage-in overlapped that task's run, and may then be later
+     * than staged */
+    in += (double)(t[k]->staged - t[k]->dispatched);
     if (k == 0) continue;
     uint64_t from = t[k]->staged > t[k - 1]->executed ? t[k]->staged
                                                       : t[k - 1]->executed;

@@ -3,7 +3,7 @@
  * plf_model_parse, their output (patterns and weights, tip states or
  * partials, frequencies, category rates and weights, eigen system) handed
  * to BEAGLE (libhmsbeagle, a test-only dependency) with the fixed tree; the
- * log-likelihood must match the reference's beagle_double_lnl within 1e-6
+ * log-likelihood must match the reference's beagle_double_lnl within 1e-10
  * relative, for every row of reference_lnl.tsv (argument "dna") or
  * reference_lnl_protein.tsv ("protein").
  *
@@ -25,7 +25,7 @@
 #include "plf_model.h"
 
 #define DATA EMBER_SOURCE_DIR "/tests/data/plf/"
-#define REL_TOL 1e-6
+#define REL_TOL 1e-10
 #define MAX_NODES 4096
 #define MAX_CHILDREN 64
 
@@ -325,10 +325,10 @@ static void test_reference(void **state) {
     double lnl = beagle_lnl(aln, m, &the_tree, 0);
     double lnl_partials = beagle_lnl(aln, m, &the_tree, 1);
     double rel = fabs(lnl - beagle) / fabs(beagle);
-    printf("%-10s %-12s patterns %4zu  lnL %.6f  reference %.6f  rel %.1e\n",
+    printf("%-10s %-12s patterns %4zu  lnL %.10f  reference %.10f  rel %.1e\n",
            dataset, model, plf_alignment_patterns(aln), lnl, beagle, rel);
     if (!(rel <= REL_TOL))
-      fail_msg("%s %s: lnL %.6f, reference %.6f (relative error %.2e, "
+      fail_msg("%s %s: lnL %.10f, reference %.10f (relative error %.2e, "
                "tolerance %g)", dataset, model, lnl, beagle, rel, REL_TOL);
     if (!(fabs(lnl_partials - lnl) <= 1e-9 * fabs(lnl)))
       fail_msg("%s %s: lnL %.9f with states, %.9f with partials", dataset,

@@ -22,7 +22,8 @@ for f in "$prefix/include/ember/ember.h" "$prefix/include/ember/ember_version.h"
   [ -f "$f" ] || { echo "not installed: $f"; exit 1; }
 done
 # beside the libraries: configs, units with this prefix's paths, sysusers,
-# tmpfiles, completion and (where help2man exists) man pages
+# tmpfiles, completion and man pages (help2man makes them; deploy/setup.sh
+# installs it, and without it this fails rather than leave them unchecked)
 for f in etc/ember/nam.conf etc/ember/gam.conf \
          lib/systemd/system/ember-nam.service lib/systemd/system/ember-gam.service \
          lib/sysusers.d/ember.conf lib/tmpfiles.d/ember.conf \
@@ -30,13 +31,13 @@ for f in etc/ember/nam.conf etc/ember/gam.conf \
          share/bash-completion/completions/emberctl share/doc/ember/README.md; do
   [ -f "$prefix/$f" ] || { echo "not installed: $f"; exit 1; }
 done
-if command -v help2man >/dev/null; then
-  for f in man1/ember.1 man1/ember-align.1 man1/ember-lnl.1 \
-           man1/ember-accelerators.1 man1/ember-beagle.1 man1/emberctl.1 \
-           man1/ember-gam-sim.1 man8/ember-nam.8 man8/ember-gam.8; do
-    [ -f "$prefix/share/man/$f" ] || { echo "not installed: man $f"; exit 1; }
-  done
-fi
+for f in man1/ember.1 man1/ember-align.1 man1/ember-lnl.1 man1/ember-train.1 \
+         man1/ember-accelerators.1 man1/ember-beagle.1 man1/emberctl.1 \
+         man1/ember-gam-sim.1 man8/ember-nam.8 man8/ember-gam.8; do
+  [ -f "$prefix/share/man/$f" ] || {
+    echo "not installed: man $f (is help2man installed? deploy/setup.sh does)"
+    exit 1; }
+done
 grep -q "^ExecStart=$prefix/sbin/ember-nam --config $prefix/etc/ember/nam.conf" \
   "$prefix/lib/systemd/system/ember-nam.service" ||
   { echo "ember-nam.service: ExecStart does not name the installed paths"; exit 1; }

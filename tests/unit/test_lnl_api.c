@@ -1,7 +1,7 @@
 /* test_lnl_api.c - ember_lnl and its handles (ember.h, "The plf
  * accelerator") on an embedded client: every row of tests/data/plf's
  * reference tables (reference_lnl.tsv, protein/reference_lnl_protein.tsv:
- * beagle_double_lnl within 1e-6 relative, as test_lnl.sh checks `ember
+ * beagle_double_lnl within 1e-10 relative, as test_lnl.sh checks `ember
  * lnl`), an alignment from sequences and trees from strings, site
  * log-likelihoods (each tree's sites sum to its lnl), the state block's
  * size (no partials for tips with compact states), the tree callback,
@@ -132,8 +132,8 @@ static int check_table(const char *table, int protein) {
     }
     ember_lnl_report rep = {.size = sizeof rep};
     double lnl = score_files(aln, tree, model_spec(model), &rep);
-    print_message("%s %s: %.6f (reference %.6f)\n", set, model, lnl, ref);
-    assert_rel(lnl, ref, 1e-6);
+    print_message("%s %s: %.10f (reference %.10f)\n", set, model, lnl, ref);
+    assert_rel(lnl, ref, 1e-10);
     assert_int_equal(rep.trees, 1);
     assert_int_equal(rep.trees_failed, 0);
     assert_int_equal(rep.setups, 1);
@@ -204,7 +204,7 @@ static void test_sequences_and_strings(void **state) {
   double lnl[2] = {0, 0};
   ember_lnl_report rep = {.size = sizeof rep};
   assert_rc(ember_lnl(client, NULL, m, t, lnl, NULL, &rep, NULL, NULL), 0);
-  assert_rel(lnl[0], -6424.202447, 1e-6);
+  assert_rel(lnl[0], -6424.2024471951, 1e-10);
   assert_true(lnl[1] == lnl[0]);
   assert_int_equal(rep.trees, 2);
   /* the same tree again: its vectors are resident, nothing recomputed */
@@ -276,7 +276,7 @@ static void test_site_lnl(void **state) {
   p.tree_cb = on_tree;
   p.tree_user = &s;
   assert_rc(ember_lnl(client, &p, m, t, lnl, site, NULL, on_progress, &s), 0);
-  assert_rel(lnl[0], -21901.716370, 1e-6);
+  assert_rel(lnl[0], -21901.7163698849, 1e-10);
   assert_true(lnl[1] != lnl[0]);
   assert_int_equal(s.calls, 3);
   assert_int_equal(s.sites, sites);
@@ -429,7 +429,7 @@ static void test_size_zero(void **state) {
   memset(&rep, 0, sizeof rep);   /* size 0: filled up to instances */
   double lnl = 0;
   assert_rc(ember_lnl(client, &p, m, t, &lnl, NULL, &rep, NULL, NULL), 0);
-  assert_rel(lnl, -6424.202447, 1e-6);
+  assert_rel(lnl, -6424.2024471951, 1e-10);
   assert_int_equal(rep.size, sizeof rep);
   assert_int_equal(rep.trees, 1);
   assert_int_equal(rep.vectors, ember_lnl_min_vectors(12));
