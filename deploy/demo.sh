@@ -30,8 +30,7 @@ EMBER="$BIN/client/cli/ember"
 echo "== starting ember-nam on unix:$SOCK (deploy/nam.conf.example)"
 "$BIN/nam/ember-nam" --config deploy/nam.conf.example \
   --set "listen=unix:$SOCK" --set log_level=notice --set metrics_listen= \
-  --set "opencl.cache_dir=$BIN/kernel-cache" \
-  --set "fpga-emu.bitstreams=sw,plf,cnn" &
+  --set "opencl.cache_dir=$BIN/kernel-cache" &
 NAM_PID=$!
 # readiness: the daemon answers ListAccelerators once it is listening
 tries=0

@@ -2,11 +2,13 @@
 #include "engine_setup.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "accel.h"
 #include "accels.h"
 #include "ember/ember_errors.h"
 #include "log.h"
@@ -32,6 +34,41 @@ static void make_dirs(const char *path) {
              strerror(errno));
 }
 
+/* add_bitstream - name to the board's list, once; false when it is full. */
+static bool add_bitstream(nam_fpga_emu_config *b, const char *name) {
+  for (unsigned i = 0; i < b->n_bitstreams; i++)
+    if (strcmp(b->bitstreams[i], name) == 0) return true;
+  if (b->n_bitstreams >= NAM_FPGA_MAX_BITSTREAMS) return false;
+  snprintf(b->bitstreams[b->n_bitstreams++], sizeof b->bitstreams[0], "%s",
+           name);
+  return true;
+}
+
+/* The boards' bitstreams: the configured names, where the word "builtin"
+ * stands for every built-in accelerator that has an FPGA model (sw, plf,
+ * cnn), so that a board serves all of them unless told otherwise. */
+static int fill_bitstreams(const struct nam_config *cfg,
+                           nam_fpga_emu_config *b, char *err, size_t err_len) {
+  for (size_t i = 0; i < cfg->fpga_bitstreams.count; i++) {
+    const char *item = cfg->fpga_bitstreams.items[i];
+    bool ok = true;
+    if (strcmp(item, "builtin") == 0) {
+      for (size_t k = 0; k < acc_registry_count(); k++) {
+        const acc_descriptor *d = acc_registry_get(k);
+        if (d->fpga) ok = ok && add_bitstream(b, d->name);
+      }
+    } else {
+      ok = add_bitstream(b, item);
+    }
+    if (!ok) {
+      snprintf(err, err_len, "fpga-emu.bitstreams: more than %d accelerators",
+               NAM_FPGA_MAX_BITSTREAMS);
+      return EMBER_ECONFIG;
+    }
+  }
+  return 0;
+}
+
 static int fill_board(const struct nam_config *cfg, unsigned index,
                       nam_fpga_emu_config *b, char *err, size_t err_len) {
   nam_fpga_emu_config_defaults(b);
@@ -40,10 +77,7 @@ static int fill_board(const struct nam_config *cfg, unsigned index,
   b->pcie_gbps = cfg->fpga_pcie_mbps / 1000.0;
   b->memory_gbps = cfg->fpga_memory_mbps / 1000.0;
   b->reprogram_ms = cfg->fpga_reprogram_ms;
-  for (size_t i = 0; i < cfg->fpga_bitstreams.count &&
-                     i < NAM_FPGA_MAX_BITSTREAMS; i++)
-    snprintf(b->bitstreams[b->n_bitstreams++], sizeof b->bitstreams[0], "%s",
-             cfg->fpga_bitstreams.items[i]);
+  if (fill_bitstreams(cfg, b, err, err_len)) return EMBER_ECONFIG;
   for (size_t i = 0; i < cfg->fpga_timing.count &&
                      i < NAM_FPGA_MAX_BITSTREAMS; i++) {
     nam_fpga_timing *t = &b->timing[b->n_timing];

@@ -397,9 +397,11 @@ const config_entry nam_config_table[] = {
    .help = "Time to load another bitstream; the board runs nothing "
            "meanwhile."},
   {.name = "fpga-emu.bitstreams", .type = CONFIG_LIST,
-   .offset = AT(fpga_bitstreams, config_list), .def = "sw", .min = 1,
+   .offset = AT(fpga_bitstreams, config_list), .def = "builtin", .min = 1,
    .max = 8,
-   .help = "Accelerators the boards have bitstreams for."},
+   .help = "Accelerators the boards have bitstreams for; \"builtin\" is "
+           "every built-in accelerator with an FPGA model (sw, plf, cnn), "
+           "e.g. builtin,myplugin."},
   {.name = "fpga-emu.timing", .type = CONFIG_LIST,
    .offset = AT(fpga_timing, config_list), .def = "", .min = 0, .max = 8,
    .check = check_timing,

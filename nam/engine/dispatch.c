@@ -244,6 +244,7 @@ nam_task *nam_dispatch_next(nam_platform *p) {
     t->platform = p->name;
     t->ran_kind = p->ops->kind;
     t->times.started = clock_now_ns();
+    t->times.dispatched = t->times.started;
     t->times.attempts++;
     t->expected_ns = nam_expected_ns(p, t);
     p->inflight_ns += t->expected_ns;

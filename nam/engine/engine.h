@@ -143,8 +143,9 @@ typedef struct nam_task_times {
   /* started: dispatched, or on a device pipeline when the task ahead
    * finished if that was later (the device was its from then) */
   uint64_t queued, started, finished;
-  /* of the last attempt, on device platforms: stage-in done, execute done */
-  uint64_t staged, executed;
+  /* of the last attempt: when a platform took it (started as it was, never
+   * moved), and on device platforms stage-in done and execute done */
+  uint64_t dispatched, staged, executed;
   unsigned attempts;       /* platforms tried (1 unless retried) */
 } nam_task_times;
 
