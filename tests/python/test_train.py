@@ -193,9 +193,7 @@ def test_lenet_trains_and_evaluates(client, tmp_path):
         assert len(e["stages"]) == 1
         assert e["stages"][0]["platform"]
         assert 0 <= e["stages"][0]["busy"] <= 1
-    assert (hist[1]["loss"] < hist[0]["loss"] or
-            hist[1]["train_accuracy"] > hist[0]["train_accuracy"] or
-            hist[1]["test_accuracy"] > hist[0]["test_accuracy"]), hist
+    assert hist[1]["loss"] < hist[0]["loss"], hist
     assert progress and progress[-1][0] == progress[-1][1]
     assert os.path.getsize(weights) > 0
     # the saved weights score the test data as the last epoch did
@@ -208,6 +206,19 @@ def test_lenet_trains_and_evaluates(client, tmp_path):
     more = client.train(LENET, (x, y), epochs=1, batch=20, load=weights)
     assert [e["epoch"] for e in more] == [3]
     assert more[0]["test_accuracy"] is None
+
+
+@needs_train
+def test_lenet_learns(client):
+    # 5 epochs over the 100 images (5 updates each), scored on the same
+    # images: seeds 1 to 8 reach 0.67 to 0.79 (chance 0.10), the loss from
+    # about 2.5 down to 0.74 to 1.14
+    x, y = fashion()
+    hist = client.train(LENET, (x, y), (x, y), epochs=5, batch=20, seed=3,
+                        sync=True)
+    assert hist[-1]["test_accuracy"] >= 0.55, hist[-1]
+    assert hist[-1]["train_accuracy"] >= 0.5, hist[-1]
+    assert hist[-1]["loss"] < 0.6 * hist[0]["loss"], hist
 
 
 @needs_train
