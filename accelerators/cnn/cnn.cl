@@ -1,9 +1,12 @@
 /*
  * cnn.cl - the layers of a cnn training stage in single precision: FP, EB
- * and PG of convolution, max-pool and connected layers, ReLU, softmax with
- * cross-entropy, and the SGD update. The maths and layouts are cnn_ref.h's
- * (NCHW, OIHW weights, connected weights output x input in CHW order,
- * darknet's max-pool windows); the host side is cnn_opencl.c.
+ * and PG of convolution, max-pool, avg-pool, dropout and connected layers,
+ * the activations (ReLU, leaky, logistic), batch normalisation, softmax
+ * with cross-entropy, and the SGD update. The maths and layouts are
+ * cnn_ref.h's (NCHW, OIHW weights, connected weights output x input in
+ * CHW order, darknet's max-pool windows), the passes' cnn_pass.h's
+ * (dropout's hash, batch normalisation's constants); the host side is
+ * cnn_opencl.c.
  *
  * Every kernel is one-dimensional, one work-item per element it writes,
  * or in the convolution and connected layers per CNN_BLOCK elements (a
@@ -20,9 +23,27 @@
  * products and would take a tiled GEMM.
  */
 
-/* The ReLU or identity of a pre-activation z. */
-inline float act_fwd(int relu, float z) {
-  return relu && z < 0.0f ? 0.0f : z;
+/* cnn_net.h's cnn_activation: 0 linear, 1 ReLU, 2 leaky, 3 logistic. */
+#define CNN_LEAKY_SLOPE 0.1f
+
+/* The activation of a pre-activation z. */
+inline float act_fwd(int act, float z) {
+  switch (act) {
+  case 1: return z < 0.0f ? 0.0f : z;
+  case 2: return z > 0.0f ? z : CNN_LEAKY_SLOPE * z;
+  case 3: return 1.0f / (1.0f + exp(-z));
+  default: return z;
+  }
+}
+
+/* The error through the activation, from its output y. */
+inline float act_bwd(int act, float y, float e) {
+  switch (act) {
+  case 1: return y > 0.0f ? e : 0.0f;
+  case 2: return y > 0.0f ? e : CNN_LEAKY_SLOPE * e;
+  case 3: return e * y * (1.0f - y);
+  default: return e;
+  }
 }
 
 /* Each convolution or connected-layer item computes CNN_BLOCK channels
@@ -43,7 +64,7 @@ inline int blocks(int n) { return (n + CNN_BLOCK - 1) / CNN_BLOCK; }
 __kernel void cnn_conv_fwd(__global const float *x, __global const float *w,
                            __global const float *b, __global float *y,
                            int N, int C, int H, int W, int O, int OH, int OW,
-                           int K, int S, int P, int relu) {
+                           int K, int S, int P, int act) {
   size_t g = get_global_id(0);
   int OB = blocks(O);
   if (g >= (size_t)N * OB * OH * OW) return;
@@ -77,7 +98,7 @@ __kernel void cnn_conv_fwd(__global const float *x, __global const float *w,
     }
   }
   for (int j = 0; j < CNN_BLOCK && o0 + j < O; j++)
-    y[((n * O + o0 + j) * OH + oh) * OW + ow] = act_fwd(relu, z[j]);
+    y[((n * O + o0 + j) * OH + oh) * OW + ow] = act_fwd(act, z[j]);
 }
 
 /* first_tap: the smallest k >= 0 with t - k a multiple of S and
@@ -193,13 +214,13 @@ __kernel void cnn_bias_grad(__global const float *dz, __global float *db,
   db[c] += s;
 }
 
-/* cnn_relu_bwd: the error through a ReLU, in place, from its output y:
- * e stays where y > 0 and is 0 elsewhere. */
-__kernel void cnn_relu_bwd(__global const float *y, __global float *e,
-                           ulong total) {
+/* cnn_act_bwd: the error through the activation act, in place, from its
+ * output y. */
+__kernel void cnn_act_bwd(__global const float *y, __global float *e,
+                          ulong total, int act) {
   size_t g = get_global_id(0);
   if (g >= total) return;
-  if (!(y[g] > 0.0f)) e[g] = 0.0f;
+  e[g] = act_bwd(act, y[g], e[g]);
 }
 
 /* cnn_pool_fwd: darknet's max-pool, y (N x C x OH x OW) from x
@@ -268,7 +289,7 @@ __kernel void cnn_pool_bwd(__global const float *dy, __global const int *arg,
  * per output and block of samples, which share each weight read. */
 __kernel void cnn_fc_fwd(__global const float *x, __global const float *w,
                          __global const float *b, __global float *y, int N,
-                         int J, int O, int relu) {
+                         int J, int O, int act) {
   size_t g = get_global_id(0);
   if (g >= (size_t)blocks(N) * O) return;
   size_t o = g % O;
@@ -285,7 +306,7 @@ __kernel void cnn_fc_fwd(__global const float *x, __global const float *w,
     for (int k = 0; k < CNN_BLOCK; k++) z[k] += wv * x[xn[k] + j];
   }
   for (int k = 0; k < CNN_BLOCK && n0 + k < N; k++)
-    y[(size_t)(n0 + k) * O + o] = act_fwd(relu, z[k]);
+    y[(size_t)(n0 + k) * O + o] = act_fwd(act, z[k]);
 }
 
 /* cnn_fc_bwd_data: dx (N x J) = w^T dz; one item per input and block of
@@ -386,22 +407,169 @@ __kernel void cnn_add(__global const float *x, ulong x_off,
   y[y_off + i] += x[x_off + i];
 }
 
-/* cnn_relu_keep: the last ICP slice's ReLU on the layer's summed output,
- * in place, kept at kept + k_off for BACKWARD's mask. */
-__kernel void cnn_relu_keep(__global float *y, __global float *kept,
-                            ulong k_off, ulong total) {
+/* cnn_act_keep: the last ICP slice's activation on the layer's summed
+ * output, in place, kept at kept + k_off for BACKWARD (keep 0: not
+ * kept, an inference). */
+__kernel void cnn_act_keep(__global float *y, __global float *kept,
+                           ulong k_off, ulong total, int act, int keep) {
   size_t i = get_global_id(0);
   if (i >= total) return;
-  float v = y[i] > 0.0f ? y[i] : 0.0f;
+  float v = act_fwd(act, y[i]);
   y[i] = v;
-  kept[k_off + i] = v;
+  if (keep) kept[k_off + i] = v;
 }
 
-/* cnn_relu_mask: e is 0 where the kept output at k_off is not > 0 (the
- * error through the ReLU, dz). */
-__kernel void cnn_relu_mask(__global const float *kept, ulong k_off,
-                            __global float *e, ulong total) {
+/* cnn_act_mask: e through the activation, from the kept output at k_off
+ * (the last ICP slice's dz). */
+__kernel void cnn_act_mask(__global const float *kept, ulong k_off,
+                           __global float *e, ulong total, int act) {
   size_t i = get_global_id(0);
   if (i >= total) return;
-  if (!(kept[k_off + i] > 0.0f)) e[i] = 0.0f;
+  e[i] = act_bwd(act, kept[k_off + i], e[i]);
+}
+
+/* ---- batch normalisation, avg-pool, dropout (cnn_pass.h) ---------------- */
+
+#define CNN_BN_EPS 1e-5f
+
+/* cnn_bn_stats: per channel c, the mean and the biased variance of z
+ * (N x C x P) over the batch and the P positions; one item per channel,
+ * two passes. */
+__kernel void cnn_bn_stats(__global const float *z, __global float *mean,
+                           __global float *var, int N, int C, int P) {
+  size_t c = get_global_id(0);
+  if (c >= (size_t)C) return;
+  float s = 0.0f, q = 0.0f, m = (float)N * (float)P;
+  for (int n = 0; n < N; n++) {
+    __global const float *zc = z + ((size_t)n * C + c) * P;
+    for (int p = 0; p < P; p++) s += zc[p];
+  }
+  float mu = s / m;
+  for (int n = 0; n < N; n++) {
+    __global const float *zc = z + ((size_t)n * C + c) * P;
+    for (int p = 0; p < P; p++) {
+      float d = zc[p] - mu;
+      q += d * d;
+    }
+  }
+  mean[c] = mu;
+  var[c] = q / m;
+}
+
+/* cnn_bn_rolling: roll[c] and roll[C + c] (the rolling means and
+ * variances) moved by momentum towards mean and var. */
+__kernel void cnn_bn_rolling(__global float *roll, __global const float *mean,
+                             __global const float *var, int C,
+                             float momentum) {
+  size_t c = get_global_id(0);
+  if (c >= (size_t)C) return;
+  roll[c] = (1.0f - momentum) * roll[c] + momentum * mean[c];
+  roll[C + c] = (1.0f - momentum) * roll[C + c] + momentum * var[c];
+}
+
+/* cnn_bn_fwd: y = act(scale (z - mean) / sqrt(var + eps) + shift), per
+ * element of z (N x C x P). */
+__kernel void cnn_bn_fwd(__global const float *z, __global const float *mean,
+                         __global const float *var,
+                         __global const float *scale,
+                         __global const float *shift, __global float *y,
+                         ulong total, int C, int P, int act) {
+  size_t g = get_global_id(0);
+  if (g >= total) return;
+  int c = (int)((g / P) % C);
+  float inv = 1.0f / sqrt(var[c] + CNN_BN_EPS);
+  y[g] = act_fwd(act, scale[c] * ((z[g] - mean[c]) * inv) + shift[c]);
+}
+
+/* cnn_bn_bwd_reduce: per channel, from e (the error at the normalisation's
+ * output, after the activation's backward) and z: red[c] = the sum of e,
+ * red[C + c] = the sum of e x^; the shift's and scale's gradients gb, gs
+ * += them. */
+__kernel void cnn_bn_bwd_reduce(__global const float *z,
+                                __global const float *e,
+                                __global const float *mean,
+                                __global const float *var,
+                                __global float *red, __global float *gb,
+                                __global float *gs, int N, int C, int P) {
+  size_t c = get_global_id(0);
+  if (c >= (size_t)C) return;
+  float inv = 1.0f / sqrt(var[c] + CNN_BN_EPS), se = 0.0f, sx = 0.0f;
+  for (int n = 0; n < N; n++) {
+    size_t at = ((size_t)n * C + c) * P;
+    for (int p = 0; p < P; p++) {
+      float ev = e[at + p];
+      se += ev;
+      sx += ev * ((z[at + p] - mean[c]) * inv);
+    }
+  }
+  red[c] = se;
+  red[C + c] = sx;
+  gb[c] += se;
+  gs[c] += sx;
+}
+
+/* cnn_bn_bwd_data: dz, the error at the normalisation's input, per
+ * element: scale inv (e - sum e / m - x^ sum(e x^) / m), m = N x P. */
+__kernel void cnn_bn_bwd_data(__global const float *z,
+                              __global const float *e,
+                              __global const float *mean,
+                              __global const float *var,
+                              __global const float *scale,
+                              __global const float *red, __global float *dz,
+                              ulong total, int C, int P, float m) {
+  size_t g = get_global_id(0);
+  if (g >= total) return;
+  int c = (int)((g / P) % C);
+  float inv = 1.0f / sqrt(var[c] + CNN_BN_EPS);
+  float xh = (z[g] - mean[c]) * inv;
+  dz[g] = scale[c] * inv * (e[g] - red[c] / m - xh * red[C + c] / m);
+}
+
+/* cnn_avgpool_fwd: y[k] = the mean of x's plane k (P values), k over N x
+ * C. */
+__kernel void cnn_avgpool_fwd(__global const float *x, __global float *y,
+                              ulong planes, int P) {
+  size_t k = get_global_id(0);
+  if (k >= planes) return;
+  __global const float *xp = x + k * P;
+  float s = 0.0f;
+  for (int p = 0; p < P; p++) s += xp[p];
+  y[k] = s / (float)P;
+}
+
+/* cnn_avgpool_bwd: dx[k, p] = dy[k] / P. */
+__kernel void cnn_avgpool_bwd(__global const float *dy, __global float *dx,
+                              ulong total, int P) {
+  size_t g = get_global_id(0);
+  if (g >= total) return;
+  dx[g] = dy[g / P] / (float)P;
+}
+
+/* cnn_pass.h's hash, in the same 64-bit arithmetic. */
+inline ulong cnn_mix64(ulong z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9UL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebUL;
+  return z ^ (z >> 31);
+}
+
+inline uint cnn_dropout_bits(ulong seed, ulong step, uint layer, uint sample,
+                             uint element) {
+  ulong h = cnn_mix64(seed ^ cnn_mix64(step + 0x9e3779b97f4a7c15UL));
+  h = cnn_mix64(h ^ (((ulong)layer << 32) | sample));
+  h = cnn_mix64(h ^ (0x632be59bd9b4e019UL + element));
+  return (uint)(h >> 40);
+}
+
+/* cnn_dropout: y = x x the mask of dropout layer `layer` (N samples of K
+ * values, the first sample0 of its mini-batch): 0 where the value's bits
+ * are below `below`, else scale. Forward on activations, backward on
+ * errors. */
+__kernel void cnn_dropout(__global const float *x, __global float *y,
+                          int N, int K, ulong seed, ulong step, uint layer,
+                          uint sample0, uint below, float scale) {
+  size_t g = get_global_id(0);
+  if (g >= (size_t)N * K) return;
+  uint n = (uint)(g / K), e = (uint)(g % K);
+  uint bits = cnn_dropout_bits(seed, step, layer, sample0 + n, e);
+  y[g] = bits < below ? 0.0f : x[g] * scale;
 }

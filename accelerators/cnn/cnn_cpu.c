@@ -35,6 +35,7 @@ int cpu_run_steps(cnn_cpu_stage *s, cpu_step *steps, size_t n) {
   for (size_t i = 0; i < n; i++) {
     cpu_step *st = &steps[i];
     if (st->accumulates && s->grads_zero) continue;
+    if (!(st->modes & (1u << s->pass.mode))) continue;
     if (st->fn) {
       st->fn(s, st->layer);
     } else if (exec(s, st->prim, st->nargs, st->args)) {
@@ -54,6 +55,24 @@ void cpu_xent_grad(cnn_cpu_stage *s, cpu_layer *l) {
     for (size_t c = 0; c < k; c++)
       d[n * k + c] =
           (p[n * k + c] - (c == s->labels[n] ? 1.0f : 0.0f)) * scale;
+}
+
+void cpu_dropout_mask(cnn_cpu_stage *s, cpu_layer *l) {
+  float *m = cpu_mem_data(l->mask);
+  size_t k = (size_t)l->l.in.h * l->l.in.w * l->l.in.c;
+  const cnn_pass *p = &s->pass;
+  uint32_t below = cnn_dropout_threshold(l->l.probability);
+  float scale = cnn_dropout_scale(l->l.probability);
+  for (size_t n = 0; n < s->batch; n++)
+    for (size_t e = 0; e < k; e++) {
+      float v = 1.0f;
+      if (p->mode != CNN_MODE_INFER)
+        v = cnn_dropout_bits(p->seed, p->step, (uint32_t)l->index,
+                             p->sample0 + (uint32_t)n, (uint32_t)e) < below
+                ? 0.0f
+                : scale;
+      m[n * k + e] = v;
+    }
 }
 
 uint32_t cnn_cpu_stage_batch(const cnn_cpu_stage *s) {
@@ -80,7 +99,17 @@ static void *swap_handle(dnnl_memory_t m, const void *p) {
 
 int cnn_cpu_stage_forward(cnn_cpu_stage *s, const float *in, float *out,
                           const uint8_t *labels, double *loss) {
-  if (!s || !in || (labels && !s->softmax)) return EMBER_EINVAL;
+  const cnn_pass train = {CNN_MODE_TRAIN, 0, 0, 0};
+  return cnn_cpu_stage_forward_pass(s, in, out, labels, loss, &train);
+}
+
+int cnn_cpu_stage_forward_pass(cnn_cpu_stage *s, const float *in, float *out,
+                               const uint8_t *labels, double *loss,
+                               const cnn_pass *pass) {
+  if (!s || !in || !pass || (labels && !s->softmax) ||
+      (unsigned)pass->mode > CNN_MODE_INFER)
+    return EMBER_EINVAL;
+  s->pass = *pass;
   if (labels)
     for (size_t n = 0; n < s->batch; n++)
       if (labels[n] >= s->classes) return EMBER_EINVAL;
@@ -131,7 +160,13 @@ int cnn_cpu_stage_backward(cnn_cpu_stage *s, const float *dout, float *din) {
     if (!l->w) continue;
     dnnl_exec_arg_t *a = s->bwd[l->pg_step].args;
     a[2].memory = s->grads_zero ? l->gw : l->gw_new;
-    a[3].memory = s->grads_zero ? l->gb : l->gb_new;
+    if (l->l.batch_norm) { /* the normalisation's shift and scale */
+      a = s->bwd[l->bn_step].args;
+      a[6].memory = s->grads_zero ? l->gs : l->gs_new;
+      a[7].memory = s->grads_zero ? l->gb : l->gb_new;
+    } else {
+      a[3].memory = s->grads_zero ? l->gb : l->gb_new;
+    }
   }
   /* layer 0's backward writes the whole of t[0]'s error, once */
   if (din) own_din = swap_handle(s->t[0].diff, din);
@@ -172,6 +207,11 @@ int cnn_cpu_stage_update(cnn_cpu_stage *s, double learning_rate,
         (float)momentum, 0.0f);
     memset(cpu_mem_data(l->gw), 0, cpu_mem_size(l->gw));
     memset(cpu_mem_data(l->gb), 0, cpu_mem_size(l->gb));
+    if (l->scale) { /* scales as biases: no decay */
+      sgd(cpu_mem_data(l->scale), cpu_mem_data(l->vs), cpu_mem_data(l->gs),
+          l->l.scales, (float)learning_rate, (float)momentum, 0.0f);
+      memset(cpu_mem_data(l->gs), 0, cpu_mem_size(l->gs));
+    }
     if (l->w_to_bd && exec_reorder(s, l->w_to_bd, l->w, l->w_bd))
       return EMBER_EPLATFORM;
   }
@@ -248,6 +288,82 @@ int cnn_cpu_stage_get_grads(cnn_cpu_stage *s, size_t layer, float *weights,
     return 0;
   }
   return copy_params(s, l, l->gw, l->gb, weights, biases, false);
+}
+
+/* The batch-normalized layer of network index layer, or NULL. */
+static cpu_layer *norm_layer(cnn_cpu_stage *s, size_t layer) {
+  cpu_layer *l = find_layer(s, layer);
+  return l && l->scale ? l : NULL;
+}
+
+int cnn_cpu_stage_set_norm(cnn_cpu_stage *s, size_t layer,
+                           const float *scales, const float *rolling) {
+  cpu_layer *l = norm_layer(s, layer);
+  if (!l || !scales || !rolling) return EMBER_EINVAL;
+  size_t n = l->l.scales * sizeof(float);
+  memcpy(cpu_mem_data(l->scale), scales, n);
+  memcpy(cpu_mem_data(l->rmean), rolling, n);
+  memcpy(cpu_mem_data(l->rvar), rolling + l->l.scales, n);
+  return 0;
+}
+
+int cnn_cpu_stage_get_norm(cnn_cpu_stage *s, size_t layer, float *scales,
+                           float *rolling) {
+  cpu_layer *l = norm_layer(s, layer);
+  if (!l || !scales || !rolling) return EMBER_EINVAL;
+  size_t n = l->l.scales * sizeof(float);
+  memcpy(scales, cpu_mem_data(l->scale), n);
+  memcpy(rolling, cpu_mem_data(l->rmean), n);
+  memcpy(rolling + l->l.scales, cpu_mem_data(l->rvar), n);
+  return 0;
+}
+
+int cnn_cpu_stage_get_norm_grads(cnn_cpu_stage *s, size_t layer,
+                                 float *scales) {
+  cpu_layer *l = norm_layer(s, layer);
+  if (!l || !scales) return EMBER_EINVAL;
+  if (s->grads_zero)
+    memset(scales, 0, l->l.scales * sizeof *scales);
+  else
+    memcpy(scales, cpu_mem_data(l->gs), l->l.scales * sizeof *scales);
+  return 0;
+}
+
+int cnn_cpu_stage_set_layer(cnn_cpu_stage *s, size_t layer,
+                            const float *params) {
+  cpu_layer *l = find_layer(s, layer);
+  if (!l || !params) return EMBER_EINVAL;
+  const float *b = params + l->l.weights;
+  int rc = cnn_cpu_stage_set_params(s, layer, params, b);
+  if (!rc && l->scale)
+    rc = cnn_cpu_stage_set_norm(s, layer, b + l->l.biases,
+                                b + l->l.biases + l->l.scales);
+  return rc;
+}
+
+int cnn_cpu_stage_get_layer(cnn_cpu_stage *s, size_t layer, float *params) {
+  cpu_layer *l = find_layer(s, layer);
+  if (!l || !params) return EMBER_EINVAL;
+  float *b = params + l->l.weights;
+  int rc = cnn_cpu_stage_get_params(s, layer, params, b);
+  if (!rc && l->scale)
+    rc = cnn_cpu_stage_get_norm(s, layer, b + l->l.biases,
+                                b + l->l.biases + l->l.scales);
+  return rc;
+}
+
+int cnn_cpu_stage_get_layer_grads(cnn_cpu_stage *s, size_t layer,
+                                  float *grads) {
+  cpu_layer *l = find_layer(s, layer);
+  if (!l || !grads) return EMBER_EINVAL;
+  float *b = grads + l->l.weights;
+  int rc = cnn_cpu_stage_get_grads(s, layer, grads, b);
+  if (!rc && l->scale) {
+    rc = cnn_cpu_stage_get_norm_grads(s, layer, b + l->l.biases);
+    memset(b + l->l.biases + l->l.scales, 0,
+           l->l.rolling * sizeof *grads);
+  }
+  return rc;
 }
 
 const char *cnn_cpu_stage_impl(const cnn_cpu_stage *s, size_t layer) {

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "cnn_net.h"
+#include "cnn_pass.h"
 
 typedef struct cnn_cpu_stage cnn_cpu_stage;
 
@@ -108,6 +109,19 @@ int cnn_cpu_stage_forward(cnn_cpu_stage *stage, const float *in, float *out,
                           const uint8_t *labels, double *loss);
 
 /*
+ * cnn_cpu_stage_forward_pass - cnn_cpu_stage_forward in pass's mode with
+ * its dropout key (cnn_pass.h): CNN_MODE_TRAIN normalises with the batch's
+ * statistics and moves the stage's rolling ones, CNN_MODE_RECOMPUTE the
+ * same without moving them, CNN_MODE_INFER normalises with the rolling
+ * ones and drops nothing. cnn_cpu_stage_forward is CNN_MODE_TRAIN with a
+ * zero key. A backward follows a training-mode pass. Also EMBER_EINVAL
+ * for pass NULL or an unknown mode.
+ */
+int cnn_cpu_stage_forward_pass(cnn_cpu_stage *stage, const float *in,
+                               float *out, const uint8_t *labels,
+                               double *loss, const cnn_pass *pass);
+
+/*
  * cnn_cpu_stage_backward - EB and PG of the batch of the last forward.
  *   dout    the error at the stage's output, batch x output floats, NCHW
  *           (the loss's gradient with respect to the last layer's output);
@@ -124,8 +138,9 @@ int cnn_cpu_stage_backward(cnn_cpu_stage *stage, const float *dout,
 
 /*
  * cnn_cpu_stage_update - SGD with momentum and weight decay (cnn_ref.h)
- * over all the stage's parameters with the accumulated gradients, which
- * are then zeroed. Returns 0 or EMBER_EPLATFORM.
+ * over all the stage's parameters (weights with decay; biases and a
+ * batch normalisation's scales without) with the accumulated gradients,
+ * which are then zeroed. Returns 0 or EMBER_EPLATFORM.
  */
 int cnn_cpu_stage_update(cnn_cpu_stage *stage, double learning_rate,
                          double momentum, double decay);
@@ -148,6 +163,34 @@ int cnn_cpu_stage_set_params(cnn_cpu_stage *stage, size_t layer,
                              const float *weights, const float *biases);
 int cnn_cpu_stage_get_grads(cnn_cpu_stage *stage, size_t layer,
                             float *weights, float *biases);
+
+/*
+ * cnn_cpu_stage_set_norm, cnn_cpu_stage_get_norm - a batch-normalized
+ * layer's scales (layer->scales floats) and rolling statistics (means,
+ * then variances: layer->rolling floats); cnn_cpu_stage_get_norm_grads
+ * the scales' accumulated gradients. The shifts are the layer's biases
+ * (cnn_cpu_stage_set_params). Return 0 or EMBER_EINVAL (a layer outside
+ * the stage or without batch_norm, NULL buffers).
+ *
+ * cnn_cpu_stage_set_layer, cnn_cpu_stage_get_layer - all of a layer's
+ * parameters as one block of cnn_layer_params floats (weights, biases,
+ * scales, rolling statistics: cnn_layout.h's order);
+ * cnn_cpu_stage_get_layer_grads the accumulated gradients in the same
+ * shape (zeros where the rolling statistics are). Return as
+ * cnn_cpu_stage_get_params.
+ */
+int cnn_cpu_stage_set_norm(cnn_cpu_stage *stage, size_t layer,
+                           const float *scales, const float *rolling);
+int cnn_cpu_stage_get_norm(cnn_cpu_stage *stage, size_t layer,
+                           float *scales, float *rolling);
+int cnn_cpu_stage_get_norm_grads(cnn_cpu_stage *stage, size_t layer,
+                                 float *scales);
+int cnn_cpu_stage_set_layer(cnn_cpu_stage *stage, size_t layer,
+                            const float *params);
+int cnn_cpu_stage_get_layer(cnn_cpu_stage *stage, size_t layer,
+                            float *params);
+int cnn_cpu_stage_get_layer_grads(cnn_cpu_stage *stage, size_t layer,
+                                  float *grads);
 
 /*
  * cnn_cpu_stage_impl - the names of the oneDNN implementations the stage

@@ -116,6 +116,7 @@ static int add_step(build *b, bool backward, dnnl_primitive_t prim,
   st->prim = prim;
   st->fn = fn;
   st->layer = l;
+  st->modes = ~0u;
   st->nargs = nargs;
   for (int i = 0; i < nargs; i++) st->args[i] = args[i];
   if (backward && l) l->bwd_count++;
@@ -222,37 +223,47 @@ static int make_output(build *b, size_t j, const dnnl_memory_desc_t *md) {
   return new_mem(b, md, &t->diff);
 }
 
-/* ReLU in place on t[j+1]; its backward step from t[j+1].diff into *dz.
- * The backward step is added by the caller's order: see relu_backward. */
-static int relu_forward(build *b, size_t j, dnnl_primitive_desc_t *fwd_pd) {
+/* The activation's eltwise algorithm (the backward from the output) and
+ * alpha. */
+static dnnl_alg_kind_t act_alg(cnn_activation act, float *alpha) {
+  *alpha = act == CNN_ACT_LEAKY ? (float)CNN_LEAKY_SLOPE : 0.f;
+  return act == CNN_ACT_LOGISTIC ? dnnl_eltwise_logistic_use_dst_for_bwd
+                                 : dnnl_eltwise_relu_use_dst_for_bwd;
+}
+
+/* The activation in place on t[j+1]; its backward step from t[j+1].diff
+ * into *dz is added by the caller's order: see act_backward. */
+static int act_forward(build *b, size_t j, dnnl_primitive_desc_t *fwd_pd) {
   cnn_cpu_stage *s = b->s;
   cpu_tensor *t = &s->t[j + 1];
+  float alpha;
+  dnnl_alg_kind_t alg = act_alg(s->layers[j].l.act, &alpha);
   dnnl_eltwise_desc_t d;
-  DN(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_training,
-                                    dnnl_eltwise_relu_use_dst_for_bwd, &t->md,
-                                    0.f, 0.f),
-     "relu forward");
+  DN(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_training, alg, &t->md,
+                                    alpha, 0.f),
+     "activation forward");
   DN(dnnl_primitive_desc_create(fwd_pd, &d, NULL, s->engine, NULL),
-     "relu forward");
+     "activation forward");
   dnnl_primitive_desc_t keep;
-  DN(dnnl_primitive_desc_clone(&keep, *fwd_pd), "relu forward");
+  DN(dnnl_primitive_desc_clone(&keep, *fwd_pd), "activation forward");
   dnnl_primitive_t p;
   TRY(new_prim(b, keep, &s->layers[j], &p));
   dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, t->mem}, {DNNL_ARG_DST, t->mem}};
   return add_step(b, false, p, NULL, &s->layers[j], 2, args);
 }
 
-static int relu_backward(build *b, size_t j, const_dnnl_primitive_desc_t hint,
-                         dnnl_memory_t *dz) {
+static int act_backward(build *b, size_t j, const_dnnl_primitive_desc_t hint,
+                        dnnl_memory_t *dz) {
   cnn_cpu_stage *s = b->s;
   cpu_tensor *t = &s->t[j + 1];
+  float alpha;
+  dnnl_alg_kind_t alg = act_alg(s->layers[j].l.act, &alpha);
   dnnl_eltwise_desc_t d;
-  DN(dnnl_eltwise_backward_desc_init(&d, dnnl_eltwise_relu_use_dst_for_bwd,
-                                     &t->md, &t->md, 0.f, 0.f),
-     "relu backward");
+  DN(dnnl_eltwise_backward_desc_init(&d, alg, &t->md, &t->md, alpha, 0.f),
+     "activation backward");
   dnnl_primitive_desc_t pd;
   DN(dnnl_primitive_desc_create(&pd, &d, NULL, s->engine, hint),
-     "relu backward");
+     "activation backward");
   dnnl_primitive_t p;
   TRY(new_prim(b, pd, NULL, &p));
   TRY(new_mem(b, &t->md, dz));
@@ -262,13 +273,144 @@ static int relu_backward(build *b, size_t j, const_dnnl_primitive_desc_t hint,
   return add_step(b, true, p, NULL, &s->layers[j], 3, args);
 }
 
-/* A convolution or connected layer: forward (+ ReLU), then backward: ReLU,
- * PG with its accumulation, EB. */
+/* A plain vector of n floats. */
+static int vec_mem(build *b, dnnl_dim_t n, dnnl_memory_t *m) {
+  dnnl_memory_desc_t md;
+  dnnl_dims_t d = {n};
+  DN(dnnl_memory_desc_init_by_tag(&md, 1, d, dnnl_f32, dnnl_a),
+     "memory_desc");
+  return new_mem(b, &md, m);
+}
+
+/* A forward step (of the passes in modes) dst = ka dst + kb src, by
+ * oneDNN's sum in place: the rolling statistics' update. */
+static int add_blend(build *b, cpu_layer *l, dnnl_memory_t dst,
+                     dnnl_memory_t src, float ka, float kb, unsigned modes) {
+  const dnnl_memory_desc_t *md;
+  dnnl_memory_get_memory_desc(dst, &md);
+  const dnnl_memory_desc_t srcs[2] = {*md, *md};
+  const float scales[2] = {ka, kb};
+  dnnl_primitive_desc_t pd;
+  DN(dnnl_sum_primitive_desc_create(&pd, md, 2, scales, srcs, NULL,
+                                    b->s->engine),
+     "rolling statistics");
+  dnnl_primitive_t p;
+  TRY(new_prim(b, pd, NULL, &p));
+  dnnl_exec_arg_t args[3] = {{DNNL_ARG_MULTIPLE_SRC, dst},
+                             {DNNL_ARG_MULTIPLE_SRC + 1, src},
+                             {DNNL_ARG_DST, dst}};
+  TRY(add_step(b, false, p, NULL, l, 3, args));
+  b->s->fwd[b->s->nfwd - 1].modes = modes;
+  return 0;
+}
+
+#define MODE(m) (1u << (m))
+#define MODES_TRAINING (MODE(CNN_MODE_TRAIN) | MODE(CNN_MODE_RECOMPUTE))
+
+/* Batch normalisation of layer j's convolution output L->z (layout md,
+ * made by the caller) into t[j+1]: the forward steps (batch statistics in training, a rolling
+ * update after a training FORWARD, the rolling statistics in evaluation);
+ * *bwd_pd receives the training primitive's descriptor (the backward's
+ * hint; the caller destroys it). */
+static int bn_forward(build *b, size_t j, const dnnl_memory_desc_t *md,
+                      dnnl_primitive_desc_t *bwd_hint) {
+  cnn_cpu_stage *s = b->s;
+  cpu_layer *L = &s->layers[j];
+  dnnl_dim_t C = L->l.out.c;
+  const unsigned flags = dnnl_use_scale | dnnl_use_shift;
+  TRY(vec_mem(b, C, &L->scale));
+  TRY(vec_mem(b, C, &L->vs));
+  TRY(vec_mem(b, C, &L->gs));
+  TRY(vec_mem(b, C, &L->gs_new));
+  TRY(vec_mem(b, C, &L->mean));
+  TRY(vec_mem(b, C, &L->var));
+  TRY(vec_mem(b, C, &L->rmean));
+  TRY(vec_mem(b, C, &L->rvar));
+  dnnl_batch_normalization_desc_t d;
+  dnnl_primitive_desc_t pd, keep;
+  dnnl_primitive_t p;
+  DN(dnnl_batch_normalization_forward_desc_init(
+         &d, dnnl_forward_training, md, (float)CNN_BN_EPS, flags),
+     "batch normalization forward");
+  DN(dnnl_primitive_desc_create(bwd_hint, &d, NULL, s->engine, NULL),
+     "batch normalization forward");
+  DN(dnnl_primitive_desc_clone(&keep, *bwd_hint), "batch normalization");
+  TRY(new_prim(b, keep, L, &p));
+  dnnl_exec_arg_t train[6] = {{DNNL_ARG_SRC, L->z},
+                              {DNNL_ARG_SCALE, L->scale},
+                              {DNNL_ARG_SHIFT, L->b},
+                              {DNNL_ARG_DST, s->t[j + 1].mem},
+                              {DNNL_ARG_MEAN, L->mean},
+                              {DNNL_ARG_VARIANCE, L->var}};
+  TRY(add_step(b, false, p, NULL, L, 6, train));
+  s->fwd[s->nfwd - 1].modes = MODES_TRAINING;
+  TRY(add_blend(b, L, L->rmean, L->mean, (float)(1 - CNN_BN_MOMENTUM),
+                (float)CNN_BN_MOMENTUM, MODE(CNN_MODE_TRAIN)));
+  TRY(add_blend(b, L, L->rvar, L->var, (float)(1 - CNN_BN_MOMENTUM),
+                (float)CNN_BN_MOMENTUM, MODE(CNN_MODE_TRAIN)));
+  DN(dnnl_batch_normalization_forward_desc_init(
+         &d, dnnl_forward_inference, md, (float)CNN_BN_EPS,
+         flags | dnnl_use_global_stats),
+     "batch normalization inference");
+  DN(dnnl_primitive_desc_create(&pd, &d, NULL, s->engine, NULL),
+     "batch normalization inference");
+  TRY(new_prim(b, pd, NULL, &p));
+  dnnl_exec_arg_t infer[6] = {{DNNL_ARG_SRC, L->z},
+                              {DNNL_ARG_MEAN, L->rmean},
+                              {DNNL_ARG_VARIANCE, L->rvar},
+                              {DNNL_ARG_SCALE, L->scale},
+                              {DNNL_ARG_SHIFT, L->b},
+                              {DNNL_ARG_DST, s->t[j + 1].mem}};
+  TRY(add_step(b, false, p, NULL, L, 6, infer));
+  s->fwd[s->nfwd - 1].modes = MODE(CNN_MODE_INFER);
+  return 0;
+}
+
+/* The normalisation's backward from *dz (the error at its output) into
+ * L->z_diff, which *dz becomes; the shift's and scale's gradients go to
+ * gb_new and gs_new (or gb and gs: chosen per backward) and are
+ * accumulated. */
+static int bn_backward(build *b, size_t j, const dnnl_memory_desc_t *md,
+                       const_dnnl_primitive_desc_t hint, dnnl_memory_t *dz) {
+  cnn_cpu_stage *s = b->s;
+  cpu_layer *L = &s->layers[j];
+  dnnl_batch_normalization_desc_t d;
+  dnnl_primitive_desc_t pd;
+  dnnl_primitive_t p;
+  DN(dnnl_batch_normalization_backward_desc_init(
+         &d, dnnl_backward, md, md, (float)CNN_BN_EPS,
+         dnnl_use_scale | dnnl_use_shift),
+     "batch normalization backward");
+  DN(dnnl_primitive_desc_create(&pd, &d, NULL, s->engine, hint),
+     "batch normalization backward");
+  TRY(new_prim(b, pd, L, &p));
+  /* the last two are chosen per backward (cnn_cpu.c) */
+  dnnl_exec_arg_t args[8] = {{DNNL_ARG_SRC, L->z},
+                             {DNNL_ARG_MEAN, L->mean},
+                             {DNNL_ARG_VARIANCE, L->var},
+                             {DNNL_ARG_DIFF_DST, *dz},
+                             {DNNL_ARG_SCALE, L->scale},
+                             {DNNL_ARG_DIFF_SRC, L->z_diff},
+                             {DNNL_ARG_DIFF_SCALE, L->gs_new},
+                             {DNNL_ARG_DIFF_SHIFT, L->gb_new}};
+  L->bn_step = s->nbwd;
+  TRY(add_step(b, true, p, NULL, L, 8, args));
+  TRY(add_accumulate(b, L, L->gs, L->gs_new));
+  TRY(add_accumulate(b, L, L->gb, L->gb_new));
+  *dz = L->z_diff;
+  return 0;
+}
+
+/* A convolution or connected layer: forward (+ batch normalisation) (+
+ * activation), then backward: activation, normalisation, PG with its
+ * accumulation, EB. A batch-normalized convolution has no bias: its b is
+ * the normalisation's shift. */
 static int build_weighted(build *b, size_t j) {
   cnn_cpu_stage *s = b->s;
   cpu_layer *L = &s->layers[j];
   const cnn_layer *l = &L->l;
   bool conv = l->kind == CNN_LAYER_CONV;
+  bool bn = conv && l->batch_norm;
   int in_nd = conv ? 4 : (int)s->t[j].md.ndims;
   if (conv && s->t[j].md.ndims != 4)
     return fail(b, EMBER_EPARAM,
@@ -304,6 +446,7 @@ static int build_weighted(build *b, size_t j) {
      "memory_desc");
   dnnl_dims_t strides = {l->stride, l->stride};
   dnnl_dims_t pad = {l->padding, l->padding};
+  const dnnl_memory_desc_t *bias = bn ? NULL : &b_any;
 
   /* forward */
   dnnl_convolution_desc_t cd;
@@ -312,13 +455,13 @@ static int build_weighted(build *b, size_t j) {
   if (conv) {
     DN(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training,
                                           dnnl_convolution_direct, &src_any,
-                                          &w_any, &b_any, &dst_any, strides,
+                                          &w_any, bias, &dst_any, strides,
                                           pad, pad),
        "convolution forward");
     fd = &cd;
   } else {
     DN(dnnl_inner_product_forward_desc_init(&ipd, dnnl_forward_training,
-                                            &src_any, &w_any, &b_any,
+                                            &src_any, &w_any, bias,
                                             &dst_any),
        "inner product forward");
     fd = &ipd;
@@ -327,13 +470,11 @@ static int build_weighted(build *b, size_t j) {
   DN(dnnl_primitive_desc_create(&fpd, fd, NULL, s->engine, NULL), "forward");
   dnnl_memory_desc_t src_md = *query(fpd, dnnl_query_src_md);
   dnnl_memory_desc_t w_md = *query(fpd, dnnl_query_weights_md);
-  dnnl_memory_desc_t b_md = *dnnl_primitive_desc_query_md(
-      fpd, dnnl_query_weights_md, 1);
   dnnl_memory_desc_t dst_md = *query(fpd, dnnl_query_dst_md);
   int rc = 0;
   dnnl_memory_t src = NULL;
   dnnl_primitive_t fp = NULL;
-  dnnl_primitive_desc_t fpd_copy = NULL;
+  dnnl_primitive_desc_t fpd_copy = NULL, bn_pd = NULL;
   if (dnnl_primitive_desc_clone(&fpd_copy, fpd) != dnnl_success)
     rc = fail(b, EMBER_ENOMEM, "primitive_desc_clone");
   if (!rc) rc = link_input(b, j, &src_md, &src);
@@ -341,39 +482,46 @@ static int build_weighted(build *b, size_t j) {
   if (!rc && src == s->t[0].mem) s->keep_input = true;
   if (!rc) rc = make_output(b, j, &dst_md);
   if (!rc) rc = new_mem(b, &w_md, &L->w);
-  if (!rc) rc = new_mem(b, &b_md, &L->b);
   if (!rc) rc = new_mem(b, &w_md, &L->vw);
-  if (!rc) rc = new_mem(b, &b_md, &L->vb);
+  /* biases (the shift) are plain vectors in every layout oneDNN picks */
+  if (!rc) rc = vec_mem(b, bd[0], &L->b);
+  if (!rc) rc = vec_mem(b, bd[0], &L->vb);
   if (!rc) {
     rc = new_prim(b, fpd_copy, L, &fp);  /* takes fpd_copy */
     fpd_copy = NULL;
   }
+  /* a batch-normalized convolution into z, normalised into t[j+1] */
+  if (!rc && bn) rc = new_mem(b, &dst_md, &L->z);
+  if (!rc && bn) rc = new_mem(b, &dst_md, &L->z_diff);
   if (!rc) {
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, src},
                                {DNNL_ARG_WEIGHTS, L->w},
-                               {DNNL_ARG_BIAS, L->b},
-                               {DNNL_ARG_DST, s->t[j + 1].mem}};
-    rc = add_step(b, false, fp, NULL, L, 4, args);
+                               {DNNL_ARG_DST, bn ? L->z : s->t[j + 1].mem},
+                               {DNNL_ARG_BIAS, L->b}};
+    rc = add_step(b, false, fp, NULL, L, bn ? 3 : 4, args);
   }
+  if (!rc && bn) rc = bn_forward(b, j, &dst_md, &bn_pd);
   dnnl_primitive_desc_t rpd = NULL;
-  if (!rc && l->act == CNN_ACT_RELU) rc = relu_forward(b, j, &rpd);
+  if (!rc && l->act != CNN_ACT_LINEAR) rc = act_forward(b, j, &rpd);
 
-  /* backward: ReLU, PG, EB */
+  /* backward: activation, normalisation, PG, EB */
   L->bwd_first = s->nbwd;
   dnnl_memory_t dz = s->t[j + 1].diff;
-  if (!rc && rpd) rc = relu_backward(b, j, rpd, &dz);
+  if (!rc && rpd) rc = act_backward(b, j, rpd, &dz);
   dnnl_primitive_desc_destroy(rpd);
+  if (!rc && bn) rc = bn_backward(b, j, &dst_md, bn_pd, &dz);
+  dnnl_primitive_desc_destroy(bn_pd);
 
   dnnl_primitive_desc_t wpd = NULL;
   if (!rc) {
     dnnl_status_t st;
     if (conv) {
       st = dnnl_convolution_backward_weights_desc_init(
-          &cd, dnnl_convolution_direct, &src_any, &w_any, &b_any, &dst_any,
+          &cd, dnnl_convolution_direct, &src_any, &w_any, bias, &dst_any,
           strides, pad, pad);
     } else {
       st = dnnl_inner_product_backward_weights_desc_init(&ipd, &src_any,
-                                                         &w_any, &b_any,
+                                                         &w_any, bias,
                                                          &dst_any);
     }
     if (st == dnnl_success)
@@ -382,8 +530,6 @@ static int build_weighted(build *b, size_t j) {
   }
   if (!rc) {
     dnnl_memory_desc_t gw_md = *query(wpd, dnnl_query_diff_weights_md);
-    dnnl_memory_desc_t gb_md =
-        *dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_weights_md, 1);
     dnnl_memory_t w_src = NULL, w_ddst = NULL;
     dnnl_primitive_t p;
     rc = as_layout(b, j, src, query(wpd, dnnl_query_src_md), &w_src);
@@ -391,23 +537,23 @@ static int build_weighted(build *b, size_t j) {
       rc = as_layout(b, j, dz, query(wpd, dnnl_query_diff_dst_md), &w_ddst);
     if (!rc) rc = new_mem(b, &gw_md, &L->gw);
     if (!rc) rc = new_mem(b, &gw_md, &L->gw_new);
-    if (!rc) rc = new_mem(b, &gb_md, &L->gb);
-    if (!rc) rc = new_mem(b, &gb_md, &L->gb_new);
+    if (!rc && !bn) rc = vec_mem(b, bd[0], &L->gb);
+    if (!rc && !bn) rc = vec_mem(b, bd[0], &L->gb_new);
     if (!rc) {
       rc = new_prim(b, wpd, L, &p);  /* takes wpd */
       wpd = NULL;
     }
     if (!rc) {
-      /* the last two are chosen per backward (cnn_cpu.c) */
+      /* the gradients' memories are chosen per backward (cnn_cpu.c) */
       dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, w_src},
                                  {DNNL_ARG_DIFF_DST, w_ddst},
                                  {DNNL_ARG_DIFF_WEIGHTS, L->gw_new},
                                  {DNNL_ARG_DIFF_BIAS, L->gb_new}};
       L->pg_step = s->nbwd;
-      rc = add_step(b, true, p, NULL, L, 4, args);
+      rc = add_step(b, true, p, NULL, L, bn ? 3 : 4, args);
     }
     if (!rc) rc = add_accumulate(b, L, L->gw, L->gw_new);
-    if (!rc) rc = add_accumulate(b, L, L->gb, L->gb_new);
+    if (!rc && !bn) rc = add_accumulate(b, L, L->gb, L->gb_new);
     if (!rc && dnnl_memory_desc_equal(&gw_md, &w_md)) {
       L->gw_fwd = L->gw;
     } else if (!rc) {
@@ -463,6 +609,103 @@ static int build_weighted(build *b, size_t j) {
   dnnl_primitive_desc_destroy(fpd_copy);
   dnnl_primitive_desc_destroy(fpd);
   return rc;
+}
+
+/* darknet's average pool: each channel's mean over its whole plane, by
+ * oneDNN's average pooling with one window of H x W. */
+static int build_avgpool(build *b, size_t j) {
+  cnn_cpu_stage *s = b->s;
+  cpu_layer *L = &s->layers[j];
+  const cnn_layer *l = &L->l;
+  cpu_tensor *t = &s->t[j];
+  if (t->md.ndims != 4)
+    return fail(b, EMBER_EPARAM,
+                "an avg-pool after a connected layer in one stage is not "
+                "supported on the cpu");
+  dnnl_dims_t dd, win = {l->in.h, l->in.w}, zero = {0, 0};
+  dims_of(s->batch, l->out, 4, dd);
+  dnnl_memory_desc_t dst_any;
+  DN(dnnl_memory_desc_init_by_tag(&dst_any, 4, dd, dnnl_f32,
+                                  dnnl_format_tag_any), "memory_desc");
+  dnnl_pooling_desc_t d;
+  DN(dnnl_pooling_forward_desc_init(&d, dnnl_forward_training,
+                                    dnnl_pooling_avg_exclude_padding,
+                                    &t->md, &dst_any, win, win, zero, zero),
+     "avg pooling forward");
+  dnnl_primitive_desc_t fpd, keep = NULL;
+  DN(dnnl_primitive_desc_create(&fpd, &d, NULL, s->engine, NULL),
+     "avg pooling forward");
+  dnnl_memory_desc_t dst_md = *query(fpd, dnnl_query_dst_md);
+  dnnl_primitive_t p;
+  int rc = make_output(b, j, &dst_md);
+  if (!rc && dnnl_primitive_desc_clone(&keep, fpd) != dnnl_success)
+    rc = fail(b, EMBER_ENOMEM, "primitive_desc_clone");
+  if (!rc) rc = new_prim(b, keep, L, &p);
+  if (!rc) {
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, t->mem},
+                               {DNNL_ARG_DST, s->t[j + 1].mem}};
+    rc = add_step(b, false, p, NULL, L, 2, args);
+  }
+  L->bwd_first = s->nbwd;
+  if (!rc && (j > 0 || s->eb_in)) {
+    dnnl_primitive_desc_t bpd;
+    dnnl_status_t st = dnnl_pooling_backward_desc_init(
+        &d, dnnl_pooling_avg_exclude_padding, &t->md, &dst_md, win, win,
+        zero, zero);
+    if (st == dnnl_success)
+      st = dnnl_primitive_desc_create(&bpd, &d, NULL, s->engine, fpd);
+    if (st != dnnl_success) rc = dnnl_fail(b, st, "avg pooling backward");
+    if (!rc) rc = new_prim(b, bpd, L, &p);
+    if (!rc) {
+      dnnl_exec_arg_t args[2] = {{DNNL_ARG_DIFF_DST, s->t[j + 1].diff},
+                                 {DNNL_ARG_DIFF_SRC, t->diff}};
+      rc = add_step(b, true, p, NULL, L, 2, args);
+    }
+  }
+  dnnl_primitive_desc_destroy(fpd);
+  return rc;
+}
+
+/* Dropout: y = x * mask by oneDNN's binary multiplication, on plain
+ * tensors (the mask's element order is the canonical one, cnn_pass.h);
+ * the mask is drawn for each pass by cpu_dropout_mask (ones in
+ * evaluation). Backward: dx = dy * mask. */
+static int build_dropout(build *b, size_t j) {
+  cnn_cpu_stage *s = b->s;
+  cpu_layer *L = &s->layers[j];
+  cpu_tensor *t = &s->t[j];
+  int nd = (int)t->md.ndims;
+  dnnl_dims_t d;
+  dnnl_memory_desc_t md;
+  dims_of(s->batch, L->l.in, nd, d);
+  TRY(plain_md(b, nd, d, &md));
+  dnnl_memory_t src;
+  TRY(link_input(b, j, &md, &src));
+  TRY(make_output(b, j, &md));
+  TRY(new_mem(b, &md, &L->mask));
+  TRY(add_step(b, false, NULL, cpu_dropout_mask, L, 0, NULL));
+  dnnl_binary_desc_t bd;
+  DN(dnnl_binary_desc_init(&bd, dnnl_binary_mul, &md, &md, &md),
+     "dropout");
+  dnnl_primitive_desc_t pd;
+  DN(dnnl_primitive_desc_create(&pd, &bd, NULL, s->engine, NULL), "dropout");
+  dnnl_primitive_t p;
+  TRY(new_prim(b, pd, L, &p));
+  dnnl_exec_arg_t fwd[3] = {{DNNL_ARG_SRC_0, src},
+                            {DNNL_ARG_SRC_1, L->mask},
+                            {DNNL_ARG_DST, s->t[j + 1].mem}};
+  TRY(add_step(b, false, p, NULL, L, 3, fwd));
+  L->bwd_first = s->nbwd;
+  if (!(j > 0 || s->eb_in)) return 0;
+  bool copy = !dnnl_memory_desc_equal(&md, &t->md);
+  dnnl_memory_t dsrc = t->diff;
+  if (copy) TRY(new_mem(b, &md, &dsrc));
+  dnnl_exec_arg_t bwd[3] = {{DNNL_ARG_SRC_0, s->t[j + 1].diff},
+                            {DNNL_ARG_SRC_1, L->mask},
+                            {DNNL_ARG_DST, dsrc}};
+  TRY(add_step(b, true, p, NULL, L, 3, bwd));
+  if (copy) TRY(reorder(b, dsrc, t->diff, 1, L, NULL));
+  return 0;
 }
 
 /* darknet's max-pool on oneDNN: the window starts padding/2 before the
@@ -648,6 +891,8 @@ static int create(const cnn_layer *layers, size_t first, size_t count,
     case CNN_LAYER_CONNECTED: rc = build_weighted(&b, j); break;
     case CNN_LAYER_MAXPOOL: rc = build_maxpool(&b, j); break;
     case CNN_LAYER_SOFTMAX: rc = build_softmax(&b, j); break;
+    case CNN_LAYER_AVGPOOL: rc = build_avgpool(&b, j); break;
+    case CNN_LAYER_DROPOUT: rc = build_dropout(&b, j); break;
     }
   }
   b.layer = first + count - 1;

@@ -22,8 +22,9 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "cnn_cpu.h"
+#include "cnn_pass.h"
 
-#define CPU_STEP_MAX_ARGS 6
+#define CPU_STEP_MAX_ARGS 8
 #define CPU_IMPL_LEN 192
 
 struct cnn_cpu_stage;
@@ -35,6 +36,8 @@ typedef struct cpu_step {
   struct cpu_layer *layer;
   bool accumulates;       /* adds to the accumulated gradients: skipped
                              while they are zero (PG wrote them itself) */
+  unsigned modes;         /* forward steps: the passes (1 << cnn_mode)
+                             that run it */
   int nargs;
   dnnl_exec_arg_t args[CPU_STEP_MAX_ARGS];
 } cpu_step;
@@ -49,6 +52,9 @@ typedef struct cpu_layer {
   size_t index;              /* in the network */
   size_t bwd_first, bwd_count; /* its steps in the stage's backward list */
   size_t pg_step;            /* its PG step in that list (conv, connected) */
+  size_t bn_step;            /* batch_norm: its normalisation's backward
+                                step in that list, whose diff scale and
+                                shift are chosen per backward */
   /* parameters (conv, connected): in the forward primitive's layouts */
   dnnl_memory_desc_t w_canon_md; /* OIHW or OI, plain */
   dnnl_memory_t w, b, vw, vb;
@@ -59,6 +65,15 @@ typedef struct cpu_layer {
   dnnl_primitive_t w_to_bd;  /* w -> w_bd, NULL when shared */
   dnnl_memory_t gw_fwd;      /* gw in w's layout (or gw) */
   dnnl_primitive_t gw_to_fwd;
+  /* batch_norm: b is the normalisation's shift; its scale, their
+   * momentum and gradients (plain vectors of out.c); the batch's mean and
+   * variance, the rolling ones; z the convolution's output (the
+   * normalisation's input) and its error */
+  dnnl_memory_t scale, vs, gs, gs_new;
+  dnnl_memory_t mean, var, rmean, rvar;
+  dnnl_memory_t z, z_diff;
+  /* dropout: the mask (0 or 1/(1-p), 1 in evaluation), plain */
+  dnnl_memory_t mask;
   char impl[CPU_IMPL_LEN];
 } cpu_layer;
 
@@ -91,6 +106,7 @@ struct cnn_cpu_stage {
   bool keep_input;           /* t[0] is kept for PG: the caller's input is
                                 copied in; otherwise t[0].mem reads the
                                 caller's buffer during the forward */
+  cnn_pass pass;             /* the running forward pass's */
 };
 
 /* Size in bytes and data of a memory. */
@@ -102,5 +118,9 @@ int cpu_run_steps(struct cnn_cpu_stage *s, cpu_step *steps, size_t n);
 
 /* A step run as a C function: the loss's gradient into xent_plain. */
 void cpu_xent_grad(struct cnn_cpu_stage *s, cpu_layer *l);
+
+/* A step run as a C function: the dropout layer's mask for the running
+ * pass (cnn_pass.h's hash; all 1 in evaluation). */
+void cpu_dropout_mask(struct cnn_cpu_stage *s, cpu_layer *l);
 
 #endif

@@ -62,8 +62,7 @@ static int load_stage(const cnn_task *t, uint8_t *state, cnn_cpu_stage **out,
   const cnn_layer *layers = cnn_net_layers(t->net, &n);
   const float *p = region(state, t->layout.params_off);
   CNN_FOR_PARAM_LAYERS(t, layers, i, off) {
-    rc = cnn_cpu_stage_set_params(*out, i, p + off, p + off +
-                                  layers[i].weights);
+    rc = cnn_cpu_stage_set_layer(*out, i, p + off);
     if (rc) {
       snprintf(err, err_len, "layer %u: cannot load parameters", i);
       cnn_cpu_stage_destroy(*out);
@@ -82,6 +81,34 @@ static void put_stage(const cnn_task *t, cnn_cpu_stage *s, int rc) {
   else
     cnn_stage_pool_give(t->text, t->text_len, t->first, t->end, t->batch, 0,
                         0, s);
+}
+
+/* After a training FORWARD: the rolling statistics the stage moved, back
+ * into the block. */
+static int store_rolling(const cnn_task *t, uint8_t *state, cnn_cpu_stage *s,
+                         char *err, size_t err_len) {
+  size_t n;
+  const cnn_layer *layers = cnn_net_layers(t->net, &n);
+  float *p = region(state, t->layout.params_off);
+  CNN_FOR_PARAM_LAYERS(t, layers, i, off) {
+    if (!layers[i].batch_norm) continue;
+    float *scales = p + off + layers[i].weights + layers[i].biases;
+    if (cnn_cpu_stage_get_norm(s, i, scales, scales + layers[i].scales)) {
+      snprintf(err, err_len, "layer %u: cannot read the rolling "
+               "statistics", i);
+      return EMBER_EINTERNAL;
+    }
+  }
+  return 0;
+}
+
+/* The slot's record of its FORWARD's dropout key (a stage with dropout),
+ * or NULL. */
+static cnn_slot_pass *slot_pass(const cnn_task *t, uint8_t *state) {
+  const cnn_layout *L = &t->layout;
+  if (!L->pass_stride) return NULL;
+  return (cnn_slot_pass *)(void *)(state + L->pass_off +
+                                   t->slot * L->pass_stride);
 }
 
 static int run_forward(const cnn_task *t, uint8_t *state,
@@ -108,30 +135,36 @@ static int run_forward(const cnn_task *t, uint8_t *state,
   if (in && (out || !L->last)) rc = load_stage(t, state, &s, err, err_len);
   else snprintf(err, err_len, "out of memory");
   double loss = 0;
+  cnn_pass pass = cnn_task_forward_pass(t, header(state)->updates);
   if (!rc) {
-    rc = cnn_cpu_stage_forward(s, in, out, labels, L->last ? &loss : NULL);
+    rc = cnn_cpu_stage_forward_pass(s, in, out, labels,
+                                    L->last ? &loss : NULL, &pass);
     if (rc) snprintf(err, err_len, "forward failed (%s)", ember_errname(rc));
   }
-  if (!rc) {
+  if (!rc && pass.mode == CNN_MODE_TRAIN && t->batch_norm)
+    rc = store_rolling(t, state, s, err, err_len);
+  if (!rc && !t->inference) { /* kept for BACKWARD */
     memcpy(state + L->stash_off + t->slot * L->stash_stride, in,
            (size_t)L->in_elems * sizeof(float));
     if (labels)
       memcpy(state + L->labels_off + t->slot * L->labels_stride, labels,
              t->batch);
+    cnn_slot_pass *sp = slot_pass(t, state);
+    if (sp) *sp = (cnn_slot_pass){pass.seed, pass.step, pass.sample0, 0};
     header(state)->flags |= 1u << t->slot;
-    if (L->last) {
-      uint32_t correct = 0;
-      for (uint32_t n = 0; n < t->batch; n++) {
-        const float *p = out + (size_t)n * classes;
-        uint32_t best = 0;
-        for (uint32_t k = 1; k < classes; k++)
-          if (p[k] > p[best]) best = k;
-        correct += best == labels[n];
-      }
-      res->has_loss = res->has_correct = 1;
-      res->loss = loss;
-      res->correct = correct;
+  }
+  if (!rc && L->last) {
+    uint32_t correct = 0;
+    for (uint32_t n = 0; n < t->batch; n++) {
+      const float *p = out + (size_t)n * classes;
+      uint32_t best = 0;
+      for (uint32_t k = 1; k < classes; k++)
+        if (p[k] > p[best]) best = k;
+      correct += best == labels[n];
     }
+    res->has_loss = res->has_correct = 1;
+    res->loss = loss;
+    res->correct = correct;
   }
   put_stage(t, s, rc);
   free(tmp_in);
@@ -162,8 +195,8 @@ static int run_backward(const cnn_task *t, uint8_t *state,
   const cnn_layer *layers = cnn_net_layers(t->net, &n);
   uint64_t most = 0;
   for (uint32_t i = t->first; i < t->end; i++)
-    if (layers[i].weights + layers[i].biases > most)
-      most = layers[i].weights + layers[i].biases;
+    if (cnn_layer_params(&layers[i]) > most)
+      most = cnn_layer_params(&layers[i]);
   float *g = malloc((size_t)(most ? most : 1) * sizeof *g);
   cnn_cpu_stage *s = NULL;
   int rc = g ? load_stage(t, state, &s, err, err_len) : EMBER_ENOMEM;
@@ -172,19 +205,20 @@ static int run_backward(const cnn_task *t, uint8_t *state,
     const float *in = region(state, L->stash_off + t->slot * L->stash_stride);
     const uint8_t *labels =
         L->last ? state + L->labels_off + t->slot * L->labels_stride : NULL;
-    rc = cnn_cpu_stage_forward(s, in, NULL, labels, NULL);
+    cnn_pass pass = cnn_task_slot_pass(slot_pass(t, state));
+    rc = cnn_cpu_stage_forward_pass(s, in, NULL, labels, NULL, &pass);
     if (!rc) rc = cnn_cpu_stage_backward(s, dout, din);
     if (rc) snprintf(err, err_len, "backward failed (%s)",
                      ember_errname(rc));
   }
   float *grads = region(state, L->grads_off);
   if (!rc) CNN_FOR_PARAM_LAYERS(t, layers, i, off) {
-    rc = cnn_cpu_stage_get_grads(s, i, g, g + layers[i].weights);
+    rc = cnn_cpu_stage_get_layer_grads(s, i, g);
     if (rc) {
       snprintf(err, err_len, "layer %u: cannot read gradients", i);
       break;
     }
-    uint64_t count = layers[i].weights + layers[i].biases;
+    uint64_t count = cnn_layer_params(&layers[i]);
     for (uint64_t k = 0; k < count; k++) grads[off + k] += g[k];
   }
   if (!rc) header(state)->flags &= ~(1u << t->slot);
@@ -274,10 +308,13 @@ int cnn_task_run(const cnn_task *t, uint8_t *state, const acc_block *inputs,
       sgd(p + L->weights, v + L->weights, g + L->weights, L->biases, scale,
           (float)t->learning_rate, (float)t->momentum, 0.0f);
     } else CNN_FOR_PARAM_LAYERS(t, layers, i, off) {
+      /* weights with decay; biases and scales without; not the rolling
+       * statistics */
       uint64_t w = layers[i].weights;
       sgd(p + off, v + off, g + off, w, scale, (float)t->learning_rate,
           (float)t->momentum, (float)t->decay);
-      sgd(p + off + w, v + off + w, g + off + w, layers[i].biases, scale,
+      sgd(p + off + w, v + off + w, g + off + w,
+          layers[i].biases + layers[i].scales, scale,
           (float)t->learning_rate, (float)t->momentum, 0.0f);
     }
     header(state)->updates++;

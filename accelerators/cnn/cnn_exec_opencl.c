@@ -19,11 +19,15 @@
  *               labels, into the slot's labels); a cnn_opencl stage built,
  *               its parameters copied from the block, run from the stash
  *               (its output copied to out block 0; the probabilities and
- *               per-sample losses read back for the Result).
+ *               per-sample losses read back for the Result); the rolling
+ *               statistics it moved copied back, its dropout key written
+ *               with the slot. An inference runs from the input blocks
+ *               and keeps nothing.
  *   BACKWARD    a stage built, its parameters and the accumulated
  *               gradients copied from the block, the forward pass re-run
- *               from the slot's stash and labels (the inner activations
- *               are not kept, as on the CPU), EB and PG from input 0 (the
+ *               from the slot's stash and labels with its FORWARD's
+ *               dropout key (the inner activations are not kept, as on
+ *               the CPU), EB and PG from input 0 (the
  *               softmax's own error on the last stage), the input error
  *               copied to out block 0, the gradients copied back.
  *
@@ -133,11 +137,12 @@ static int op_update(run *r) {
     rc = cnn_ocl_sgd(r->o, r->q, r->st, p + off, v + off, g + off, w, scale,
                      (float)t->learning_rate, (float)t->momentum,
                      (float)t->decay, r->err, r->err_len);
+    /* biases and scales without decay; not the rolling statistics */
     if (!rc)
       rc = cnn_ocl_sgd(r->o, r->q, r->st, p + off + w, v + off + w,
-                       g + off + w, layers[i].biases, scale,
-                       (float)t->learning_rate, (float)t->momentum, 0.0f,
-                       r->err, r->err_len);
+                       g + off + w, layers[i].biases + layers[i].scales,
+                       scale, (float)t->learning_rate, (float)t->momentum,
+                       0.0f, r->err, r->err_len);
     if (rc) return rc;
   }
   r->h.updates++;
@@ -196,42 +201,85 @@ static int labels_of(run *r, const acc_block *in, cl_mem mem, uint8_t **out) {
   return 0;
 }
 
+/* The slot's dropout key record (a stage with dropout): its offset. */
+static size_t slot_pass_at(const cnn_task *t) {
+  const cnn_layout *L = &t->layout;
+  return (size_t)(L->pass_off + t->slot * L->pass_stride);
+}
+
 static int op_forward(run *r, const acc_block *inputs, cl_mem const *dev_in,
                       const acc_run_ctx *ctx, Ember__Cnn__Result *res) {
   const cnn_task *t = r->t;
   const cnn_layout *L = &t->layout;
   size_t stash = (size_t)(L->stash_off + t->slot * L->stash_stride);
   size_t labels = (size_t)(L->labels_off + t->slot * L->labels_stride);
+  /* a training FORWARD keeps its input and labels in the slot and runs
+   * from there; an inference runs from the input blocks */
+  cl_mem in = r->st, lab_mem = r->st;
+  size_t in_off = stash, lab_off = labels;
+  if (t->inference) {
+    in = dev_in[0];
+    in_off = 0;
+    lab_mem = L->last ? dev_in[1] : NULL;
+    lab_off = 0;
+  }
   uint8_t *lab = NULL;
   float *probs = NULL;
   int rc = L->last ? labels_of(r, &inputs[1], dev_in[1], &lab) : 0;
-  if (!rc)
+  if (!rc && !t->inference)
     rc = cnn_ocl_run_copy(r, dev_in[0], 0, r->st, stash,
               (size_t)L->in_elems * sizeof(float));
-  if (!rc && L->last)
+  if (!rc && L->last && !t->inference)
     rc = cnn_ocl_run_copy(r, dev_in[1], 0, r->st, labels, t->batch);
   if (!rc && L->last &&
       !(probs = malloc((size_t)L->out_elems * sizeof *probs)))
     rc = cnn_ocl_run_no_memory(r);
   cnn_ocl_stage *s = NULL;
   double loss = 0;
+  cnn_pass pass = cnn_task_forward_pass(t, r->h.updates);
   if (!rc) rc = new_stage(r, false, &s);
   if (!rc) {
     cl_mem out = ctx->n_outputs ? (cl_mem)ctx->dev_outputs[0] : NULL;
-    rc = cnn_ocl_stage_forward_mem(s, r->st, stash, L->last ? r->st : NULL,
-                                   labels, out, probs,
+    cnn_ocl_stage_set_pass(s, &pass);
+    rc = cnn_ocl_stage_forward_mem(s, in, in_off, L->last ? lab_mem : NULL,
+                                   lab_off, out, probs,
                                    L->last ? &loss : NULL);
     if (rc) cnn_ocl_run_stage_fail(r, s, "forward", rc);
+  }
+  /* the rolling statistics a training FORWARD moved, back into the block */
+  size_t n;
+  const cnn_layer *layers = cnn_net_layers(t->net, &n);
+  if (!rc && pass.mode == CNN_MODE_TRAIN && t->batch_norm)
+    CNN_FOR_PARAM_LAYERS(t, layers, i, off) {
+      if (!layers[i].batch_norm) continue;
+      rc = cnn_ocl_stage_store(s, i, CNN_OCL_ROLLING, r->st,
+                               (size_t)L->params_off +
+                                   (size_t)off * sizeof(float));
+      if (rc) {
+        cnn_ocl_run_stage_fail(r, s, "storing the rolling statistics", rc);
+        break;
+      }
+    }
+  if (!rc && !t->inference && L->pass_stride) {
+    cnn_slot_pass sp = {pass.seed, pass.step, pass.sample0, 0};
+    cl_int crc = clEnqueueWriteBuffer(r->q, r->st, CL_TRUE, slot_pass_at(t),
+                                      sizeof sp, &sp, 0, NULL, NULL);
+    if (crc != CL_SUCCESS)
+      rc = cnn_ocl_run_fail(r, "writing the dropout key", crc);
+  }
+  if (!rc) {
+    cl_int crc = clFinish(r->q);
+    if (crc != CL_SUCCESS) rc = cnn_ocl_run_fail(r, "clFinish", crc);
   }
   cnn_ocl_stage_destroy(s);
   if (!rc && L->last) {
     uint32_t classes = cnn_net_classes(t->net), correct = 0;
-    for (uint32_t n = 0; n < t->batch; n++) {
-      const float *p = probs + (size_t)n * classes;
+    for (uint32_t k = 0; k < t->batch; k++) {
+      const float *p = probs + (size_t)k * classes;
       uint32_t best = 0;
-      for (uint32_t k = 1; k < classes; k++)
-        if (p[k] > p[best]) best = k;
-      correct += best == lab[n];
+      for (uint32_t c = 1; c < classes; c++)
+        if (p[c] > p[best]) best = c;
+      correct += best == lab[k];
     }
     res->has_loss = res->has_correct = 1;
     res->loss = loss;
@@ -239,7 +287,7 @@ static int op_forward(run *r, const acc_block *inputs, cl_mem const *dev_in,
   }
   free(lab);
   free(probs);
-  if (rc) return rc;
+  if (rc || t->inference) return rc;
   r->h.flags |= 1u << t->slot;
   return cnn_ocl_run_write_header(r);
 }
@@ -254,9 +302,20 @@ static int op_backward(run *r, cl_mem dy, const acc_run_ctx *ctx) {
   }
   size_t stash = (size_t)(L->stash_off + t->slot * L->stash_stride);
   size_t labels = (size_t)(L->labels_off + t->slot * L->labels_stride);
+  /* the pass to re-run: its FORWARD's dropout key, kept with the slot */
+  cnn_slot_pass sp;
+  int have_key = L->pass_stride != 0, rc = 0;
+  if (have_key) {
+    cl_int crc = clEnqueueReadBuffer(r->q, r->st, CL_TRUE, slot_pass_at(t),
+                                     sizeof sp, &sp, 0, NULL, NULL);
+    if (crc != CL_SUCCESS)
+      rc = cnn_ocl_run_fail(r, "reading the dropout key", crc);
+  }
+  cnn_pass pass = cnn_task_slot_pass(have_key ? &sp : NULL);
   cnn_ocl_stage *s = NULL;
-  int rc = new_stage(r, true, &s);
+  if (!rc) rc = new_stage(r, true, &s);
   if (!rc) {
+    cnn_ocl_stage_set_pass(s, &pass);
     rc = cnn_ocl_stage_forward_mem(s, r->st, stash, L->last ? r->st : NULL,
                                    labels, NULL, NULL, NULL);
     if (!rc)

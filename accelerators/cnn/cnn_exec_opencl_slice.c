@@ -4,8 +4,9 @@
  * device buffer. A slice runs as a one-layer cnn_opencl stage
  * (cnn_ocl_slice_create) built per task, as whole stages are; channels are
  * picked and laid out with rectangular buffer copies (one row per sample)
- * and the partial sums, the last ICP slice's ReLU and its mask are cnn.cl
- * kernels. Nothing crosses to the host.
+ * and the partial sums, the last ICP slice's activation and its
+ * derivative are cnn.cl kernels. Nothing crosses to the host. An
+ * inference FORWARD runs from scratch and leaves the slot alone.
  */
 #include <stdio.h>
 
@@ -101,10 +102,18 @@ int cnn_ocl_slice_forward(run *r, cl_mem const *dev_in,
   size_t B = t->batch, fb = sizeof(float);
   size_t stash = (size_t)(L->stash_off + t->slot * L->stash_stride);
   cl_mem out = ctx->n_outputs ? (cl_mem)ctx->dev_outputs[0] : NULL;
-  int rc = L->icp ? copy_rows(r, dev_in[0], z.before, z.in, r->st, stash,
-                              z.own, z.own, B)
-                  : cnn_ocl_run_copy(r, dev_in[0], 0, r->st, stash,
-                                     B * z.in);
+  /* the slice's input into the slot's stash, an inference's into scratch
+   * (the slot is left alone) */
+  int rc = 0;
+  cl_mem in = r->st, in_tmp = NULL;
+  if (t->inference) {
+    in = in_tmp = scratch(r, (size_t)L->stash_elems * fb, &rc);
+    stash = 0;
+  }
+  if (!rc)
+    rc = L->icp ? copy_rows(r, dev_in[0], z.before, z.in, in, stash, z.own,
+                            z.own, B)
+                : cnn_ocl_run_copy(r, dev_in[0], 0, in, stash, B * z.in);
   /* the stage's output: the layer's partial sums (ICP, into the out
    * block when there is one) or the slice's channels (OCP) */
   cl_mem tmp = NULL, y = out;
@@ -113,16 +122,17 @@ int cnn_ocl_slice_forward(run *r, cl_mem const *dev_in,
   cnn_ocl_stage *s = NULL;
   if (!rc) rc = slice_stage(r, false, &s);
   if (!rc) {
-    rc = cnn_ocl_stage_forward_mem(s, r->st, stash, NULL, 0, y, NULL, NULL);
+    rc = cnn_ocl_stage_forward_mem(s, in, stash, NULL, 0, y, NULL, NULL);
     if (rc) cnn_ocl_run_stage_fail(r, s, "forward", rc);
   }
   if (!rc && L->icp && L->c0)
     rc = cnn_ocl_add(r->o, r->q, dev_in[1], 0, y, 0, L->out_elems, r->err,
                      r->err_len);
-  if (!rc && L->icp_last && layers[t->first].act == CNN_ACT_RELU)
-    rc = cnn_ocl_relu_keep(r->o, r->q, y, r->st,
-                           (L->kept_off + t->slot * L->kept_stride) / fb,
-                           L->out_elems, r->err, r->err_len);
+  if (!rc && L->icp_last && layers[t->first].act != CNN_ACT_LINEAR)
+    rc = cnn_ocl_act_keep(r->o, r->q, y, r->st,
+                          (L->kept_off + t->slot * L->kept_stride) / fb,
+                          L->out_elems, layers[t->first].act, !t->inference,
+                          r->err, r->err_len);
   if (!rc && L->ocp && out) {
     /* per sample: the previous slices' channels, its own, zeros after */
     const cl_uint zero = 0;
@@ -137,7 +147,8 @@ int cnn_ocl_slice_forward(run *r, cl_mem const *dev_in,
   if (!rc) rc = finish(r);
   cnn_ocl_stage_destroy(s);
   release(tmp);
-  if (rc) return rc;
+  release(in_tmp);
+  if (rc || t->inference) return rc;
   r->h.flags |= 1u << t->slot;
   return cnn_ocl_run_write_header(r);
 }
@@ -161,14 +172,15 @@ int cnn_ocl_slice_backward(run *r, cl_mem dy, const acc_run_ctx *ctx) {
   if (L->ocp) { /* its channels of the output error */
     dz = tmp = scratch(r, B * z.own, &rc);
     if (!rc) rc = copy_rows(r, dy, z.before, z.out, dz, 0, z.own, z.own, B);
-  } else if (L->icp_last && layers[t->first].act == CNN_ACT_RELU) {
-    /* dz: the output error through the kept output's mask */
+  } else if (L->icp_last && layers[t->first].act != CNN_ACT_LINEAR) {
+    /* dz: the output error through the activation, from the kept output */
     dz = dz_out ? dz_out : (tmp = scratch(r, B * z.out, &rc));
     if (!rc) rc = cnn_ocl_run_copy(r, dy, 0, dz, 0, B * z.out);
     if (!rc)
-      rc = cnn_ocl_relu_mask(r->o, r->q, r->st,
-                             (L->kept_off + t->slot * L->kept_stride) / fb,
-                             dz, L->out_elems, r->err, r->err_len);
+      rc = cnn_ocl_act_mask(r->o, r->q, r->st,
+                            (L->kept_off + t->slot * L->kept_stride) / fb,
+                            dz, L->out_elems, layers[t->first].act, r->err,
+                            r->err_len);
   } else if (dz_out) {
     rc = cnn_ocl_run_copy(r, dy, 0, dz_out, 0, B * z.out);
   }

@@ -9,9 +9,10 @@
  * the rest is plain loops here. FORWARD packs the slice's channels of the
  * layer's whole input into the slot's stash, runs the stage on them (the
  * biases are the block's in the last slice, zeros in the others), adds the
- * previous slice's partial sums and, in the last slice of a ReLU layer,
- * applies the ReLU and keeps the output for BACKWARD's mask. BACKWARD
- * makes dz (the last slice: the output error through that mask; the
+ * previous slice's partial sums and, in the last slice of a layer with an
+ * activation (ReLU, leaky, logistic), applies it and keeps the output for
+ * BACKWARD's derivative. BACKWARD makes dz (the last slice: the output
+ * error through the activation's derivative, taken from that output; the
  * others are given it), re-runs the stage's forward pass from the stash
  * (as whole stages do, cnn_exec.c), runs EB and PG with dz, and adds the
  * weight gradients (and the last slice's bias gradients) into the block.
@@ -21,7 +22,12 @@
  * stashes the whole input, runs the stage and lays its channels between
  * the previous slice's and zeros; BACKWARD picks its channels of the
  * output error, re-runs the forward pass from the stash, then EB and PG.
+ *
+ * An inference FORWARD (cnn.proto) computes the same (a slice holds no
+ * batch normalisation or dropout) from a scratch copy and leaves the slot
+ * alone. A batch-normalized layer is never sliced (cnn_task.c).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +59,28 @@ static const float *floats_of(const acc_block *b, float **tmp) {
   *tmp = malloc(b->size ? b->size : 1);
   if (*tmp) memcpy(*tmp, b->data, b->size);
   return *tmp;
+}
+
+/* The activation of the last ICP slice, and its derivative from the
+ * output y (cnn_ref.h). */
+static float activate(cnn_activation act, float z) {
+  switch (act) {
+  case CNN_ACT_RELU: return z > 0 ? z : 0;
+  case CNN_ACT_LEAKY: return z > 0 ? z : (float)CNN_LEAKY_SLOPE * z;
+  case CNN_ACT_LOGISTIC: return 1.0f / (1.0f + expf(-z));
+  case CNN_ACT_LINEAR: break;
+  }
+  return z;
+}
+
+static float activation_grad(cnn_activation act, float y, float dy) {
+  switch (act) {
+  case CNN_ACT_RELU: return y > 0 ? dy : 0;
+  case CNN_ACT_LEAKY: return y > 0 ? dy : (float)CNN_LEAKY_SLOPE * dy;
+  case CNN_ACT_LOGISTIC: return dy * y * (1.0f - y);
+  case CNN_ACT_LINEAR: break;
+  }
+  return dy;
 }
 
 static int no_memory(char *err, size_t err_len) {
@@ -113,8 +141,13 @@ int cnn_icp_forward(const cnn_task *t, uint8_t *state,
                     size_t n_outputs, char *err, size_t err_len) {
   const cnn_layout *L = &t->layout;
   const cnn_layer *l = layer_of(t);
-  /* the slice's channels, packed, into the slot's stash */
-  uint8_t *stash = state + L->stash_off + t->slot * L->stash_stride;
+  /* the slice's channels, packed, into the slot's stash (an inference's
+   * into scratch) */
+  uint8_t *scratch = NULL, *stash = state + L->stash_off +
+                                    t->slot * L->stash_stride;
+  if (t->inference &&
+      !(stash = scratch = malloc((size_t)L->stash_elems * sizeof(float) + 1)))
+    return no_memory(err, err_len);
   size_t sample = (size_t)(L->in_elems / t->batch) * sizeof(float);
   size_t part = (size_t)(L->stash_elems / t->batch) * sizeof(float);
   size_t skip = (size_t)(L->c0 * L->unit) * sizeof(float);
@@ -128,21 +161,24 @@ int cnn_icp_forward(const cnn_task *t, uint8_t *state,
   if (!z || (L->c0 && !prev)) {
     free(tmp_out);
     free(tmp_prev);
+    free(scratch);
     return no_memory(err, err_len);
   }
   int rc = forward_slice(t, state, stash, z, err, err_len);
   if (!rc) {
     if (prev)
       for (size_t i = 0; i < outs; i++) z[i] += prev[i];
-    if (L->icp_last && l->act == CNN_ACT_RELU) {
-      for (size_t i = 0; i < outs; i++) z[i] = z[i] > 0 ? z[i] : 0;
-      memcpy(state + L->kept_off + t->slot * L->kept_stride, z,
-             outs * sizeof *z);
+    if (L->icp_last && l->act != CNN_ACT_LINEAR) {
+      for (size_t i = 0; i < outs; i++) z[i] = activate(l->act, z[i]);
+      if (!t->inference)
+        memcpy(state + L->kept_off + t->slot * L->kept_stride, z,
+               outs * sizeof *z);
     }
-    header(state)->flags |= 1u << t->slot;
+    if (!t->inference) header(state)->flags |= 1u << t->slot;
   }
   free(tmp_out);
   free(tmp_prev);
+  free(scratch);
   return rc;
 }
 
@@ -204,11 +240,12 @@ int cnn_icp_backward(const cnn_task *t, uint8_t *state,
   /* dz: what the other slices are given; the last slice makes it */
   const float *dz = dy;
   float *dz_out = n_outputs > 1 ? (float *)(void *)outputs[1].data : NULL;
-  if (dy && L->icp_last && l->act == CNN_ACT_RELU) {
+  if (dy && L->icp_last && l->act != CNN_ACT_LINEAR) {
     float *d = dz_out ? dz_out : (tmp_dz = malloc(outs * sizeof *d));
     const float *y = region(state, L->kept_off + t->slot * L->kept_stride);
     if (d)
-      for (size_t i = 0; i < outs; i++) d[i] = y[i] > 0 ? dy[i] : 0;
+      for (size_t i = 0; i < outs; i++)
+        d[i] = activation_grad(l->act, y[i], dy[i]);
     dz = d;
   } else if (dy && dz_out) {
     memcpy(dz_out, dy, outs * sizeof *dz_out);
@@ -228,7 +265,11 @@ int cnn_ocp_forward(const cnn_task *t, uint8_t *state,
                     const acc_block *inputs, acc_mut_block *outputs,
                     size_t n_outputs, char *err, size_t err_len) {
   const cnn_layout *L = &t->layout;
-  uint8_t *stash = state + L->stash_off + t->slot * L->stash_stride;
+  uint8_t *scratch = NULL, *stash = state + L->stash_off +
+                                    t->slot * L->stash_stride;
+  if (t->inference &&
+      !(stash = scratch = malloc((size_t)L->in_elems * sizeof(float) + 1)))
+    return no_memory(err, err_len);
   memcpy(stash, inputs[0].data, (size_t)L->in_elems * sizeof(float));
   size_t per_sample = (size_t)(L->out_elems / t->batch);
   size_t before = (size_t)(L->c0 * L->unit), own = (size_t)((L->c1 - L->c0) *
@@ -239,6 +280,7 @@ int cnn_ocp_forward(const cnn_task *t, uint8_t *state,
   if (!z || (L->c0 && !prev)) {
     free(z);
     free(tmp_prev);
+    free(scratch);
     return no_memory(err, err_len);
   }
   int rc = forward_slice(t, state, stash, z, err, err_len);
@@ -254,9 +296,10 @@ int cnn_ocp_forward(const cnn_task *t, uint8_t *state,
              (per_sample - before - own) * sizeof *row);
     }
   }
-  if (!rc) header(state)->flags |= 1u << t->slot;
+  if (!rc && !t->inference) header(state)->flags |= 1u << t->slot;
   free(z);
   free(tmp_prev);
+  free(scratch);
   return rc;
 }
 

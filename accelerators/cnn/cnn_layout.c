@@ -9,9 +9,9 @@ static uint64_t align64(uint64_t n) { return (n + 63) & ~(uint64_t)63; }
 
 /* The regions after the header, from out's params, stash_elems and last:
  * params, momentum, grads, slots stashes, labels (the last stage), then
- * kept_stride bytes per slot. */
+ * kept_stride bytes per slot, then pass_stride bytes per slot. */
 static int place_regions(cnn_layout *out, uint32_t batch, uint32_t slots,
-                         uint64_t kept_stride) {
+                         uint64_t kept_stride, uint64_t pass_stride) {
   uint64_t pbytes = align64(out->params * sizeof(float));
   out->params_off = sizeof(cnn_state_header);
   out->momentum_off = out->params_off + pbytes;
@@ -23,7 +23,9 @@ static int place_regions(cnn_layout *out, uint32_t batch, uint32_t slots,
   out->labels_stride = out->last ? align64(batch) : 0;
   out->kept_off = out->labels_off + slots * out->labels_stride;
   out->kept_stride = kept_stride;
-  out->total = out->kept_off + slots * kept_stride;
+  out->pass_off = out->kept_off + slots * kept_stride;
+  out->pass_stride = pass_stride;
+  out->total = out->pass_off + slots * pass_stride;
   return out->total > SIZE_MAX ? EMBER_ETOOBIG : 0;
 }
 
@@ -32,8 +34,11 @@ int cnn_layout_compute(const cnn_net *net, uint32_t first, uint32_t end,
   size_t n;
   const cnn_layer *layers = cnn_net_layers(net, &n);
   uint64_t params = 0;
-  for (uint32_t i = first; i < end; i++)
-    params += layers[i].weights + layers[i].biases;
+  int dropout = 0;
+  for (uint32_t i = first; i < end; i++) {
+    params += cnn_layer_params(&layers[i]);
+    dropout |= layers[i].kind == CNN_LAYER_DROPOUT;
+  }
   const cnn_layer *a = &layers[first], *b = &layers[end - 1];
   /* each factor is bounded by cnn_net.h's limits: no overflow in 64 bits
    * (params <= 2^28, elements <= 2^26 per sample, batch <= 2^16) */
@@ -46,7 +51,8 @@ int cnn_layout_compute(const cnn_net *net, uint32_t first, uint32_t end,
   out->c0 = out->c1 = 0;
   out->unit = 0;
   out->weights = out->biases = 0;
-  return place_regions(out, batch, slots, 0);
+  return place_regions(out, batch, slots, 0,
+                       dropout ? align64(sizeof(cnn_slot_pass)) : 0);
 }
 
 int cnn_layout_compute_slice(const cnn_net *net, uint32_t layer, uint32_t c0,
@@ -73,9 +79,10 @@ int cnn_layout_compute_slice(const cnn_net *net, uint32_t layer, uint32_t c0,
   out->stash_elems = (uint64_t)(c1 - c0) * out->unit * batch;
   out->last = 0;
   return place_regions(out, batch, slots,
-                       out->icp_last && l->act == CNN_ACT_RELU
+                       out->icp_last && l->act != CNN_ACT_LINEAR
                            ? align64(out->out_elems * sizeof(float))
-                           : 0);
+                           : 0,
+                       0);
 }
 
 int cnn_layout_compute_ocp(const cnn_net *net, uint32_t layer, uint32_t c0,
@@ -96,7 +103,7 @@ int cnn_layout_compute_ocp(const cnn_net *net, uint32_t layer, uint32_t c0,
   out->out_elems = (uint64_t)l->out.h * l->out.w * l->out.c * batch;
   out->stash_elems = out->in_elems;
   out->last = 0;
-  return place_regions(out, batch, slots, 0);
+  return place_regions(out, batch, slots, 0, 0);
 }
 
 uint64_t cnn_stage_key(const uint8_t *text, size_t len, uint32_t first,

@@ -9,9 +9,15 @@
  *             range and batch it was stamped for, flags, updates done
  *   params    the stage's parameters, layer by layer in network order,
  *             each layer's weights then its biases, in cnn_ref.h's
- *             canonical layouts (OIHW; output x input): `params` floats
- *   momentum  SGD's velocity, the same shape
- *   grads     the accumulated parameter gradients, the same shape
+ *             canonical layouts (OIHW; output x input), and for a
+ *             batch-normalized convolution (whose biases are the
+ *             normalisation's shifts) its scales, rolling means and
+ *             rolling variances after them (cnn_layer_params floats a
+ *             layer): `params` floats
+ *   momentum  SGD's velocity, the same shape (0 where the rolling
+ *             statistics are: SGD does not touch them)
+ *   grads     the accumulated parameter gradients, the same shape (0
+ *             where the rolling statistics are)
  *   stash     per slot (1..CNN_MAX_SLOTS: the FORWARDs a stage keeps at
  *             once, so a pipeline has several samples in flight), the
  *             stage's input of that slot's FORWARD (batch x input floats,
@@ -20,9 +26,13 @@
  *             workspaces cannot live in a block); see README.md
  *   labels    per slot, that FORWARD's labels, batch bytes (last stage
  *             only)
- *   kept      per slot, the last ICP slice of a ReLU layer only: its
- *             FORWARD's output (batch x out floats, after the ReLU), whose
- *             mask BACKWARD applies to the output error
+ *   kept      per slot, the last ICP slice of a layer with an
+ *             activation only: its FORWARD's output (batch x out floats,
+ *             activated), from which BACKWARD takes the activation's
+ *             derivative
+ *   pass      per slot, a stage with a dropout layer only: its FORWARD's
+ *             dropout key (cnn_slot_pass: seed, step, first sample), which
+ *             the forward pass BACKWARD re-runs draws its masks from
  *
  * An ICP slice (cnn.proto: channel_begin/end, one convolutional or
  * connected layer, input channels [c0, c1)) has the same regions, sized
@@ -66,6 +76,13 @@ typedef struct cnn_state_header {
   uint8_t reserved[12];
 } cnn_state_header;
 
+/* A slot's dropout key, as FORWARD kept it (cnn_pass.h). */
+typedef struct cnn_slot_pass {
+  uint64_t seed, step;
+  uint32_t sample0;
+  uint32_t reserved;
+} cnn_slot_pass;
+
 typedef struct cnn_layout {
   uint64_t params;        /* parameter floats of the stage */
   uint64_t in_elems;      /* floats of one batch at the stage's input (a
@@ -77,6 +94,7 @@ typedef struct cnn_layout {
   uint64_t stash_off, stash_stride;   /* slot s at stash_off + s * stride */
   uint64_t labels_off, labels_stride; /* likewise */
   uint64_t kept_off, kept_stride;     /* likewise; 0 stride: none */
+  uint64_t pass_off, pass_stride;     /* likewise (cnn_slot_pass) */
   uint64_t stash_elems;   /* floats stashed per slot: in_elems, or a
                              slice's batch x (c1 - c0) x unit */
   /* ICP slices; icp 0 (and the rest 0) for a stage of whole layers */

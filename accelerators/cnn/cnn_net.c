@@ -2,6 +2,7 @@
  * cnn_net.c - a CNN's layers: shapes chained and checked, parameter and
  * work counts, the limits of cnn_net.h, and the network printed as text.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -48,8 +49,48 @@ const char *cnn_layer_kind_name(cnn_layer_kind kind) {
   case CNN_LAYER_MAXPOOL: return "maxpool";
   case CNN_LAYER_CONNECTED: return "connected";
   case CNN_LAYER_SOFTMAX: return "softmax";
+  case CNN_LAYER_DROPOUT: return "dropout";
+  case CNN_LAYER_AVGPOOL: return "avgpool";
   }
   return "?";
+}
+
+/* The forward element operations of an activation per output. */
+static uint64_t act_ops(cnn_activation act) {
+  switch (act) {
+  case CNN_ACT_RELU:
+  case CNN_ACT_LEAKY: return 1;
+  case CNN_ACT_LOGISTIC: return 4;
+  case CNN_ACT_LINEAR: return 0;
+  }
+  return 0;
+}
+
+double cnn_train_rate(const cnn_train *t, double base, uint64_t k) {
+  double kk = (double)k, r = base;
+  if (k < t->burn_in) return base * pow(kk / t->burn_in, t->power);
+  switch (t->policy) {
+  case CNN_POLICY_CONSTANT: break;
+  case CNN_POLICY_STEP:
+    r = base * pow(t->scale, (double)(k / t->step));
+    break;
+  case CNN_POLICY_STEPS:
+    for (uint32_t i = 0; i < t->n_steps && t->steps[i] <= k; i++)
+      r *= t->scales[i];
+    break;
+  case CNN_POLICY_EXP:
+    r = base * pow(t->gamma, kk);
+    break;
+  case CNN_POLICY_POLY:
+    r = k >= t->max_batches
+            ? 0
+            : base * pow(1 - kk / t->max_batches, t->power);
+    break;
+  case CNN_POLICY_SIG:
+    r = base / (1 + exp(t->gamma * (kk - t->step)));
+    break;
+  }
+  return isfinite(r) && r > 0 ? r : 0;
 }
 
 uint32_t cnn_layer_channels(const cnn_layer *l) {
@@ -76,7 +117,8 @@ uint64_t cnn_layer_output_unit(const cnn_layer *l) {
 int cnn_layer_slice(const cnn_layer *l, uint32_t channels, int outputs,
                     cnn_layer *out) {
   uint32_t all = outputs ? cnn_layer_outputs(l) : cnn_layer_channels(l);
-  if (all == 0 || channels < 1 || channels > all) return EMBER_EINVAL;
+  if (all == 0 || channels < 1 || channels > all || l->batch_norm)
+    return EMBER_EINVAL;
   cnn_layer s = *l;
   s.weights = l->weights / all * channels;
   if (outputs) {
@@ -179,11 +221,16 @@ static int window_layer(cnn_layer *l, const cnn_layer_spec *s, char *why,
     return EMBER_ETOOBIG;
   }
   l->biases = s->filters;
+  if (s->batch_norm) {
+    l->batch_norm = 1;
+    l->scales = s->filters;
+    l->rolling = 2 * (uint64_t)s->filters;
+  }
   /* out elements <= 2^26 and per_out <= 2^28 */
   l->fp_macs = elements(l->out) * per_out;
   l->pg_macs = l->fp_macs;
   l->eb_macs = l->fp_macs;
-  if (s->act == CNN_ACT_RELU) l->elem_ops = elements(l->out);
+  l->elem_ops = elements(l->out) * (act_ops(s->act) + (s->batch_norm ? 8 : 0));
   return 0;
 }
 
@@ -200,7 +247,7 @@ static int connected_layer(cnn_layer *l, const cnn_layer_spec *s, char *why,
   }
   l->biases = s->filters;
   l->fp_macs = l->eb_macs = l->pg_macs = l->weights;
-  if (s->act == CNN_ACT_RELU) l->elem_ops = s->filters;
+  l->elem_ops = s->filters * act_ops(s->act);
   return 0;
 }
 
@@ -246,6 +293,22 @@ int cnn_net_add_layer(cnn_net *net, const cnn_layer_spec *spec, int line,
     }
     l.elem_ops = 3 * elements(l.in);
     break;
+  case CNN_LAYER_DROPOUT:
+    if (!(spec->probability >= 0 && spec->probability < 1)) {
+      why_fmt(why, why_len, "[dropout] probability %g out of [0, 1)",
+              spec->probability);
+      return EMBER_EFORMAT;
+    }
+    l.out = l.in;
+    l.act = CNN_ACT_LINEAR;
+    l.probability = spec->probability;
+    l.elem_ops = 2 * elements(l.in);
+    break;
+  case CNN_LAYER_AVGPOOL:
+    l.out = (cnn_shape){1, 1, l.in.c};
+    l.act = CNN_ACT_LINEAR;
+    l.elem_ops = elements(l.in);
+    break;
   default:
     why_fmt(why, why_len, "unknown layer kind %d", (int)spec->kind);
     return EMBER_EINVAL;
@@ -253,7 +316,7 @@ int cnn_net_add_layer(cnn_net *net, const cnn_layer_spec *spec, int line,
   if (rc) return rc;
   if (net->count == 0) l.eb_macs = 0;
   out_n = elements(l.out);
-  params = net->params + l.weights + l.biases;
+  params = net->params + cnn_layer_params(&l);
   acts = net->activations + out_n;
   if (l.out.h > CNN_MAX_SIDE || l.out.w > CNN_MAX_SIDE ||
       l.out.c > (spec->kind == CNN_LAYER_CONNECTED ? CNN_MAX_OUTPUTS
@@ -348,26 +411,42 @@ size_t cnn_net_format(const cnn_net *net, char *buf, size_t len) {
   uint64_t fp = 0;
   if (buf && len) buf[0] = '\0';
   cnn_text_put(&o, "input %s, batch %u, learning_rate %g, momentum %g, decay %g, "
-          "max_epochs %u\n",
+          "max_epochs %u",
       shape_str(net->input, in, sizeof in), net->train.batch,
       net->train.learning_rate, net->train.momentum, net->train.decay,
       net->train.max_epochs);
+  if (net->train.subdivisions)
+    cnn_text_put(&o, ", subdivisions %u", net->train.subdivisions);
+  if (net->train.policy != CNN_POLICY_CONSTANT || net->train.burn_in) {
+    static const char *const names[] = {"constant", "step", "steps", "exp",
+                                        "poly", "sig"};
+    cnn_text_put(&o, ", policy %s", names[net->train.policy]);
+    if (net->train.burn_in)
+      cnn_text_put(&o, ", burn_in %u", net->train.burn_in);
+  }
+  cnn_text_put(&o, "\n");
   cnn_text_put(&o, "%5s %-13s %14s    %-14s %-10s %-6s %12s %15s\n", "layer", "kind",
       "input", "output", "kernel", "act", "params", "FP MACs");
   for (size_t i = 0; i < net->count; i++) {
     const cnn_layer *l = &net->layers[i];
     bool window = l->kind == CNN_LAYER_CONV || l->kind == CNN_LAYER_MAXPOOL;
     bool act = l->kind == CNN_LAYER_CONV || l->kind == CNN_LAYER_CONNECTED;
+    static const char *const act_names[] = {"linear", "relu", "leaky",
+                                            "logistic"};
     if (window)
-      snprintf(kernel, sizeof kernel, "%ux%u/%u/%u", l->size, l->size,
-               l->stride, l->padding);
+      snprintf(kernel, sizeof kernel, "%ux%u/%u/%u%s", l->size, l->size,
+               l->stride, l->padding, l->batch_norm ? " bn" : "");
+    else if (l->kind == CNN_LAYER_DROPOUT)
+      snprintf(kernel, sizeof kernel, "p=%g", l->probability);
+    else if (l->kind == CNN_LAYER_AVGPOOL)
+      snprintf(kernel, sizeof kernel, "global");
     else
       snprintf(kernel, sizeof kernel, "-");
     cnn_text_put(&o, "%5zu %-13s %14s -> %-14s %-10s %-6s %12llu %15llu\n", i,
         cnn_layer_kind_name(l->kind), shape_str(l->in, in, sizeof in),
         shape_str(l->out, out, sizeof out), kernel,
-        act ? (l->act == CNN_ACT_RELU ? "relu" : "linear") : "-",
-        (unsigned long long)(l->weights + l->biases),
+        act ? act_names[l->act] : "-",
+        (unsigned long long)cnn_layer_params(l),
         (unsigned long long)l->fp_macs);
     fp += l->fp_macs;
   }

@@ -15,6 +15,8 @@ typedef struct cnn_layer_spec {
   uint32_t filters;    /* conv: filters; connected: output */
   uint32_t size, stride, padding;
   cnn_activation act;
+  int batch_norm;      /* conv: batch_normalize */
+  double probability;  /* dropout: 0 <= p < 1 */
 } cnn_layer_spec;
 
 /* An empty network; NULL when out of memory. */

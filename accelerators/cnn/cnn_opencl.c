@@ -37,7 +37,7 @@ enum {
   K_CONV_BWD_DATA,
   K_CONV_BWD_WEIGHTS,
   K_BIAS_GRAD,
-  K_RELU_BWD,
+  K_ACT_BWD,
   K_POOL_FWD,
   K_POOL_BWD,
   K_FC_FWD,
@@ -46,17 +46,28 @@ enum {
   K_SOFTMAX,
   K_SGD,
   K_ADD,
-  K_RELU_KEEP,
-  K_RELU_MASK,
+  K_ACT_KEEP,
+  K_ACT_MASK,
+  K_BN_STATS,
+  K_BN_ROLLING,
+  K_BN_FWD,
+  K_BN_BWD_REDUCE,
+  K_BN_BWD_DATA,
+  K_AVG_FWD,
+  K_AVG_BWD,
+  K_DROPOUT,
   K_COUNT
 };
 
 static const char *const kernel_names[K_COUNT] = {
     "cnn_conv_fwd",  "cnn_conv_bwd_data", "cnn_conv_bwd_weights",
-    "cnn_bias_grad", "cnn_relu_bwd",      "cnn_pool_fwd",
+    "cnn_bias_grad", "cnn_act_bwd",       "cnn_pool_fwd",
     "cnn_pool_bwd",  "cnn_fc_fwd",        "cnn_fc_bwd_data",
     "cnn_fc_bwd_weights", "cnn_softmax",  "cnn_sgd",
-    "cnn_add",       "cnn_relu_keep",     "cnn_relu_mask"};
+    "cnn_add",       "cnn_act_keep",      "cnn_act_mask",
+    "cnn_bn_stats",  "cnn_bn_rolling",    "cnn_bn_fwd",
+    "cnn_bn_bwd_reduce", "cnn_bn_bwd_data", "cnn_avgpool_fwd",
+    "cnn_avgpool_bwd", "cnn_dropout"};
 
 /* channels or samples a convolution or connected layer's work-item
  * computes (cnn.cl's CNN_BLOCK), sharing each value it reads: with only
@@ -86,8 +97,14 @@ struct cnn_ocl {
 
 typedef struct ocl_layer {
   cnn_layer l;
+  size_t index;                  /* in the network */
   cl_mem w, b, vw, vb, gw, gb;   /* layers with parameters */
   cl_mem arg;                    /* max-pool */
+  /* batch_norm: the convolution's output z and its error, a zero bias
+   * for the convolution kernel; the batch's mean and variance, the
+   * backward's sums (2 x C); the scales with momentum and gradients; the
+   * rolling means then variances (2 x C); b is the shift */
+  cl_mem z, zerr, zb, mean, var, red, sc, vs, gs, roll;
 } ocl_layer;
 
 struct cnn_ocl_stage {
@@ -102,6 +119,7 @@ struct cnn_ocl_stage {
   bool softmax, have_labels;
   bool no_biases;                /* an ICP slice but the last: biases stay
                                     0, neither loaded nor stored */
+  cnn_pass pass;                 /* the forward passes' (set_pass) */
   char errbuf[256];
 };
 
@@ -306,6 +324,9 @@ void cnn_ocl_stage_destroy(cnn_ocl_stage *s) {
       release(ol->gw);
       release(ol->gb);
       release(ol->arg);
+      cl_mem bn[] = {ol->z, ol->zerr, ol->zb, ol->mean, ol->var, ol->red,
+                     ol->sc, ol->vs, ol->gs, ol->roll};
+      for (size_t k = 0; k < sizeof bn / sizeof bn[0]; k++) release(bn[k]);
     }
   for (size_t i = 0; s->act && i <= s->count; i++) release(s->act[i]);
   for (size_t i = 0; s->err && i <= s->count; i++) release(s->err[i]);
@@ -349,6 +370,7 @@ static int create_stage(cnn_ocl *o, cl_command_queue queue,
   for (size_t i = 0; i < s->count; i++) {
     ocl_layer *ol = &s->layers[i];
     ol->l = layers[i];
+    ol->index = first + i;
     size_t outb = fb * batch * elems(ol->l.out);
     s->act[i + 1] = new_buf(s, outb, &rc);
     s->err[i + 1] = new_buf(s, outb, &rc);
@@ -368,6 +390,23 @@ static int create_stage(cnn_ocl *o, cl_command_queue queue,
       if (!rc) rc = zero_buf(s, ol->b, bb);
       if (!rc) rc = zero_buf(s, ol->vb, bb);
       if (!rc) rc = zero_buf(s, ol->gb, bb);
+    }
+    if (ol->l.batch_norm) {
+      size_t cb = fb * ol->l.out.c;
+      ol->z = new_buf(s, outb, &rc);
+      ol->zerr = new_buf(s, outb, &rc);
+      ol->zb = new_buf(s, cb, &rc);
+      ol->mean = new_buf(s, cb, &rc);
+      ol->var = new_buf(s, cb, &rc);
+      ol->red = new_buf(s, 2 * cb, &rc);
+      ol->sc = new_buf(s, cb, &rc);
+      ol->vs = new_buf(s, cb, &rc);
+      ol->gs = new_buf(s, cb, &rc);
+      ol->roll = new_buf(s, 2 * cb, &rc);
+      cl_mem zeroed[] = {ol->zb, ol->mean, ol->var, ol->sc, ol->vs, ol->gs};
+      for (size_t k = 0; k < sizeof zeroed / sizeof zeroed[0]; k++)
+        if (!rc) rc = zero_buf(s, zeroed[k], cb);
+      if (!rc) rc = zero_buf(s, ol->roll, 2 * cb);
     }
   }
   if (s->softmax) {
@@ -446,20 +485,70 @@ const char *cnn_ocl_stage_error(const cnn_ocl_stage *s) { return s->errbuf; }
 
 /* ---- FP ------------------------------------------------------------------- */
 
+/* A batch-normalized convolution's normalisation of z into y: the
+ * batch's statistics in training (moving the rolling ones after a
+ * training FORWARD), the rolling ones in evaluation. */
+static int bn_forward(cnn_ocl_stage *s, ocl_layer *ol, cl_mem y) {
+  const cnn_layer *l = &ol->l;
+  uint32_t N = s->batch;
+  int C = (int)l->out.c, P = (int)(l->out.h * l->out.w);
+  size_t cb = sizeof(float) * l->out.c;
+  int rc;
+  if (s->pass.mode == CNN_MODE_INFER) {
+    rc = copy_buf(s, ol->roll, 0, ol->mean, 0, cb);
+    if (!rc) rc = copy_buf(s, ol->roll, cb, ol->var, 0, cb);
+  } else {
+    rc = LAUNCH(s, K_BN_STATS, (size_t)C, A_MEM(ol->z), A_MEM(ol->mean),
+                A_MEM(ol->var), A_INT(N), A_INT(C), A_INT(P));
+    if (!rc && s->pass.mode == CNN_MODE_TRAIN)
+      rc = LAUNCH(s, K_BN_ROLLING, (size_t)C, A_MEM(ol->roll),
+                  A_MEM(ol->mean), A_MEM(ol->var), A_INT(C),
+                  A_FLOAT(CNN_BN_MOMENTUM));
+  }
+  size_t total = (size_t)N * elems(l->out);
+  if (!rc)
+    rc = LAUNCH(s, K_BN_FWD, total, A_MEM(ol->z), A_MEM(ol->mean),
+                A_MEM(ol->var), A_MEM(ol->sc), A_MEM(ol->b), A_MEM(y),
+                A_ULONG(total), A_INT(C), A_INT(P), A_INT(l->act));
+  return rc;
+}
+
+/* Dropout of x into y (a forward pass's activations, or a backward's
+ * errors: the same mask). */
+static int dropout(cnn_ocl_stage *s, ocl_layer *ol, cl_mem x, cl_mem y) {
+  const cnn_layer *l = &ol->l;
+  size_t K = elems(l->in), total = (size_t)s->batch * K;
+  if (s->pass.mode == CNN_MODE_INFER)
+    return copy_buf(s, x, 0, y, 0, sizeof(float) * total);
+  return LAUNCH(s, K_DROPOUT, total, A_MEM(x), A_MEM(y), A_INT(s->batch),
+                A_INT(K), A_ULONG(s->pass.seed), A_ULONG(s->pass.step),
+                A_INT(ol->index), A_INT(s->pass.sample0),
+                A_INT(cnn_dropout_threshold(l->probability)),
+                A_FLOAT(cnn_dropout_scale(l->probability)));
+}
+
 static int forward_layer(cnn_ocl_stage *s, size_t i) {
   const cnn_layer *l = &s->layers[i].l;
   ocl_layer *ol = &s->layers[i];
   cl_mem x = s->act[i], y = s->act[i + 1];
   uint32_t N = s->batch;
+  int rc;
   switch (l->kind) {
-  case CNN_LAYER_CONV:
-    return LAUNCH(s, K_CONV_FWD,
-                  blocked(l->out.c, (size_t)N * l->out.h * l->out.w),
-                  A_MEM(x), A_MEM(ol->w), A_MEM(ol->b), A_MEM(y), A_INT(N),
-                  A_INT(l->in.c), A_INT(l->in.h), A_INT(l->in.w),
-                  A_INT(l->out.c), A_INT(l->out.h), A_INT(l->out.w),
-                  A_INT(l->size), A_INT(l->stride), A_INT(l->padding),
-                  A_INT(l->act == CNN_ACT_RELU));
+  case CNN_LAYER_CONV: {
+    /* a batch-normalized convolution: no bias, into z */
+    cl_mem bias = l->batch_norm ? ol->zb : ol->b;
+    cl_mem z = l->batch_norm ? ol->z : y;
+    rc = LAUNCH(s, K_CONV_FWD,
+                blocked(l->out.c, (size_t)N * l->out.h * l->out.w),
+                A_MEM(x), A_MEM(ol->w), A_MEM(bias), A_MEM(z), A_INT(N),
+                A_INT(l->in.c),
+                A_INT(l->in.h), A_INT(l->in.w), A_INT(l->out.c),
+                A_INT(l->out.h), A_INT(l->out.w), A_INT(l->size),
+                A_INT(l->stride), A_INT(l->padding),
+                A_INT(l->batch_norm ? CNN_ACT_LINEAR : l->act));
+    if (!rc && l->batch_norm) rc = bn_forward(s, ol, y);
+    return rc;
+  }
   case CNN_LAYER_MAXPOOL:
     return LAUNCH(s, K_POOL_FWD, (size_t)N * elems(l->out), A_MEM(x),
                   A_MEM(y), A_MEM(ol->arg), A_INT(N), A_INT(l->in.c),
@@ -470,11 +559,17 @@ static int forward_layer(cnn_ocl_stage *s, size_t i) {
     return LAUNCH(s, K_FC_FWD, blocked(N, elems(l->out)), A_MEM(x),
                   A_MEM(ol->w), A_MEM(ol->b), A_MEM(y), A_INT(N),
                   A_INT(elems(l->in)), A_INT(elems(l->out)),
-                  A_INT(l->act == CNN_ACT_RELU));
+                  A_INT(l->act));
   case CNN_LAYER_SOFTMAX:
     return LAUNCH(s, K_SOFTMAX, N, A_MEM(x), A_MEM(y), A_MEM(s->labels),
                   A_MEM(s->loss), A_MEM(s->err[i]), A_INT(N),
                   A_INT(elems(l->in)), A_INT(s->have_labels));
+  case CNN_LAYER_AVGPOOL:
+    return LAUNCH(s, K_AVG_FWD, (size_t)N * l->in.c, A_MEM(x), A_MEM(y),
+                  A_ULONG((size_t)N * l->in.c),
+                  A_INT(l->in.h * l->in.w));
+  case CNN_LAYER_DROPOUT:
+    return dropout(s, ol, x, y);
   }
   return EMBER_EINVAL;
 }
@@ -539,6 +634,26 @@ int cnn_ocl_stage_forward_mem(cnn_ocl_stage *s, cl_mem in, size_t in_off,
 
 /* ---- EB and PG ------------------------------------------------------------ */
 
+/* The normalisation's backward: from e (the error at its output, through
+ * the activation already) into ol->zerr, the shift's and scale's
+ * gradients added to. */
+static int bn_backward(cnn_ocl_stage *s, ocl_layer *ol, cl_mem e) {
+  const cnn_layer *l = &ol->l;
+  uint32_t N = s->batch;
+  int C = (int)l->out.c, P = (int)(l->out.h * l->out.w);
+  size_t total = (size_t)N * elems(l->out);
+  int rc = LAUNCH(s, K_BN_BWD_REDUCE, (size_t)C, A_MEM(ol->z), A_MEM(e),
+                  A_MEM(ol->mean), A_MEM(ol->var), A_MEM(ol->red),
+                  A_MEM(ol->gb), A_MEM(ol->gs), A_INT(N), A_INT(C),
+                  A_INT(P));
+  if (!rc)
+    rc = LAUNCH(s, K_BN_BWD_DATA, total, A_MEM(ol->z), A_MEM(e),
+                A_MEM(ol->mean), A_MEM(ol->var), A_MEM(ol->sc),
+                A_MEM(ol->red), A_MEM(ol->zerr), A_ULONG(total), A_INT(C),
+                A_INT(P), A_FLOAT((float)N * (float)P));
+  return rc;
+}
+
 /* backward_layer: PG of layer i and, when eb, EB into err[i], from
  * err[i + 1]. */
 static int backward_layer(cnn_ocl_stage *s, size_t i, bool eb) {
@@ -548,9 +663,14 @@ static int backward_layer(cnn_ocl_stage *s, size_t i, bool eb) {
   uint32_t N = s->batch;
   size_t nout = (size_t)N * elems(l->out);
   int rc = 0;
-  if (l->act == CNN_ACT_RELU &&
+  if (l->act != CNN_ACT_LINEAR &&
       (l->kind == CNN_LAYER_CONV || l->kind == CNN_LAYER_CONNECTED))
-    rc = LAUNCH(s, K_RELU_BWD, nout, A_MEM(y), A_MEM(dy), A_ULONG(nout));
+    rc = LAUNCH(s, K_ACT_BWD, nout, A_MEM(y), A_MEM(dy), A_ULONG(nout),
+                A_INT(l->act));
+  if (!rc && l->batch_norm) {
+    rc = bn_backward(s, ol, dy);
+    dy = ol->zerr;  /* the convolution's output error */
+  }
   if (rc) return rc;
   switch (l->kind) {
   case CNN_LAYER_CONV:
@@ -560,7 +680,7 @@ static int backward_layer(cnn_ocl_stage *s, size_t i, bool eb) {
                 A_INT(l->in.h), A_INT(l->in.w), A_INT(l->out.c),
                 A_INT(l->out.h), A_INT(l->out.w), A_INT(l->size),
                 A_INT(l->stride), A_INT(l->padding));
-    if (!rc)
+    if (!rc && !l->batch_norm)
       rc = LAUNCH(s, K_BIAS_GRAD, l->out.c, A_MEM(dy), A_MEM(ol->gb),
                   A_INT(N), A_INT(l->out.c), A_INT(l->out.h * l->out.w));
     if (!rc && eb)
@@ -590,6 +710,13 @@ static int backward_layer(cnn_ocl_stage *s, size_t i, bool eb) {
                   A_MEM(ol->w), A_MEM(dx), A_INT(N), A_INT(elems(l->in)),
                   A_INT(elems(l->out)));
     return rc;
+  case CNN_LAYER_AVGPOOL:
+    if (!eb) return 0;
+    return LAUNCH(s, K_AVG_BWD, (size_t)N * elems(l->in), A_MEM(dy),
+                  A_MEM(dx), A_ULONG((size_t)N * elems(l->in)),
+                  A_INT(l->in.h * l->in.w));
+  case CNN_LAYER_DROPOUT:
+    return eb ? dropout(s, ol, dy, dx) : 0;
   case CNN_LAYER_SOFTMAX:
     return 0;   /* its gradient came with the forward pass */
   }
@@ -668,21 +795,23 @@ int cnn_ocl_add(cnn_ocl *o, cl_command_queue q, cl_mem x, uint64_t x_off,
                    err, err_len);
 }
 
-int cnn_ocl_relu_keep(cnn_ocl *o, cl_command_queue q, cl_mem y, cl_mem kept,
-                      uint64_t k_off, uint64_t n, char *err,
-                      size_t err_len) {
+int cnn_ocl_act_keep(cnn_ocl *o, cl_command_queue q, cl_mem y, cl_mem kept,
+                     uint64_t k_off, uint64_t n, cnn_activation act,
+                     bool keep, char *err, size_t err_len) {
   if (!o || !q || !y || !kept) return EMBER_EINVAL;
-  const karg args[] = {A_MEM(y), A_MEM(kept), A_ULONG(k_off), A_ULONG(n)};
-  return launch_on(o, q, K_RELU_KEEP, (size_t)n, args,
+  const karg args[] = {A_MEM(y), A_MEM(kept), A_ULONG(k_off), A_ULONG(n),
+                       A_INT(act), A_INT(keep)};
+  return launch_on(o, q, K_ACT_KEEP, (size_t)n, args,
                    sizeof args / sizeof *args, err, err_len);
 }
 
-int cnn_ocl_relu_mask(cnn_ocl *o, cl_command_queue q, cl_mem kept,
-                      uint64_t k_off, cl_mem e, uint64_t n, char *err,
-                      size_t err_len) {
+int cnn_ocl_act_mask(cnn_ocl *o, cl_command_queue q, cl_mem kept,
+                     uint64_t k_off, cl_mem e, uint64_t n, cnn_activation act,
+                     char *err, size_t err_len) {
   if (!o || !q || !kept || !e) return EMBER_EINVAL;
-  const karg args[] = {A_MEM(kept), A_ULONG(k_off), A_MEM(e), A_ULONG(n)};
-  return launch_on(o, q, K_RELU_MASK, (size_t)n, args,
+  const karg args[] = {A_MEM(kept), A_ULONG(k_off), A_MEM(e), A_ULONG(n),
+                       A_INT(act)};
+  return launch_on(o, q, K_ACT_MASK, (size_t)n, args,
                    sizeof args / sizeof *args, err, err_len);
 }
 
@@ -698,6 +827,9 @@ int cnn_ocl_stage_update(cnn_ocl_stage *s, double learning_rate,
              momentum, decay);
     if (!rc)
       rc = sgd(s, ol->b, ol->vb, ol->gb, ol->l.biases, learning_rate,
+               momentum, 0);
+    if (!rc && ol->sc) /* scales as biases: no decay */
+      rc = sgd(s, ol->sc, ol->vs, ol->gs, ol->l.scales, learning_rate,
                momentum, 0);
   }
   if (!rc) rc = finish(s);
@@ -744,36 +876,121 @@ int cnn_ocl_stage_set_params(cnn_ocl_stage *s, size_t layer,
   return rc;
 }
 
-/* part_of: the buffers of part of layer ol. */
-static void part_of(ocl_layer *ol, cnn_ocl_part part, cl_mem *w, cl_mem *b) {
-  *w = part == CNN_OCL_GRADS ? ol->gw : ol->w;
-  *b = part == CNN_OCL_GRADS ? ol->gb : ol->b;
+/* The batch-normalized layer of network index layer, or NULL. */
+static ocl_layer *norm_layer(cnn_ocl_stage *s, size_t layer) {
+  ocl_layer *ol = param_layer(s, layer);
+  return ol && ol->sc ? ol : NULL;
+}
+
+int cnn_ocl_stage_set_norm(cnn_ocl_stage *s, size_t layer,
+                           const float *scales, const float *rolling) {
+  ocl_layer *ol = norm_layer(s, layer);
+  if (!ol || !scales || !rolling) return EMBER_EINVAL;
+  s->errbuf[0] = '\0';
+  int rc = write_buf(s, ol->sc, sizeof(float) * ol->l.scales, scales);
+  if (!rc) rc = write_buf(s, ol->roll, sizeof(float) * ol->l.rolling,
+                          rolling);
+  return rc;
+}
+
+int cnn_ocl_stage_get_norm(cnn_ocl_stage *s, size_t layer, float *scales,
+                           float *rolling) {
+  ocl_layer *ol = norm_layer(s, layer);
+  if (!ol || !scales || !rolling) return EMBER_EINVAL;
+  s->errbuf[0] = '\0';
+  int rc = read_buf(s, ol->sc, sizeof(float) * ol->l.scales, scales);
+  if (!rc) rc = read_buf(s, ol->roll, sizeof(float) * ol->l.rolling,
+                         rolling);
+  return rc;
+}
+
+int cnn_ocl_stage_get_norm_grads(cnn_ocl_stage *s, size_t layer,
+                                 float *scales) {
+  ocl_layer *ol = norm_layer(s, layer);
+  if (!ol || !scales) return EMBER_EINVAL;
+  s->errbuf[0] = '\0';
+  return read_buf(s, ol->gs, sizeof(float) * ol->l.scales, scales);
+}
+
+void cnn_ocl_stage_set_pass(cnn_ocl_stage *s, const cnn_pass *pass) {
+  if (s && pass) s->pass = *pass;
+}
+
+int cnn_ocl_stage_forward_pass(cnn_ocl_stage *s, const float *in, float *out,
+                               const uint8_t *labels, double *loss,
+                               const cnn_pass *pass) {
+  if (!s || !pass || (unsigned)pass->mode > CNN_MODE_INFER)
+    return EMBER_EINVAL;
+  s->pass = *pass;
+  return cnn_ocl_stage_forward(s, in, out, labels, loss);
+}
+
+/* The layer's buffers of part, in cnn_layout.h's order, and their floats:
+ * parameters (weights, biases, scales, rolling statistics), gradients
+ * (the same, none for the rolling statistics), or the rolling statistics
+ * alone, at their place after the others. */
+typedef struct part_bufs {
+  cl_mem m[4];
+  size_t n[4];
+  size_t skip;   /* floats before the first, from the layer's start */
+} part_bufs;
+
+static part_bufs part_of(const cnn_ocl_stage *s, const ocl_layer *ol,
+                         cnn_ocl_part part) {
+  const cnn_layer *l = &ol->l;
+  part_bufs p = {{NULL}, {0}, 0};
+  bool grads = part == CNN_OCL_GRADS;
+  if (part == CNN_OCL_ROLLING) {
+    p.skip = (size_t)(l->weights + l->biases + l->scales);
+    p.m[0] = ol->roll;
+    p.n[0] = (size_t)l->rolling;
+    return p;
+  }
+  p.m[0] = grads ? ol->gw : ol->w;
+  p.n[0] = (size_t)l->weights;
+  if (!s->no_biases) {
+    p.m[1] = grads ? ol->gb : ol->b;
+    p.n[1] = (size_t)l->biases;
+  }
+  if (ol->sc) {
+    p.m[2] = grads ? ol->gs : ol->sc;
+    p.n[2] = (size_t)l->scales;
+    p.m[3] = grads ? NULL : ol->roll;
+    p.n[3] = (size_t)l->rolling;
+  }
+  return p;
+}
+
+/* Copy part of layer to or from buf at byte offset off (the layer's
+ * start): its buffers at their places. */
+static int copy_part(cnn_ocl_stage *s, size_t layer, cnn_ocl_part part,
+                     cl_mem buf, size_t off, bool load) {
+  ocl_layer *ol = param_layer(s, layer);
+  if (!ol || !buf || (part == CNN_OCL_ROLLING && !ol->roll))
+    return EMBER_EINVAL;
+  part_bufs p = part_of(s, ol, part);
+  const cnn_layer *l = &ol->l;
+  size_t at = off + sizeof(float) * p.skip;
+  const size_t place[4] = {0, (size_t)l->weights,
+                           (size_t)(l->weights + l->biases),
+                           (size_t)(l->weights + l->biases + l->scales)};
+  s->errbuf[0] = '\0';
+  int rc = 0;
+  for (int k = 0; k < 4 && !rc; k++) {
+    if (!p.m[k]) continue;
+    size_t o = part == CNN_OCL_ROLLING ? at : off + sizeof(float) * place[k];
+    rc = load ? copy_buf(s, buf, o, p.m[k], 0, sizeof(float) * p.n[k])
+              : copy_buf(s, p.m[k], 0, buf, o, sizeof(float) * p.n[k]);
+  }
+  return rc;
 }
 
 int cnn_ocl_stage_load(cnn_ocl_stage *s, size_t layer, cnn_ocl_part part,
                        cl_mem src, size_t off) {
-  ocl_layer *ol = param_layer(s, layer);
-  if (!ol || !src) return EMBER_EINVAL;
-  cl_mem w, b;
-  part_of(ol, part, &w, &b);
-  size_t wb = sizeof(float) * ol->l.weights;
-  s->errbuf[0] = '\0';
-  int rc = copy_buf(s, src, off, w, 0, wb);
-  if (!rc && !s->no_biases)
-    rc = copy_buf(s, src, off + wb, b, 0, sizeof(float) * ol->l.biases);
-  return rc;
+  return copy_part(s, layer, part, src, off, true);
 }
 
-int cnn_ocl_stage_store(cnn_ocl_stage *s, size_t layer, cnn_ocl_part part,
-                        cl_mem dst, size_t off) {
-  ocl_layer *ol = param_layer(s, layer);
-  if (!ol || !dst) return EMBER_EINVAL;
-  cl_mem w, b;
-  part_of(ol, part, &w, &b);
-  size_t wb = sizeof(float) * ol->l.weights;
-  s->errbuf[0] = '\0';
-  int rc = copy_buf(s, w, 0, dst, off, wb);
-  if (!rc && !s->no_biases)
-    rc = copy_buf(s, b, 0, dst, off + wb, sizeof(float) * ol->l.biases);
-  return rc;
+int cnn_ocl_stage_store(cnn_ocl_stage *s, size_t layer,
+                        cnn_ocl_part part, cl_mem dst, size_t off) {
+  return copy_part(s, layer, part, dst, off, false);
 }

@@ -9,10 +9,14 @@
  * program binary cache, accelerators/cl_cache.h, as plf and sw do), and
  * cnn_ocl_stage, a stage's state in device buffers: per layer its
  * weights, biases, their momentum and accumulated gradients (canonical
- * layouts), the activations of the last forward pass and the errors of
- * the last backward pass (NCHW), max-pool's argmax, and for a stage
- * ending in the softmax the labels, per-sample losses and the loss's
- * gradient, computed with the forward pass.
+ * layouts; a batch-normalized layer's scales too, and its rolling
+ * statistics, its convolution's output and the batch's statistics), the
+ * activations of the last forward pass and the errors of the last
+ * backward pass (NCHW), max-pool's argmax, and for a stage ending in the
+ * softmax the labels, per-sample losses and the loss's gradient, computed
+ * with the forward pass. Forward passes run in the mode and with the
+ * dropout key of cnn_ocl_stage_set_pass (cnn_pass.h; CNN_MODE_TRAIN with
+ * a zero key until set).
  *
  * Each stage call queues its kernels on the stage's queue and blocks
  * until the results it returns are on the host. A stage is used by one
@@ -32,6 +36,7 @@
 #include <stdint.h>
 
 #include "cnn_net.h"
+#include "cnn_pass.h"
 
 typedef struct cnn_ocl cnn_ocl;
 typedef struct cnn_ocl_stage cnn_ocl_stage;
@@ -115,6 +120,23 @@ int cnn_ocl_stage_set_params(cnn_ocl_stage *stage, size_t layer,
 int cnn_ocl_stage_get_grads(cnn_ocl_stage *stage, size_t layer,
                             float *weights, float *biases);
 
+/* cnn_ocl_stage_set_pass - the mode and dropout key of the stage's next
+ * forward passes (cnn_pass.h); cnn_ocl_stage_forward_pass sets it and
+ * runs cnn_ocl_stage_forward (EMBER_EINVAL for an unknown mode). The
+ * rest as cnn_cpu.h's cnn_cpu_stage_forward_pass and
+ * cnn_cpu_stage_set_norm, cnn_cpu_stage_get_norm and
+ * cnn_cpu_stage_get_norm_grads. */
+void cnn_ocl_stage_set_pass(cnn_ocl_stage *stage, const cnn_pass *pass);
+int cnn_ocl_stage_forward_pass(cnn_ocl_stage *stage, const float *in,
+                               float *out, const uint8_t *labels,
+                               double *loss, const cnn_pass *pass);
+int cnn_ocl_stage_set_norm(cnn_ocl_stage *stage, size_t layer,
+                           const float *scales, const float *rolling);
+int cnn_ocl_stage_get_norm(cnn_ocl_stage *stage, size_t layer,
+                           float *scales, float *rolling);
+int cnn_ocl_stage_get_norm_grads(cnn_ocl_stage *stage, size_t layer,
+                                 float *scales);
+
 /*
  * Device-buffer variants, for a stage whose truth lives in other device
  * buffers (the cnn accelerator's state block, cnn_exec_opencl.c). The
@@ -132,16 +154,20 @@ int cnn_ocl_stage_get_grads(cnn_ocl_stage *stage, size_t layer,
  * cnn_ocl_stage_backward_mem - cnn_ocl_stage_backward with dout and din
  * device buffers (at offset 0; NULL where the host variant takes NULL).
  *
- * cnn_ocl_stage_load, cnn_ocl_stage_store - copy the parameters or the
- * accumulated gradients (part) of the stage's layer of network index
- * layer from, or to, a buffer at byte offset off: the weights, then the
- * biases right after them (cnn_layout.h's order). The backward pass adds
- * to the gradients, so gradients loaded before it accumulate.
+ * cnn_ocl_stage_load, cnn_ocl_stage_store - copy the parameters, the
+ * accumulated gradients or the rolling statistics (part) of the stage's
+ * layer of network index layer from, or to, a buffer whose layer's
+ * floats start at byte offset off: the weights, then the biases right
+ * after them, then a batch-normalized layer's scales and rolling
+ * statistics (cnn_layout.h's order; gradients have none for the rolling
+ * statistics, which are left alone there; CNN_OCL_ROLLING copies those
+ * alone, at their place). The backward pass adds to the gradients, so
+ * gradients loaded before it accumulate.
  *
  * All return 0, EMBER_EINVAL (a bad argument, a layer without parameters)
  * or EMBER_EPLATFORM (cnn_ocl_stage_error()).
  */
-typedef enum { CNN_OCL_PARAMS, CNN_OCL_GRADS } cnn_ocl_part;
+typedef enum { CNN_OCL_PARAMS, CNN_OCL_GRADS, CNN_OCL_ROLLING } cnn_ocl_part;
 
 int cnn_ocl_stage_forward_mem(cnn_ocl_stage *stage, cl_mem in, size_t in_off,
                               cl_mem labels, size_t labels_off, cl_mem out,
@@ -170,18 +196,20 @@ int cnn_ocl_sgd(cnn_ocl *o, cl_command_queue q, cl_mem buf, uint64_t w_off,
 /*
  * What a slice adds around its stage (cnn.cl), queued on q without
  * waiting, offsets and counts in floats: cnn_ocl_add y[y_off..] +=
- * x[x_off..] over n; cnn_ocl_relu_keep y = max(y, 0) over n, copied to
- * kept at k_off; cnn_ocl_relu_mask e = 0 where kept at k_off is not > 0.
- * Return 0, EMBER_EINVAL or EMBER_EPLATFORM (the reason in err); not
- * concurrently with other calls on o, as cnn_ocl_sgd.
+ * x[x_off..] over n; cnn_ocl_act_keep y = act(y) over n, copied to kept
+ * at k_off when keep; cnn_ocl_act_mask e = the error through act, from
+ * the output kept at k_off. Return 0, EMBER_EINVAL or EMBER_EPLATFORM
+ * (the reason in err); not concurrently with other calls on o, as
+ * cnn_ocl_sgd.
  */
 int cnn_ocl_add(cnn_ocl *o, cl_command_queue q, cl_mem x, uint64_t x_off,
                 cl_mem y, uint64_t y_off, uint64_t n, char *err,
                 size_t err_len);
-int cnn_ocl_relu_keep(cnn_ocl *o, cl_command_queue q, cl_mem y, cl_mem kept,
-                      uint64_t k_off, uint64_t n, char *err, size_t err_len);
-int cnn_ocl_relu_mask(cnn_ocl *o, cl_command_queue q, cl_mem kept,
-                      uint64_t k_off, cl_mem e, uint64_t n, char *err,
-                      size_t err_len);
+int cnn_ocl_act_keep(cnn_ocl *o, cl_command_queue q, cl_mem y, cl_mem kept,
+                     uint64_t k_off, uint64_t n, cnn_activation act,
+                     bool keep, char *err, size_t err_len);
+int cnn_ocl_act_mask(cnn_ocl *o, cl_command_queue q, cl_mem kept,
+                     uint64_t k_off, cl_mem e, uint64_t n, cnn_activation act,
+                     char *err, size_t err_len);
 
 #endif

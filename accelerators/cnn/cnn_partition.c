@@ -151,11 +151,13 @@ static void layout(cnn_plan *p, const cnn_layer *layers, size_t nstages,
   for (size_t l = 0; l < p->nlayers; l++) {
     const cnn_layer *ly = &layers[l];
     layer_cut *lc = &p->cuts[l];
-    bool splittable = ly->kind == CNN_LAYER_CONV ||
-                      ly->kind == CNN_LAYER_CONNECTED;
+    /* a batch-normalized convolution stays whole: its normalisation needs
+     * every output's whole sum (cnn_task.c refuses slices of it) */
+    bool splittable = (ly->kind == CNN_LAYER_CONV ||
+                       ly->kind == CNN_LAYER_CONNECTED) && !ly->batch_norm;
     lc->macs = ly->fp_macs + ly->eb_macs + ly->pg_macs;
     lc->elem = ly->elem_ops;
-    lc->params = ly->weights + ly->biases;
+    lc->params = cnn_layer_params(ly);
     lc->split = CNN_SPLIT_WHOLE;
     lc->units = 1;
     if (splittable && !(flags & CNN_PLAN_LAYERS_ONLY)) {
@@ -395,7 +397,7 @@ static char *copy_str(const char *s) {
 
 /* conv1, pool1, fc1, softmax: by kind, numbered from 1 in order. */
 static int label_layers(cnn_plan *p, const cnn_layer *layers) {
-  unsigned conv = 0, pool = 0, fc = 0;
+  unsigned conv = 0, pool = 0, fc = 0, avg = 0, drop = 0;
   for (size_t l = 0; l < p->nlayers; l++) {
     char b[32];
     switch (layers[l].kind) {
@@ -403,6 +405,8 @@ static int label_layers(cnn_plan *p, const cnn_layer *layers) {
     case CNN_LAYER_MAXPOOL: snprintf(b, sizeof b, "pool%u", ++pool); break;
     case CNN_LAYER_CONNECTED: snprintf(b, sizeof b, "fc%u", ++fc); break;
     case CNN_LAYER_SOFTMAX: snprintf(b, sizeof b, "softmax"); break;
+    case CNN_LAYER_AVGPOOL: snprintf(b, sizeof b, "avgpool%u", ++avg); break;
+    case CNN_LAYER_DROPOUT: snprintf(b, sizeof b, "dropout%u", ++drop); break;
     default: snprintf(b, sizeof b, "layer%zu", l); break;
     }
     if (!(p->labels[l] = copy_str(b))) return EMBER_ENOMEM;

@@ -6,17 +6,21 @@
  * Work. A layer's training operations per sample: 2 per multiply-add (a
  * multiply and an add) of its forward, error back-propagation and
  * parameter gradients (cnn_layer's fp_macs + eb_macs + pg_macs), and 2 per
- * element operation (cnn_layer's elem_ops count the forward pass: ReLU's
- * and max-pool's comparisons, softmax's exponentials, sums and divisions;
- * each has a backward counterpart of about the same cost: ReLU's mask,
- * max-pool's routing of the error to the maximum, softmax's gradient).
+ * element operation (cnn_layer's elem_ops count the forward pass: the
+ * activations', max-pool's comparisons, avg-pool's sums, batch
+ * normalisation's, dropout's masks, softmax's exponentials, sums and
+ * divisions; each has a backward counterpart of about the same cost: the
+ * activation's derivative, max-pool's routing of the error to the
+ * maximum, softmax's gradient, ...).
  * Each mini-batch's update adds 5 per parameter (momentum, decay, step:
  * cnn_task's UPDATE), shared by the batch's samples; a slice's parameters
  * are its channels' share. A platform's speed is in the same operations
  * per second; only the ratios between speeds matter for the split.
  *
- * Pieces. Max-pool and softmax layers are never split: each goes whole to
- * one stage (softmax, the last layer, always to the last stage). A
+ * Pieces. Max-pool, avg-pool, dropout and softmax layers, and
+ * batch-normalized convolutions (whose normalisation needs every
+ * output's whole sum), are never split: each goes whole to one stage
+ * (softmax, the last layer, always to the last stage). Any other
  * convolutional or connected layer may be cut between stages at channel
  * granularity, in one of two ways, chosen per layer:
  *   ICP  input-channel partition, FPDeep's preferred split: a stage holds
@@ -114,7 +118,7 @@ typedef struct cnn_stage {
   cnn_split end_split;    /* the same for the last layer */
   uint64_t macs;          /* multiply-adds per sample (FP + EB + PG) */
   uint64_t elem_ops;      /* element operations per sample (forward) */
-  uint64_t params;        /* parameters (weights + biases) it updates */
+  uint64_t params;        /* parameters (cnn_layer_params) it holds */
   double ops;             /* training operations per sample (see above) */
   double share;           /* ops / the network's ops */
   double time;            /* ops / the platform's speed: seconds per sample */
@@ -171,8 +175,8 @@ const cnn_plan_totals *cnn_plan_totals_get(const cnn_plan *plan);
 
 /*
  * cnn_plan_layer_split - how the plan may cut a layer: ICP or OCP for a
- * convolutional or connected layer (unless CNN_PLAN_LAYERS_ONLY), WHOLE
- * for the others; *channels (may be NULL) receives the channels it is cut
+ * convolutional or connected layer without batch_norm (unless
+ * CNN_PLAN_LAYERS_ONLY), WHOLE for the others; *channels (may be NULL) receives the channels it is cut
  * at (input or output channels; 1 for WHOLE). A layer out of range is
  * WHOLE with 0 channels.
  */

@@ -23,8 +23,28 @@
  *   Connected    weights (output o, input element j) at o*J + j, j the
  *                input sample's CHW index (darknet's flatten); one bias per
  *                output. y = act(b[o] + sum_j w[o,j] x[j]).
- *   Activation   relu(z) = max(z, 0), linear(z) = z; the error through a
- *                ReLU is dy where y > 0, else 0 (taken from the output).
+ *   Activation   relu(z) = max(z, 0), leaky(z) = z > 0 ? z : 0.1 z,
+ *                logistic(z) = 1 / (1 + exp(-z)), linear(z) = z. The
+ *                error through it is taken from the output y: relu dy
+ *                where y > 0, else 0; leaky dy where y > 0, else 0.1 dy;
+ *                logistic dy y (1 - y).
+ *   Batch norm   a convolution with batch_norm has no bias of its own: of
+ *                its output z, per channel c, x^ = (z - mean_c) /
+ *                sqrt(var_c + CNN_BN_EPS), y = act(scales[c] x^ +
+ *                biases[c]). In training (and the forward pass a backward
+ *                re-runs) mean_c and var_c are the batch's, over samples
+ *                and positions, the variance biased (1/n); a training
+ *                forward then moves the rolling statistics by
+ *                CNN_BN_MOMENTUM towards them (cnn_pass.h). In evaluation
+ *                they are the rolling ones. The backward pass is that of
+ *                the batch statistics (mean and variance depend on z).
+ *   Avg-pool     y[n, c] = the mean of x[n, c, :, :] (darknet's global
+ *                average); dx[n, c, h, w] = dy[n, c] / (H x W).
+ *   Dropout      in training y = x * mask, mask 0 for a dropped value and
+ *                1 / (1 - p) else, drawn by cnn_pass.h's hash of the
+ *                layer's network index, the pass's seed, step and the
+ *                sample's index in the mini-batch (sample0 + n); dx = dy
+ *                * mask. In evaluation y = x.
  *   Softmax      p[n,k] = exp(x[n,k] - m) / sum_j exp(x[n,j] - m), m the
  *                row's maximum; classes are the input sample's elements.
  *   Loss         mean over the batch of -log p[n, label[n]]; its gradient
@@ -53,24 +73,59 @@
 #include <stdint.h>
 
 #include "cnn_net.h"
+#include "cnn_pass.h"
+
+/* A layer's parameters in the canonical layouts (cnn_layout.h's order);
+ * NULL where the layer has none. */
+typedef struct cnn_ref_params {
+  const double *w, *b;     /* weights, biases (batch_norm: the shifts) */
+  const double *scales;    /* batch_norm: the scales */
+  double *rolling;         /* batch_norm: the rolling means, then variances;
+                              a training forward updates them */
+} cnn_ref_params;
 
 /* Elements of one sample of a shape. */
 size_t cnn_ref_elems(cnn_shape s);
 
 /*
- * cnn_ref_forward - one layer's FP over a batch: x (batch x in) -> y
- * (batch x out). w, b: the layer's weights and biases (conv, connected;
- * NULL otherwise). Softmax writes probabilities.
+ * cnn_ref_forward_pass - one layer's FP over a batch: x (batch x in) -> y
+ * (batch x out), in pass's mode (its dropout key for the layer of network
+ * index `index`). p: the layer's parameters. Softmax writes
+ * probabilities.
+ */
+void cnn_ref_forward_pass(const cnn_layer *l, size_t index, uint32_t batch,
+                          const cnn_pass *pass, const double *x,
+                          const cnn_ref_params *p, double *y);
+
+/*
+ * cnn_ref_backward_pass - one layer's EB and PG over a batch, after its
+ * cnn_ref_forward_pass() from x to y in a training mode: dy is the error
+ * at the output (after the activation). dx (batch x in) is written when
+ * not NULL; dw, db and dscales (the layer's weights, biases and scales
+ * counts) are added to when not NULL. Softmax layers are not handled
+ * here: see cnn_ref_xent_grad().
+ */
+void cnn_ref_backward_pass(const cnn_layer *l, size_t index, uint32_t batch,
+                           const cnn_pass *pass, const double *x,
+                           const double *y, const cnn_ref_params *p,
+                           const double *dy, double *dx, double *dw,
+                           double *db, double *dscales);
+
+/*
+ * cnn_ref_forward - cnn_ref_forward_pass of a layer without batch_norm in
+ * CNN_MODE_TRAIN with a zero dropout key (seed, step, sample0 and index
+ * 0): x (batch x in) -> y (batch x out). w, b: the layer's weights and
+ * biases (conv, connected; NULL otherwise).
  */
 void cnn_ref_forward(const cnn_layer *l, uint32_t batch, const double *x,
                      const double *w, const double *b, double *y);
 
 /*
- * cnn_ref_backward - one layer's EB and PG over a batch, after its
- * cnn_ref_forward() from x to y: dy is the error at the output (after the
- * activation). dx (batch x in) is written when not NULL; dw and db (the
- * layer's parameter counts) are added to when not NULL. Softmax layers are
- * not handled here: see cnn_ref_xent_grad().
+ * cnn_ref_backward - cnn_ref_backward_pass after cnn_ref_forward(): dy is
+ * the error at the output (after the activation). dx (batch x in) is
+ * written when not NULL; dw and db (the layer's parameter counts) are
+ * added to when not NULL. Softmax layers are not handled here: see
+ * cnn_ref_xent_grad().
  */
 void cnn_ref_backward(const cnn_layer *l, uint32_t batch, const double *x,
                       const double *y, const double *w, const double *dy,

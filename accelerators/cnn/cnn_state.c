@@ -46,6 +46,22 @@ int cnn_task_check_stamp(const cnn_task *t, const cnn_state_header *h,
   return 0;
 }
 
+cnn_pass cnn_task_forward_pass(const cnn_task *t, uint64_t updates) {
+  cnn_pass p = {t->inference ? CNN_MODE_INFER : CNN_MODE_TRAIN, t->seed,
+                t->has_step ? t->step : updates, t->sample0};
+  return p;
+}
+
+cnn_pass cnn_task_slot_pass(const cnn_slot_pass *sp) {
+  cnn_pass p = {CNN_MODE_RECOMPUTE, 0, 0, 0};
+  if (sp) {
+    p.seed = sp->seed;
+    p.step = sp->step;
+    p.sample0 = sp->sample0;
+  }
+  return p;
+}
+
 /* splitmix64 */
 static uint64_t next_u64(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -56,7 +72,9 @@ static uint64_t next_u64(uint64_t *s) {
 
 /* He-uniform weights, U(-sqrt(6 / fan_in), sqrt(6 / fan_in)), from a
  * stream per layer seeded by (seed, the layer's index in the network): a
- * stage draws the same weights whatever range it is part of. Biases 0.
+ * stage draws the same weights whatever range it is part of. Biases 0;
+ * a batch-normalized layer's scales 1, rolling means 0 and rolling
+ * variances 1, after its biases (cnn_pass.h).
  * Of each row of `row` weights (an output: its input channels' weights in
  * order), only [lo, hi) is kept, packed: an ICP slice's part of the
  * layer's weights (the whole row for a whole layer); and of the rows only
@@ -80,6 +98,11 @@ static void init_layer(const cnn_layer *l, size_t index, uint64_t seed,
     }
   }
   memset(b, 0, biases * sizeof *b);
+  for (uint64_t c = 0; c < l->scales; c++) {
+    b[biases + c] = 1.0f;                  /* scales */
+    b[biases + l->scales + c] = 0.0f;      /* rolling means */
+    b[biases + 2 * l->scales + c] = 1.0f;  /* rolling variances */
+  }
 }
 
 void cnn_task_init_params(const cnn_task *t, float *params) {

@@ -38,16 +38,17 @@ static uint64_t add_sat(uint64_t a, uint64_t b) {
   return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-/* What the cpu back end (cnn_cpu.h), the only one so far, refuses when it
- * builds a stage, refused here before anything runs: a convolution or
- * max-pool after a connected layer in one stage, and a max-pool window
- * wholly in padding. */
+/* What the cpu back end (cnn_cpu.h) refuses when it builds a stage,
+ * refused here before anything runs (a task may run on any back end): a
+ * convolution, max-pool or avg-pool after a connected layer in one stage,
+ * and a max-pool window wholly in padding. */
 static int check_backend(const cnn_layer *layers, uint32_t first,
                          uint32_t end, char *err, size_t err_len) {
   int flat = 0;
   for (uint32_t i = first; i < end; i++) {
     const cnn_layer *l = &layers[i];
-    if ((l->kind == CNN_LAYER_CONV || l->kind == CNN_LAYER_MAXPOOL) && flat)
+    if ((l->kind == CNN_LAYER_CONV || l->kind == CNN_LAYER_MAXPOOL ||
+         l->kind == CNN_LAYER_AVGPOOL) && flat)
       return fail(err, err_len, EMBER_EPARAM,
                   "layer %u: a %s after a connected layer in one stage is "
                   "not supported", i, cnn_layer_kind_name(l->kind));
@@ -87,6 +88,11 @@ static int check_slice(const cnn_task *t, const cnn_layer *layers,
     return fail(err, err_len, EMBER_EPARAM, "%s splits a convolutional or "
                 "connected layer; layer %u is a %s", kind, t->first,
                 cnn_layer_kind_name(l->kind));
+  if (l->batch_norm)
+    return fail(err, err_len, EMBER_EPARAM, "%s of layer %u: a "
+                "batch-normalized convolution is not split (its "
+                "normalisation needs the whole sum of every output; the "
+                "partitioner keeps such a layer whole)", kind, t->first);
   uint32_t all = ocp ? cnn_layer_outputs(l) : cnn_layer_channels(l);
   if (p->channel_begin >= p->channel_end || p->channel_end > all)
     return fail(err, err_len, EMBER_EPARAM, "channels [%u, %u) not a "
@@ -107,9 +113,10 @@ static int check_sgd(cnn_task *t, const Ember__Cnn__Params *p, char *err,
                                           : tr->learning_rate;
   t->momentum = p->has_momentum ? p->momentum : tr->momentum;
   t->decay = p->has_decay ? p->decay : tr->decay;
-  if (!(t->learning_rate > 0 && t->learning_rate <= 10))
+  /* 0: a schedule's rate past its end (poly), the gradients dropped */
+  if (!(t->learning_rate >= 0 && t->learning_rate <= 10))
     return fail(err, err_len, EMBER_EPARAM,
-                "learning_rate %g out of (0, 10]", t->learning_rate);
+                "learning_rate %g out of [0, 10]", t->learning_rate);
   if (!(t->momentum >= 0 && t->momentum < 1))
     return fail(err, err_len, EMBER_EPARAM, "momentum %g out of [0, 1)",
                 t->momentum);
@@ -350,6 +357,10 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
   t->slots = p->slots;
   t->slot = p->slot;
   t->accumulated = p->accumulated;
+  t->inference = p->has_inference && p->inference;
+  t->has_step = p->has_step;
+  t->step = p->step;
+  t->sample0 = p->sample_offset;
   if (strcmp(op_name(p->op), "?") == 0) {
     rc = fail(err, err_len, EMBER_EPARAM, "unknown op %d", (int)p->op);
     goto out;
@@ -393,6 +404,17 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
               t->accumulated, CNN_MAX_BATCH);
     goto out;
   }
+  if (t->inference && t->op != EMBER__CNN__OP__FORWARD) {
+    rc = fail(err, err_len, EMBER_EPARAM, "inference: only a FORWARD is an "
+              "evaluation pass, not %s", op_name(t->op));
+    goto out;
+  }
+  if (t->sample0 > CNN_MAX_BATCH - t->batch) {
+    rc = fail(err, err_len, EMBER_EPARAM, "sample_offset %u with batch %u: "
+              "past a mini-batch's %u samples", t->sample0, t->batch,
+              CNN_MAX_BATCH);
+    goto out;
+  }
   uint64_t acts = (uint64_t)layers[t->first].in.h * layers[t->first].in.w *
                   layers[t->first].in.c;
   for (uint32_t i = t->first; i < t->end; i++)
@@ -405,6 +427,10 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
   }
   rc = check_backend(layers, t->first, t->end, err, err_len);
   if (rc) goto out;
+  for (uint32_t i = t->first; i < t->end; i++) {
+    t->dropout |= layers[i].kind == CNN_LAYER_DROPOUT;
+    t->batch_norm |= layers[i].batch_norm;
+  }
   int ocp = p->has_split_outputs && p->split_outputs;
   if (p->has_channel_begin || p->has_channel_end || ocp) {
     rc = check_slice(t, layers, p, err, err_len);

@@ -15,6 +15,7 @@
 #include "accelerators/cnn/cnn.pb-c.h"
 #include "cnn_layout.h"
 #include "cnn_net.h"
+#include "cnn_pass.h"
 
 typedef struct cnn_task {
   Ember__Cnn__Op op;
@@ -26,7 +27,14 @@ typedef struct cnn_task {
                                    channels in layout (icp, c0, c1) */
   uint32_t slots, slot;         /* kept FORWARDs; FORWARD/BACKWARD's one */
   uint32_t accumulated;         /* UPDATE: BACKWARDs in the gradients */
-  uint64_t seed;                /* INIT */
+  uint64_t seed;                /* INIT; FORWARD's dropout key */
+  int inference;                /* FORWARD: an evaluation pass */
+  int has_step;                 /* FORWARD: step given (else the state's
+                                   update count) */
+  uint64_t step;
+  uint32_t sample0;             /* FORWARD: sample_offset */
+  int dropout;                  /* the stage has a dropout layer */
+  int batch_norm;               /* ... a batch-normalized convolution */
   double learning_rate, momentum, decay; /* UPDATE */
   uint32_t n_pieces;            /* BACKWARD: output error pieces (cnn.proto
                                    error_channels), 0: one block */
@@ -94,8 +102,8 @@ int cnn_ocp_backward(const cnn_task *t, uint8_t *state,
 #define CNN_FOR_PARAM_LAYERS(t, layers, i, off)                               \
   for (uint64_t off = 0, i##_ = 1; i##_; i##_ = 0)                            \
     for (uint32_t i = (t)->first; i < (t)->end;                               \
-         off += (layers)[i].weights + (layers)[i].biases, i++)                \
-      if ((layers)[i].weights + (layers)[i].biases)
+         off += cnn_layer_params(&(layers)[i]), i++)                          \
+      if (cnn_layer_params(&(layers)[i]))
 
 /* The state block's header and INIT, alike on every back end
  * (cnn_state.c). cnn_task_stamp: h (a host copy of the header) zeroed and
@@ -107,6 +115,14 @@ void cnn_task_stamp(const cnn_task *t, cnn_state_header *h);
 int cnn_task_check_stamp(const cnn_task *t, const cnn_state_header *h,
                          char *err, size_t err_len);
 void cnn_task_init_params(const cnn_task *t, float *params);
+
+/* cnn_task_forward_pass - a FORWARD's pass (cnn_pass.h): inference or
+ * training, its dropout key from the task (the step, else updates, the
+ * state's update count). cnn_task_slot_pass - the pass a BACKWARD
+ * re-runs: CNN_MODE_RECOMPUTE with the key its slot's FORWARD kept (sp;
+ * NULL for a stage without dropout, whose key does not matter). */
+cnn_pass cnn_task_forward_pass(const cnn_task *t, uint64_t updates);
+cnn_pass cnn_task_slot_pass(const cnn_slot_pass *sp);
 
 /* cnn_task_pack_result: res packed into out->data (malloc'd, the caller
  * frees it). Returns 0 or EMBER_ENOMEM (in err). */

@@ -206,7 +206,11 @@ static int read_net(setup *s) {
   return 0;
 }
 
-/* The SGD and batch settings: the caller's, else the .cfg's. */
+/* The SGD and batch settings: the caller's, else the .cfg's. The
+ * micro-batch, unless given: the .cfg's batch / subdivisions where it
+ * writes subdivisions (darknet's forward batch, rounded down, the
+ * mini-batch then subdivisions of them), else the largest divisor of the
+ * batch up to 16. */
 static int settle(setup *s) {
   const ember_train_params *p = &s->p;
   const cnn_train *tr = cnn_net_train(s->net);
@@ -217,6 +221,15 @@ static int settle(setup *s) {
     return EMBER_EPARAM;
   }
   uint32_t micro = p->micro_batch;
+  if (!micro && tr->subdivisions) {
+    if (tr->subdivisions > batch) {
+      ember__client_set_error("the network's subdivisions=%u is more than "
+                              "the batch %u", tr->subdivisions, batch);
+      return EMBER_EPARAM;
+    }
+    micro = batch / tr->subdivisions;
+    batch = micro * tr->subdivisions;
+  }
   if (!micro)
     for (micro = batch < 16 ? batch : 16; batch % micro; micro--) {}
   if (micro < 1 || micro > batch || batch % micro) {
@@ -236,8 +249,10 @@ static int settle(setup *s) {
                             r->momentum, r->decay);
     return EMBER_EPARAM;
   }
+  r->schedule = tr;
   r->sync = p->sync;
   r->seed = p->seed;
+  r->updates = 0;
   return 0;
 }
 
@@ -649,6 +664,8 @@ int ember_train(ember_client *const *clients, size_t n_clients,
                             .loss = NAN, .train_accuracy = NAN};
   uint64_t wall = 0;
   unsigned last = done + s.p.epochs;
+  /* a loaded file's epochs count for the mini-batches' numbers */
+  if (!rc) s.run.updates = (uint64_t)done * (train.n / batch);
   for (unsigned e = 0; !rc && e < s.p.epochs; e++) {
     size_t n = train.n / batch * batch; /* whole mini-batches */
     ember__train_shuffle(order, train.n, s.p.seed, done + e);
@@ -664,6 +681,7 @@ int ember_train(ember_client *const *clients, size_t n_clients,
     if (!rc && s.p.save_path) rc = save_weights(&s, done + e + 1);
     if (!rc) rc = report_epoch(&s, done + e + 1, last, &tp, exec_ns, acc);
     if (rc) break;
+    s.run.updates += n / batch;
     wall += tp.wall_ns;
     res.epochs++;
     res.loss = tp.micro_batches ? tp.loss_sum / (double)tp.micro_batches : NAN;

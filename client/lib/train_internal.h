@@ -85,9 +85,15 @@ typedef struct train_run {
   uint32_t micro;            /* samples per task */
   uint32_t slots;            /* FORWARDs each stage keeps */
   uint32_t per_batch;        /* micro-batches per mini-batch */
-  double lr, momentum, decay;
+  double lr, momentum, decay; /* lr: the base rate of the schedule */
+  const cnn_train *schedule; /* the .cfg's [net]: its learning-rate policy */
   int sync;
-  uint64_t seed;
+  uint64_t seed;             /* INIT's weights and dropout's masks */
+  uint64_t updates;          /* mini-batches trained before this pass, from
+                                the start of training (a loaded weights
+                                file's epochs counted): the first one's
+                                number, which keys dropout's masks, and
+                                the rate's schedule */
 } train_run;
 
 /* What one pass over samples gave. */

@@ -146,11 +146,13 @@ static int takes_pieces(const train_run *r, size_t i) {
          r->stages[i + 1].base == i + 1;
 }
 
-/* Submit op (OP_NONE: SET_PARAMS) on stage i; *task gets it. */
+/* Submit op (OP_NONE: SET_PARAMS) on stage i; *task gets it. g: a
+ * FORWARD's micro-batch in the pass (train: a training one, else an
+ * evaluation), an UPDATE's mini-batch in the pass. */
 static int submit(train_run *r, size_t i, enum op op, uint32_t slot,
-                  ember_block *const *in, size_t n_in, ember_block **outs,
-                  size_t n_out, ember_task_cb cb, void *user,
-                  ember_task **task) {
+                  size_t g, int train, ember_block *const *in, size_t n_in,
+                  ember_block **outs, size_t n_out, ember_task_cb cb,
+                  void *user, ember_task **task) {
   train_stage *s = &r->stages[i];
   Ember__Cnn__Params p = EMBER__CNN__PARAMS__INIT;
   p.op = proto_op(op);
@@ -181,9 +183,18 @@ static int submit(train_run *r, size_t i, enum op op, uint32_t slot,
     p.has_seed = 1;
     p.seed = r->seed;
   }
+  if (op == OP_FORWARD) { /* dropout's key (cnn.proto), or an evaluation */
+    p.has_inference = 1;
+    p.inference = !train;
+    p.has_seed = p.has_step = p.has_sample_offset = 1;
+    p.seed = r->seed;
+    p.step = r->updates + g / r->per_batch;
+    p.sample_offset = (uint32_t)(g % r->per_batch) * r->micro;
+  }
   if (op == OP_UPDATE) {
     p.has_learning_rate = p.has_momentum = p.has_decay = 1;
-    p.learning_rate = r->lr;
+    /* darknet numbers the update that ends mini-batch k from 1 */
+    p.learning_rate = cnn_train_rate(r->schedule, r->lr, r->updates + g + 1);
     p.momentum = r->momentum;
     p.decay = r->decay;
     p.has_accumulated = 1;
@@ -242,7 +253,7 @@ static int on_every_stage(train_run *r, enum op op, ember_block **in,
   }
   int rc = 0;
   for (size_t i = 0; i < r->n_stages && !rc; i++)
-    rc = submit(r, i, op, 0, in ? &in[i] : NULL, in ? 1 : 0,
+    rc = submit(r, i, op, 0, 0, 0, in ? &in[i] : NULL, in ? 1 : 0,
                 outs ? &outs[i] : NULL, outs ? 1 : 0, NULL, NULL, &t[i]);
   for (size_t i = 0; i < r->n_stages; i++) {
     if (!t[i]) continue;
@@ -262,7 +273,7 @@ static uint64_t layer_params_at(const cnn_net *net, uint32_t L) {
   const cnn_layer *layers = cnn_net_layers(net, &n);
   uint64_t at = 0;
   for (uint32_t k = 0; k < L && k < n; k++)
-    at += layers[k].weights + layers[k].biases;
+    at += cnn_layer_params(&layers[k]);
   return at;
 }
 
@@ -531,7 +542,8 @@ static int start(pass *p, size_t i, enum op op) {
   }
   if (rc) return rc;
   ember_block *outs[2] = {NULL, NULL};
-  rc = submit(r, i, op, (uint32_t)(g % r->slots), in, n_in,
+  rc = submit(r, i, op, (uint32_t)(g % r->slots),
+              op == OP_UPDATE ? s->upd_sub : g, p->train, in, n_in,
               n_out ? outs : NULL, n_out, on_done, p,
               &s->task[s->n_flight]);
   if (rc) return rc;

@@ -7,9 +7,11 @@
  *   layers    uint32, the network's layer count
  *   epochs    uint32, epochs trained
  *   params    uint64, the network's parameters
- *   per layer uint64 weights, uint64 biases (the network's shape, checked)
- *   data      params floats, layer by layer, each layer's weights then its
- *             biases in cnn_ref.h's layouts
+ *   per layer uint64 weights, uint64 the rest (biases, and a batch-
+ *             normalized layer's scales and rolling statistics: the
+ *             network's shape, checked)
+ *   data      params floats, layer by layer, each layer's weights then the
+ *             rest in cnn_layout.h's order and cnn_ref.h's layouts
  * All little-endian (this host's order on every platform ember runs on;
  * a file from another order fails the shape check).
  */
@@ -43,7 +45,8 @@ int ember__train_weights_save(const char *path, const cnn_net *net,
            fwrite(head, sizeof head, 1, f) == 1 &&
            fwrite(&total, sizeof total, 1, f) == 1;
   for (size_t i = 0; ok && i < n; i++) {
-    uint64_t shape[2] = {layers[i].weights, layers[i].biases};
+    uint64_t shape[2] = {layers[i].weights,
+                         cnn_layer_params(&layers[i]) - layers[i].weights};
     ok = fwrite(shape, sizeof shape, 1, f) == 1;
   }
   if (ok && total)
@@ -93,14 +96,16 @@ int ember__train_weights_load(const char *path, const cnn_net *net,
     if (fread(shape, sizeof shape, 1, f) != 1) {
       rc = broken(path, "truncated layer shapes");
     } else if (shape[0] != layers[i].weights ||
-               shape[1] != layers[i].biases) {
+               shape[1] != cnn_layer_params(&layers[i]) -
+                               layers[i].weights) {
       ember__client_set_error("%s: weights of another network (layer %zu "
-                              "has %llu weights and %llu biases, not %llu "
-                              "and %llu)", path, i + 1,
+                              "has %llu weights and %llu other parameters, "
+                              "not %llu and %llu)", path, i + 1,
                               (unsigned long long)shape[0],
                               (unsigned long long)shape[1],
                               (unsigned long long)layers[i].weights,
-                              (unsigned long long)layers[i].biases);
+                              (unsigned long long)(cnn_layer_params(
+                                  &layers[i]) - layers[i].weights));
       rc = EMBER_EPARAM;
     }
   }

@@ -1,8 +1,12 @@
 /* test_cnn_cfg.c - darknet .cfg networks for the cnn accelerator
  * (accelerators/cnn: cnn_cfg.c, cnn_net.c): the shipped LeNet with its
  * shapes, parameters and multiply-adds; darknet's defaults and short
- * names; every error with its file:line; the limits; the printed plan;
- * allocation failures. */
+ * names; every key darknet reads for the implemented sections, written at
+ * its default, against none written; what the keys mean (pad,
+ * batch_normalize, leaky, dropout, avgpool, subdivisions, the learning-
+ * rate policies); every value ember does not run refused by key, value
+ * and file:line; every error with its file:line; the limits; the printed
+ * plan; allocation failures. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +17,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <math.h>
+#include <stdbool.h>
 
 #include "alloc_fail.h"
 #include "cnn_net.h"
@@ -203,25 +209,25 @@ static void test_errors(void **state) {
   parse_fails(NET "learning_rate=0\n", F, 5, "out of range (0, 10]");
   parse_fails(NET "[convolutional]\nsize=0\n", F, 6,
               "size in [convolutional]: 0 out of range 1..1024");
-  parse_fails(NET "[convolutional]\npad=2\n", F, 6, "2 out of range 0..1");
   parse_fails(NET "[convolutional]\nfilters=-3\n", F, 6,
               "-3 out of range 1..65536");
-  parse_fails(NET "[convolutional]\nactivation=leaky\n", F, 6,
-              "activation 'leaky' in [convolutional] not supported "
-              "(relu or linear)");
+  parse_fails(NET "[convolutional]\nactivation=leakyy\n", F, 6,
+              "activation 'leakyy' in [convolutional] is not one of "
+              "darknet's");
   /* keys and sections */
-  parse_fails(NET "[convolutional]\ngroups=1\n", F, 6,
-              "unknown key 'groups' in [convolutional]");
+  parse_fails(NET "[convolutional]\nbias=1\n", F, 6,
+              "unknown key 'bias' in [convolutional]");
   parse_fails(NET "batch_normalize=1\n", F, 5,
               "unknown key 'batch_normalize' in [net]");
-  parse_fails(NET "[softmax]\ngroups=1\n", F, 6,
-              "unknown key 'groups' in [softmax]");
+  parse_fails(NET "[softmax]\nsubdivisions=1\n", F, 6,
+              "unknown key 'subdivisions' in [softmax]");
   parse_fails(NET "[convolutional]\nsize=3\nsize=5\n", F, 7,
               "key 'size' repeated in [convolutional] (first on line 6)");
-  parse_fails(NET "[convolutional]\nsize=3\nactivation=relu\n[dropout]\n"
-                  "probability=.5\n", F, 8,
-              "section [dropout] not supported (ember's cnn reads [net], "
-              "[convolutional], [maxpool], [connected] and [softmax])");
+  parse_fails(NET "[convolutional]\nsize=3\nactivation=relu\n[route]\n"
+                  "layers=-1\n", F, 8,
+              "section [route] not supported (ember's cnn reads [net], "
+              "[convolutional], [maxpool], [avgpool], [connected], "
+              "[dropout] and [softmax])");
   parse_fails(NET "[Convolutional]\n", F, 5, "section [Convolutional] not");
   parse_fails(NET "[convolutional\n", F, 5, "'[' without ']'");
   parse_fails(NET "[softmax] x\n", F, 5, "'x' after the section name");
@@ -246,15 +252,6 @@ static void test_errors(void **state) {
                  "the last layer");
   parse_fails(NET "[connected]\noutput=10\nactivation=relu\n", F, 5,
               "the last layer is [connected]: a network ends in [softmax]");
-  parse_fails(NET "[convolutional]\nfilters=2\n[softmax]\n", F, 5,
-              "[convolutional] needs an activation: relu or linear "
-              "(darknet's default, logistic, is not supported)");
-  parse_fails(NET "[connected]\noutput=4\n[softmax]\n", F, 5,
-              "[connected] needs an activation");
-  parse_fails(NET "[convolutional]\nsize=5\npad=1\npadding=3\n"
-                  "activation=relu\n",
-              F, 8, "padding=3 contradicts pad=1 (line 7), which means "
-                    "size/2 = 2");
   parse_fails(NET "[connected]\nactivation=linear\n[softmax]\n", F, 7,
               "[softmax] over 1 value: at least 2 classes");
   /* shapes: a kernel larger than its input, a chain that does not */
@@ -381,7 +378,7 @@ static void test_files(void **state) {
   close(fd);
   assert_int_equal(cnn_cfg_read(path, &n, err, sizeof err), EMBER_EFORMAT);
   char want[128];
-  snprintf(want, sizeof want, "%s:7: activation 'tanh'", path);
+  snprintf(want, sizeof want, "%s:7: activation=tanh", path);
   assert_contains(err, want);
   unlink(path);
   assert_int_equal(cnn_cfg_parse(NULL, 3, "t", &n, err, sizeof err),
@@ -425,6 +422,290 @@ static void test_format(void **state) {
   assert_string_equal(cnn_layer_kind_name(CNN_LAYER_MAXPOOL), "maxpool");
   assert_string_equal(cnn_layer_kind_name((cnn_layer_kind)0), "?");
   cnn_net_destroy(n);
+}
+
+/* ---- darknet's keys (parser.c) ------------------------------------------- */
+
+/* Two networks read alike: every layer's shapes, settings and counts, and
+ * the training settings. */
+static void assert_same_net(const cnn_net *a, const cnn_net *b) {
+  size_t na, nb;
+  const cnn_layer *la = cnn_net_layers(a, &na), *lb = cnn_net_layers(b, &nb);
+  assert_int_equal(na, nb);
+  for (size_t i = 0; i < na; i++) {
+    const cnn_layer *x = &la[i], *y = &lb[i];
+    if (x->kind != y->kind || x->size != y->size ||
+        x->stride != y->stride || x->padding != y->padding ||
+        x->act != y->act || x->batch_norm != y->batch_norm ||
+        x->probability != y->probability || x->weights != y->weights ||
+        x->biases != y->biases || x->scales != y->scales ||
+        x->rolling != y->rolling || x->fp_macs != y->fp_macs ||
+        x->elem_ops != y->elem_ops || x->out.h != y->out.h ||
+        x->out.w != y->out.w || x->out.c != y->out.c)
+      fail_msg("layer %zu (%s) differs: act %d/%d bn %d/%d p %g/%g "
+               "size %u/%u padding %u/%u", i, cnn_layer_kind_name(x->kind),
+               x->act, y->act, x->batch_norm, y->batch_norm, x->probability,
+               y->probability, x->size, y->size, x->padding, y->padding);
+  }
+  const cnn_train *p = cnn_net_train(a), *q = cnn_net_train(b);
+  assert_int_equal(p->batch, q->batch);
+  assert_true(p->learning_rate == q->learning_rate &&
+              p->momentum == q->momentum && p->decay == q->decay);
+  assert_int_equal(p->max_epochs, q->max_epochs);
+  assert_int_equal(p->policy, q->policy);
+  assert_int_equal(p->burn_in, q->burn_in);
+  assert_true(p->power == q->power && p->scale == q->scale &&
+              p->gamma == q->gamma);
+  assert_int_equal(p->step, q->step);
+  assert_int_equal(p->max_batches, q->max_batches);
+  assert_int_equal(p->n_steps, q->n_steps);
+}
+
+/* darknet's per-layer keys, at their defaults */
+#define LAYER_DEFAULTS                                                       \
+  "truth=0\nonlyforward=0\nstopbackward=0\ndontsave=0\ndontload=0\n"       \
+  "numload=0\ndontloadscales=0\nlearning_rate=1\nsmooth=0\n"
+
+/* Every key darknet reads for the sections ember implements, written at
+ * darknet's default, reads as the same network as none written; and
+ * darknet's defaults where nothing is written (logistic activations, a
+ * dropout probability of 0.5, an avg-pool over the whole plane). */
+static void test_darknet_defaults(void **state) {
+  (void)state;
+  static const char bare[] =
+      "[net]\nheight=12\nwidth=10\nchannels=2\n"
+      "[convolutional]\n"
+      "[convolutional]\nfilters=4\nsize=3\n"
+      "[maxpool]\nstride=2\n"
+      "[dropout]\n"
+      "[avgpool]\n"
+      "[connected]\noutput=6\n"
+      "[softmax]\n";
+  static const char all[] =
+      "[network]\nheight=12\nwidth=10\nchannels=2\ninputs=240\n"
+      "batch=1\nlearning_rate=0.001\nmomentum=0.9\ndecay=0.0001\n"
+      "time_steps=1\nnotruth=0\nrandom=0\nadam=0\nB1=0.9\nB2=0.999\n"
+      "eps=0.0000001\nmax_crop=20\nmin_crop=10\nmax_ratio=2\n"
+      "min_ratio=1\ncenter=0\nclip=0\nangle=0\naspect=1\nsaturation=1\n"
+      "exposure=1\nhue=0\npolicy=constant\nburn_in=0\npower=4\n"
+      "step=1\nscale=1\ngamma=1\nmax_batches=0\nmax_epochs=10\n"
+      "[conv]\nfilters=1\nsize=1\nstride=1\npad=0\npadding=0\n"
+      "groups=1\nactivation=logistic\nbatch_normalize=0\nbinary=0\n"
+      "xnor=0\nflipped=0\ndot=0\n" LAYER_DEFAULTS
+      "[conv]\nfilters=4\nsize=3\n" LAYER_DEFAULTS
+      "[max]\nstride=2\nsize=2\npadding=1\n" LAYER_DEFAULTS
+      "[dropout]\nprobability=.5\n" LAYER_DEFAULTS
+      "[avg]\n" LAYER_DEFAULTS
+      "[conn]\noutput=6\nactivation=logistic\nbatch_normalize=0\n"
+      LAYER_DEFAULTS
+      "[soft]\ngroups=1\ntemperature=1\nspatial=0\nnoloss=0\n"
+      LAYER_DEFAULTS;
+  cnn_net *a = parse_ok(bare), *b = parse_ok(all);
+  assert_same_net(a, b);
+  size_t count;
+  const cnn_layer *l = cnn_net_layers(a, &count);
+  assert_int_equal(count, 7);
+  assert_int_equal(l[0].act, CNN_ACT_LOGISTIC);
+  assert_int_equal(l[5].act, CNN_ACT_LOGISTIC);
+  assert_true(l[3].probability == 0.5);
+  assert_shape(l[3].out, 5, 4, 4);
+  assert_shape(l[4].out, 1, 1, 4);
+  assert_u64(l[4].elem_ops, 5 * 4 * 4);
+  assert_u64(l[3].elem_ops, 2 * 5 * 4 * 4);
+  assert_u64(l[0].elem_ops, 12 * 10 * 4); /* logistic: 4 a value */
+  const cnn_train *t = cnn_net_train(a);
+  assert_int_equal(t->subdivisions, 0);
+  assert_int_equal(t->policy, CNN_POLICY_CONSTANT);
+  cnn_net_destroy(a);
+  cnn_net_destroy(b);
+  /* subdivisions=1 written (darknet's default) keeps a micro-batch of the
+   * whole batch; not written, ember picks it (cnn_net.h) */
+  a = parse_ok(NET "batch=8\nsubdivisions=1\n[softmax]\n");
+  assert_int_equal(cnn_net_train(a)->subdivisions, 1);
+  cnn_net_destroy(a);
+}
+
+/* What darknet's keys mean: pad, batch_normalize, leaky, dropout, the
+ * avg-pool, subdivisions and the schedules' settings. */
+static void test_darknet_meaning(void **state) {
+  (void)state;
+  size_t count;
+  /* pad (any non-zero value) is size/2 on each side and overrides
+   * padding, as in darknet's parse_convolutional */
+  cnn_net *n = parse_ok(NET "[convolutional]\nfilters=3\nsize=5\npad=2\n"
+                            "padding=7\nbatch_normalize=1\n"
+                            "activation=leaky\n"
+                            "[dropout]\nprobability=0.25\n"
+                            "[avgpool]\n[softmax]\n");
+  const cnn_layer *l = cnn_net_layers(n, &count);
+  assert_int_equal(count, 4);
+  assert_int_equal(l[0].padding, 2);
+  assert_shape(l[0].out, 28, 28, 3);
+  assert_int_equal(l[0].batch_norm, 1);
+  assert_int_equal(l[0].act, CNN_ACT_LEAKY);
+  assert_u64(l[0].weights, 3 * 25);
+  assert_u64(l[0].biases, 3);
+  assert_u64(l[0].scales, 3);
+  assert_u64(l[0].rolling, 6);
+  assert_u64(cnn_layer_params(&l[0]), 75 + 3 + 3 + 6);
+  assert_u64(cnn_net_params(n), 87);
+  assert_u64(l[0].elem_ops, 28 * 28 * 3 * (1 + 8));
+  assert_true(l[1].probability == 0.25);
+  assert_shape(l[2].out, 1, 1, 3);
+  assert_int_equal(cnn_net_classes(n), 3);
+  cnn_net_destroy(n);
+  /* subdivisions, the schedule's keys, the loader's (any value) */
+  n = parse_ok(NET "batch=64\nsubdivisions=4\npolicy=steps\n"
+                   "steps=100, 200,300\nscales=.1,.1,10\nburn_in=5\n"
+                   "power=2\nangle=7\nsaturation=1.5\nexposure=1.5\n"
+                   "hue=.1\naspect=.5\nmax_crop=32\nmin_crop=28\n"
+                   "center=1\nrandom=1\nmax_ratio=1.5\nmin_ratio=.5\n"
+                   "[softmax]\n");
+  const cnn_train *t = cnn_net_train(n);
+  assert_int_equal(t->subdivisions, 4);
+  assert_int_equal(t->policy, CNN_POLICY_STEPS);
+  assert_int_equal(t->n_steps, 3);
+  assert_int_equal(t->steps[1], 200);
+  assert_true(t->scales[2] == 10);
+  assert_int_equal(t->burn_in, 5);
+  cnn_net_destroy(n);
+}
+
+/* cnn_train_rate: darknet's get_current_rate for each policy, update k
+ * counted from 1. */
+static void test_schedules(void **state) {
+  (void)state;
+  cnn_train t;
+  memset(&t, 0, sizeof t);
+  t.power = 4;
+  t.step = 1;
+  t.scale = 1;
+  t.gamma = 1;
+  const double r = 0.1, eps = 1e-15;
+  t.policy = CNN_POLICY_CONSTANT;
+  assert_true(cnn_train_rate(&t, r, 1) == r);
+  assert_true(cnn_train_rate(&t, r, 1000000) == r);
+  t.burn_in = 10; /* r (k / burn_in)^power before it */
+  assert_true(fabs(cnn_train_rate(&t, r, 5) - r * pow(0.5, 4)) < eps);
+  assert_true(cnn_train_rate(&t, r, 10) == r);
+  t.burn_in = 0;
+  t.policy = CNN_POLICY_STEP; /* r scale^(k / step) */
+  t.step = 100;
+  t.scale = 0.5;
+  assert_true(cnn_train_rate(&t, r, 99) == r);
+  assert_true(fabs(cnn_train_rate(&t, r, 250) - r * 0.25) < eps);
+  t.policy = CNN_POLICY_STEPS; /* each scale from its step on */
+  t.n_steps = 2;
+  t.steps[0] = 10;
+  t.steps[1] = 20;
+  t.scales[0] = 0.1;
+  t.scales[1] = 0.5;
+  assert_true(cnn_train_rate(&t, r, 9) == r);
+  assert_true(fabs(cnn_train_rate(&t, r, 10) - r * 0.1) < eps);
+  assert_true(fabs(cnn_train_rate(&t, r, 25) - r * 0.05) < eps);
+  t.policy = CNN_POLICY_EXP; /* r gamma^k */
+  t.gamma = 0.9;
+  assert_true(fabs(cnn_train_rate(&t, r, 3) - r * 0.729) < eps);
+  t.policy = CNN_POLICY_POLY; /* r (1 - k / max_batches)^power, then 0 */
+  t.max_batches = 100;
+  t.power = 2;
+  assert_true(fabs(cnn_train_rate(&t, r, 50) - r * 0.25) < eps);
+  assert_true(cnn_train_rate(&t, r, 100) == 0);
+  assert_true(cnn_train_rate(&t, r, 5000) == 0);
+  t.policy = CNN_POLICY_SIG; /* r / (1 + exp(gamma (k - step))) */
+  t.gamma = 0.5;
+  t.step = 10;
+  assert_true(fabs(cnn_train_rate(&t, r, 10) - r / 2) < eps);
+  assert_true(fabs(cnn_train_rate(&t, r, 12) - r / (1 + exp(1))) < eps);
+}
+
+/* What ember does not run is refused, naming the key, its value and its
+ * line; the same key at darknet's default is read. */
+static void test_unimplemented(void **state) {
+  (void)state;
+  const int F = EMBER_EFORMAT;
+  static const struct {
+    const char *section, *key, *want;
+  } cases[] = {
+      {"[net]", "adam=1", "adam=1 in [net]: Adam is not implemented"},
+      {"[net]", "time_steps=2", "time_steps=2 in [net]: time steps"},
+      {"[net]", "clip=.5", "clip=.5 in [net]: weight clipping"},
+      {"[net]", "policy=random", "policy=random in [net]: a learning rate "
+                                 "drawn at random"},
+      {"[convolutional]", "groups=2", "groups=2 in [convolutional]: grouped "
+                                      "convolutions are not implemented "
+                                      "(only groups=1, darknet's default, "
+                                      "is)"},
+      {"[convolutional]", "binary=1", "binary=1 in [convolutional]"},
+      {"[convolutional]", "xnor=1", "xnor=1 in [convolutional]"},
+      {"[convolutional]", "flipped=1", "flipped=1 in [convolutional]"},
+      {"[convolutional]", "dot=0.1", "dot=0.1 in [convolutional]"},
+      {"[convolutional]", "activation=tanh", "activation=tanh in "
+                                             "[convolutional]: darknet's "
+                                             "tanh is not implemented"},
+      {"[convolutional]", "activation=elu", "darknet's elu"},
+      {"[connected]", "batch_normalize=1", "batch_normalize=1 in "
+                                           "[connected]: batch "
+                                           "normalisation of a connected "
+                                           "layer is not implemented"},
+      {"[softmax]", "groups=2", "groups=2 in [softmax]: a softmax over "
+                                "groups"},
+      {"[softmax]", "temperature=2", "temperature=2 in [softmax]"},
+      {"[softmax]", "tree=data/9k.tree", "tree=data/9k.tree in [softmax]: "
+                                         "a hierarchical softmax"},
+      {"[softmax]", "spatial=1", "spatial=1 in [softmax]"},
+      {"[softmax]", "noloss=1", "noloss=1 in [softmax]"},
+      {"[maxpool]", "stopbackward=1", "stopbackward=1 in [maxpool]"},
+      {"[dropout]", "onlyforward=1", "onlyforward=1 in [dropout]"},
+      {"[avgpool]", "truth=1", "truth=1 in [avgpool]"},
+      {"[convolutional]", "learning_rate=0.5", "learning_rate=0.5 in "
+                                               "[convolutional]: a layer's "
+                                               "own learning-rate scale"},
+      {"[connected]", "smooth=1", "smooth=1 in [connected]"},
+      {"[convolutional]", "dontload=1", "dontload=1 in [convolutional]: "
+                                        "ember's weights files hold every "
+                                        "layer"},
+      {"[convolutional]", "dontsave=1", "dontsave=1"},
+      {"[convolutional]", "numload=3", "numload=3"},
+      {"[convolutional]", "dontloadscales=1", "dontloadscales=1"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char text[512], want[256];
+    bool net = strcmp(cases[i].section, "[net]") == 0;
+    if (net)
+      snprintf(text, sizeof text, "[net]\nheight=8\nwidth=8\nchannels=1\n"
+               "%s\n[softmax]\n", cases[i].key);
+    else
+      snprintf(text, sizeof text, "[net]\nheight=8\nwidth=8\nchannels=1\n"
+               "%s\n%s\n[softmax]\n", cases[i].section, cases[i].key);
+    snprintf(want, sizeof want, "%s", cases[i].want);
+    parse_fails(text, F, net ? 5 : 6, want);
+  }
+  /* settings darknet would run into the ground */
+  parse_fails(NET "batch=4\nsubdivisions=8\n[softmax]\n", F, 6,
+              "subdivisions=8 in [net] is more than batch=4");
+  parse_fails(NET "inputs=100\n[softmax]\n", F, 5,
+              "inputs=100 in [net] is not height x width x channels = 784");
+  parse_fails(NET "policy=steps\nsteps=10\n[softmax]\n", F, 5,
+              "policy=steps in [net] needs steps and as many scales (1 "
+              "steps, 0 scales)");
+  parse_fails(NET "policy=poly\n[softmax]\n", F, 5,
+              "policy=poly in [net] needs max_batches > 0");
+  parse_fails(NET "policy=linear\n[softmax]\n", F, 5,
+              "policy 'linear' in [net] is not one of darknet's");
+  parse_fails(NET "steps=10,x\n[softmax]\n", F, 5,
+              "steps in [net]: '10,x' is not a list of update counts");
+  parse_fails(NET "[dropout]\nprobability=1\n[softmax]\n", F, 6,
+              "probability in [dropout]: 1 out of range [0, 1)");
+  parse_fails(NET "[convolutional]\ngroups=x\n", F, 6,
+              "groups in [convolutional]: 'x' is not an integer");
+  {
+    char text[2048] = NET "steps=0";
+    for (int i = 1; i <= CNN_MAX_STEPS; i++)
+      snprintf(text + strlen(text), sizeof text - strlen(text), ",%d", i);
+    strcat(text, "\n[softmax]\n");
+    parse_fails(text, EMBER_ETOOBIG, 5, "steps in [net]: more than 64");
+  }
 }
 
 /* ---- allocation failures ------------------------------------------------------- */
@@ -483,6 +764,10 @@ int main(void) {
       cmocka_unit_test(test_limits),
       cmocka_unit_test(test_files),
       cmocka_unit_test(test_format),
+      cmocka_unit_test(test_darknet_defaults),
+      cmocka_unit_test(test_darknet_meaning),
+      cmocka_unit_test(test_schedules),
+      cmocka_unit_test(test_unimplemented),
       cmocka_unit_test(test_alloc_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
