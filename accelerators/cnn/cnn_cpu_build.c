@@ -383,18 +383,19 @@ static int bn_backward(build *b, size_t j, const dnnl_memory_desc_t *md,
      "batch normalization backward");
   DN(dnnl_primitive_desc_create(&pd, &d, NULL, s->engine, hint),
      "batch normalization backward");
-  TRY(new_prim(b, pd, L, &p));
   /* the last two are chosen per backward (cnn_cpu.c) */
-  dnnl_exec_arg_t args[8] = {{DNNL_ARG_SRC, L->z},
+  dnnl_exec_arg_t args[9] = {{DNNL_ARG_SRC, L->z},
                              {DNNL_ARG_MEAN, L->mean},
                              {DNNL_ARG_VARIANCE, L->var},
                              {DNNL_ARG_DIFF_DST, *dz},
                              {DNNL_ARG_SCALE, L->scale},
                              {DNNL_ARG_DIFF_SRC, L->z_diff},
                              {DNNL_ARG_DIFF_SCALE, L->gs_new},
-                             {DNNL_ARG_DIFF_SHIFT, L->gb_new}};
+                             {DNNL_ARG_DIFF_SHIFT, L->gb_new},
+                             {DNNL_ARG_SHIFT, L->b}};
+  TRY(new_prim(b, pd, L, &p));
   L->bn_step = s->nbwd;
-  TRY(add_step(b, true, p, NULL, L, 8, args));
+  TRY(add_step(b, true, p, NULL, L, 9, args));
   TRY(add_accumulate(b, L, L->gs, L->gs_new));
   TRY(add_accumulate(b, L, L->gb, L->gb_new));
   *dz = L->z_diff;
@@ -486,6 +487,8 @@ static int build_weighted(build *b, size_t j) {
   /* biases (the shift) are plain vectors in every layout oneDNN picks */
   if (!rc) rc = vec_mem(b, bd[0], &L->b);
   if (!rc) rc = vec_mem(b, bd[0], &L->vb);
+  if (!rc) rc = vec_mem(b, bd[0], &L->gb);
+  if (!rc) rc = vec_mem(b, bd[0], &L->gb_new);
   if (!rc) {
     rc = new_prim(b, fpd_copy, L, &fp);  /* takes fpd_copy */
     fpd_copy = NULL;
@@ -537,8 +540,6 @@ static int build_weighted(build *b, size_t j) {
       rc = as_layout(b, j, dz, query(wpd, dnnl_query_diff_dst_md), &w_ddst);
     if (!rc) rc = new_mem(b, &gw_md, &L->gw);
     if (!rc) rc = new_mem(b, &gw_md, &L->gw_new);
-    if (!rc && !bn) rc = vec_mem(b, bd[0], &L->gb);
-    if (!rc && !bn) rc = vec_mem(b, bd[0], &L->gb_new);
     if (!rc) {
       rc = new_prim(b, wpd, L, &p);  /* takes wpd */
       wpd = NULL;

@@ -24,7 +24,7 @@
 #include "cnn_cpu.h"
 #include "cnn_pass.h"
 
-#define CPU_STEP_MAX_ARGS 8
+#define CPU_STEP_MAX_ARGS 9
 #define CPU_IMPL_LEN 192
 
 struct cnn_cpu_stage;
