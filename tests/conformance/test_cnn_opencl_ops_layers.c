@@ -1,0 +1,414 @@
+/*
+ * test_cnn_opencl_ops_layers.c - the cnn descriptor's OpenCL ops
+ * (cnn_exec_opencl.c) against its run_cpu on darknet's small classifier
+ * (accelerators/cnn/nets/darknet_small.cfg: batch-normalized leaky
+ * convolutions, max-pools, dropout, a 1x1 convolution, the global
+ * avg-pool, the softmax) as 2 stages, layers [0, 4) and [4, 9), batch 6,
+ * 2 slots, on random images with random labels:
+ *   INIT; then 3 steps of FORWARD of two micro-batches of one mini-batch
+ *   (slots 0 and 1, sample offsets 0 and 6: dropout's keys) through both
+ *   stages, the second micro-batch's FORWARDs before the first's
+ *   BACKWARDs (so each BACKWARD re-runs its own FORWARD's mask), the
+ *   BACKWARDs back through the stages, UPDATE of each with accumulated 2;
+ *   then an inference FORWARD through both; GET_PARAMS.
+ * Activations and errors go between the stages through the host (the
+ * device-only blocks are test_cnn_opencl_ops' business).
+ *
+ * Checked: every FORWARD's loss within 1e-4 relative of the CPU's, the
+ * correct counts within 1, the inference FORWARD too; each stage's
+ * parameters after training (weights, biases, scales and the rolling
+ * statistics the FORWARDs moved) within 1e-4 of the CPU's relative to
+ * their norm; after the inference FORWARD the slot still free (a BACKWARD
+ * refused with EMBER_ESTATE on both paths) and the parameters unchanged.
+ * Exit 77 (skipped) when no OpenCL device exists.
+ */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "accel.h"
+#include "accelerators/cnn/cnn.pb-c.h"
+#include "cnn_layout.h"
+#include "cnn_net.h"
+#include "ember/ember_errors.h"
+
+#define SKIP 77
+#define NET EMBER_SOURCE_DIR "/accelerators/cnn/nets/darknet_small.cfg"
+#define TOL 1e-4
+
+enum { B = 6, SLOTS = 2, STEPS = 3, SPLIT = 4, LAYERS = 9, PX = 28 * 28,
+       CLASSES = 10 };
+
+static int failures;
+
+#define CHECK(cond, ...)                                     \
+  do {                                                       \
+    if (!(cond)) {                                           \
+      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      printf(__VA_ARGS__);                                   \
+      printf("\n");                                          \
+      failures++;                                            \
+    }                                                        \
+  } while (0)
+
+#define MUST(cond, ...)                                       \
+  do {                                                        \
+    if (!(cond)) {                                            \
+      printf("FATAL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      printf(__VA_ARGS__);                                    \
+      printf("\n");                                           \
+      exit(1);                                                \
+    }                                                         \
+  } while (0)
+
+static void *xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  MUST(p, "out of memory");
+  return p;
+}
+
+static const acc_descriptor *acc;
+static char *cfg;
+static size_t cfg_len;
+static cl_context ctx;
+static cl_command_queue queue;
+static void *ocl_state;
+
+typedef struct op {
+  Ember__Cnn__Op op;
+  uint32_t first, end, slot, accumulated;
+  uint64_t step;
+  uint32_t sample0;
+  int inference;
+} op;
+
+static uint8_t *params_of(const op *o, size_t *len) {
+  Ember__Cnn__Params p = EMBER__CNN__PARAMS__INIT;
+  p.op = o->op;
+  p.net.data = (uint8_t *)cfg;
+  p.net.len = cfg_len;
+  p.first = o->first;
+  p.end = o->end;
+  p.batch = B;
+  p.has_seed = 1;
+  p.seed = 7;
+  p.has_slots = p.has_slot = 1;
+  p.slots = SLOTS;
+  p.slot = o->slot;
+  p.has_accumulated = 1;
+  p.accumulated = o->accumulated ? o->accumulated : 1;
+  p.has_step = p.has_sample_offset = 1;
+  p.step = o->step;
+  p.sample_offset = o->sample0;
+  p.has_inference = 1;
+  p.inference = o->inference;
+  *len = ember__cnn__params__get_packed_size(&p);
+  uint8_t *buf = xcalloc(*len, 1);
+  ember__cnn__params__pack(&p, buf);
+  return buf;
+}
+
+static size_t state_size(uint32_t first, uint32_t end) {
+  cnn_net *net = NULL;
+  char err[256];
+  MUST(cnn_cfg_parse(cfg, cfg_len, "net", &net, err, sizeof err) == 0, "%s",
+       err);
+  cnn_layout L;
+  MUST(cnn_layout_compute(net, first, end, B, SLOTS, &L) == 0, "layout");
+  cnn_net_destroy(net);
+  return (size_t)L.total;
+}
+
+/* One task on one path: inputs and out blocks host bytes (the device
+ * path's copied in and out). Returns run's code; the Result in *res. */
+static int task(int device, const op *o, const acc_block *in, size_t n_in,
+                void *state, size_t state_bytes, acc_mut_block *outs,
+                size_t n_out, Ember__Cnn__Result *res, char *err,
+                size_t err_len) {
+  size_t len;
+  uint8_t *p = params_of(o, &len);
+  void *prep = NULL;
+  int rc = acc->validate(p, len, in, n_in, &prep, err, err_len);
+  free(p);
+  MUST(rc == 0, "validate op %d: %s", (int)o->op, err);
+  acc_task_shape shape = {n_out, &state_bytes, 1};
+  acc_task_plan plan;
+  rc = acc_plan_task(acc, prep, &shape, 0, &plan, err, err_len);
+  MUST(rc == 0, "plan op %d: %s", (int)o->op, err);
+  for (size_t i = 0; i < n_out; i++) {
+    outs[i].size = plan.output_sizes[i];
+    outs[i].data = xcalloc(outs[i].size, 1);
+  }
+  acc_output out = {0};
+  acc_run_ctx rctx = {0};
+  if (!device) {
+    acc_mut_block st = {state, state_bytes};
+    rctx.states = &st;
+    rctx.n_states = 1;
+    rctx.outputs = outs;
+    rctx.n_outputs = n_out;
+    rc = acc->run_cpu(prep, in, n_in, &rctx, &out, err, err_len);
+  } else {
+    void *mems[4] = {NULL}, *out_mems[4] = {NULL}, *st = state;
+    cl_int crc;
+    for (size_t i = 0; i < n_in; i++) {
+      mems[i] = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                               in[i].size, (void *)in[i].data, &crc);
+      MUST(crc == CL_SUCCESS, "clCreateBuffer: %d", crc);
+    }
+    for (size_t i = 0; i < n_out; i++) {
+      out_mems[i] = clCreateBuffer(ctx, CL_MEM_READ_WRITE, outs[i].size,
+                                   NULL, &crc);
+      MUST(crc == CL_SUCCESS, "clCreateBuffer: %d", crc);
+    }
+    rctx.n_states = 1;
+    rctx.dev_states = &st;
+    rctx.n_outputs = n_out;
+    rctx.dev_outputs = out_mems;
+    rc = acc->opencl->run(ocl_state, queue, prep, in, mems, n_in, NULL, 0,
+                          &rctx, &out, err, err_len);
+    for (size_t i = 0; !rc && i < n_out; i++)
+      MUST(clEnqueueReadBuffer(queue, out_mems[i], CL_TRUE, 0, outs[i].size,
+                               outs[i].data, 0, NULL, NULL) == CL_SUCCESS,
+           "read back");
+    for (size_t i = 0; i < n_in; i++) clReleaseMemObject(mems[i]);
+    for (size_t i = 0; i < n_out; i++) clReleaseMemObject(out_mems[i]);
+  }
+  if (!rc) {
+    Ember__Cnn__Result *r =
+        ember__cnn__result__unpack(NULL, out.size, out.data);
+    MUST(r, "cannot unpack the Result");
+    *res = *r;
+    ember__cnn__result__free_unpacked(r, NULL);
+  }
+  free(out.data);
+  acc->release(prep);
+  return rc;
+}
+
+static void ok(int rc, const char *path, const op *o, const char *err) {
+  MUST(rc == 0, "%s: op %d on %u..%u slot %u: %s: %s", path, (int)o->op,
+       o->first, o->end - 1, o->slot, ember_errname(rc), err);
+}
+
+static double rel(double a, double b) {
+  return fabs(a - b) / (fabs(b) > 1e-30 ? fabs(b) : 1e-30);
+}
+
+static const uint32_t first_of[2] = {0, SPLIT}, end_of[2] = {SPLIT, LAYERS};
+
+typedef struct stage_pair {
+  uint8_t *cpu;
+  cl_mem ocl;
+  size_t size;
+} stage_pair;
+
+/* Both paths' op o on stage s; outs[path][i] its out blocks. */
+static void both(const op *o, stage_pair *st, int s, const acc_block *in_cpu,
+                 const acc_block *in_ocl, size_t n_in,
+                 acc_mut_block outs[2][2], size_t n_out,
+                 Ember__Cnn__Result res[2]) {
+  char err[512] = "";
+  ok(task(0, o, in_cpu, n_in, st[s].cpu, st[s].size, outs[0], n_out, &res[0],
+          err, sizeof err), "cpu", o, err);
+  ok(task(1, o, in_ocl, n_in, st[s].ocl, st[s].size, outs[1], n_out, &res[1],
+          err, sizeof err), "opencl", o, err);
+}
+
+static void forward_both(stage_pair *st, const float *x,
+                         const uint8_t *labels, uint32_t slot, uint64_t step,
+                         uint32_t sample0, int inference, const char *what) {
+  acc_mut_block a[2][2] = {{{0}}}, pr[2][2] = {{{0}}};
+  Ember__Cnn__Result res[2];
+  op f1 = {EMBER__CNN__OP__FORWARD, 0, SPLIT, slot, 0, step, sample0,
+           inference};
+  acc_block in1 = {(const uint8_t *)x, (size_t)B * PX * sizeof(float)};
+  both(&f1, st, 0, &in1, &in1, 1, a, 1, res);
+  op f2 = {EMBER__CNN__OP__FORWARD, SPLIT, LAYERS, slot, 0, step, sample0,
+           inference};
+  acc_block in_cpu[2] = {{a[0][0].data, a[0][0].size}, {labels, B}};
+  acc_block in_ocl[2] = {{a[1][0].data, a[1][0].size}, {labels, B}};
+  both(&f2, st, 1, in_cpu, in_ocl, 2, pr, 1, res);
+  double r = rel(res[1].loss, res[0].loss);
+  CHECK(res[1].has_loss && r <= TOL, "%s: loss %.9g, cpu %.9g (relative "
+        "%.2g)", what, res[1].loss, res[0].loss, r);
+  CHECK(res[1].has_correct &&
+            abs((int)res[1].correct - (int)res[0].correct) <= 1,
+        "%s: correct %u, cpu %u", what, res[1].correct, res[0].correct);
+  printf("%s: loss %.7f (cpu %.7f), correct %u (cpu %u)\n", what,
+         res[1].loss, res[0].loss, res[1].correct, res[0].correct);
+  for (int p = 0; p < 2; p++) {
+    free(a[p][0].data);
+    free(pr[p][0].data);
+  }
+}
+
+static void backward_both(stage_pair *st, uint32_t slot) {
+  acc_mut_block d[2][2] = {{{0}}}, none[2][2] = {{{0}}};
+  Ember__Cnn__Result res[2];
+  op b2 = {EMBER__CNN__OP__BACKWARD, SPLIT, LAYERS, slot, 0, 0, 0, 0};
+  both(&b2, st, 1, NULL, NULL, 0, d, 1, res);
+  op b1 = {EMBER__CNN__OP__BACKWARD, 0, SPLIT, slot, 0, 0, 0, 0};
+  acc_block in_cpu = {d[0][0].data, d[0][0].size};
+  acc_block in_ocl = {d[1][0].data, d[1][0].size};
+  both(&b1, st, 0, &in_cpu, &in_ocl, 1, none, 0, res);
+  free(d[0][0].data);
+  free(d[1][0].data);
+}
+
+/* Both paths' parameters of stage s, compared; *cpu_out (malloc'd) the
+ * CPU's, *n_out their count. */
+static void compare_params(stage_pair *st, int s, float **cpu_out,
+                           size_t *n_out) {
+  acc_mut_block p[2][2] = {{{0}}};
+  Ember__Cnn__Result res[2];
+  op g = {EMBER__CNN__OP__GET_PARAMS, first_of[s], end_of[s], 0, 0, 0, 0, 0};
+  both(&g, st, s, NULL, NULL, 0, p, 1, res);
+  const float *want = (const float *)(const void *)p[0][0].data;
+  const float *got = (const float *)(const void *)p[1][0].data;
+  size_t n = p[0][0].size / sizeof(float), worst = 0;
+  double d = 0, w = 0;
+  for (size_t i = 0; i < n; i++) {
+    double e = (double)got[i] - want[i];
+    d += e * e;
+    w += (double)want[i] * want[i];
+    if (fabs(e) > fabs((double)got[worst] - want[worst])) worst = i;
+  }
+  double r = sqrt(d / (w > 0 ? w : 1));
+  printf("stage %d: %zu parameters, relative difference %.3g (tolerance "
+         "%g)\n", s, n, r, TOL);
+  CHECK(r <= TOL, "stage %d parameters: relative difference %.3g; worst "
+        "[%zu] %.9g, cpu %.9g", s, r, worst, got[worst], want[worst]);
+  *cpu_out = (float *)(void *)p[0][0].data;
+  *n_out = n;
+  free(p[1][0].data);
+}
+
+static char *read_text(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  MUST(f, "cannot open %s", path);
+  char *buf = xcalloc(1 << 16, 1);
+  *len = fread(buf, 1, (1 << 16) - 1, f);
+  fclose(f);
+  return buf;
+}
+
+static int open_device(void) {
+  cl_platform_id plats[8];
+  cl_uint np = 0;
+  if (clGetPlatformIDs(8, plats, &np) != CL_SUCCESS || np == 0) return 0;
+  for (cl_uint i = 0; i < np && i < 8; i++) {
+    cl_device_id d;
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 1, &d, &nd) !=
+            CL_SUCCESS || nd == 0)
+      continue;
+    cl_int rc;
+    ctx = clCreateContext(NULL, 1, &d, NULL, NULL, &rc);
+    MUST(rc == CL_SUCCESS, "clCreateContext: %d", rc);
+    queue = clCreateCommandQueue(ctx, d, 0, &rc);
+    MUST(rc == CL_SUCCESS, "clCreateCommandQueue: %d", rc);
+    char name[256] = "", err[1024] = "";
+    clGetDeviceInfo(d, CL_DEVICE_NAME, sizeof name, name, NULL);
+    rc = acc->opencl->create(ctx, d, NULL, &ocl_state, err, sizeof err);
+    MUST(rc == 0, "create on %s: %s", name, err);
+    printf("device: %s\n", name);
+    return 1;
+  }
+  return 0;
+}
+
+int main(void) {
+  acc = acc_registry_find("cnn");
+  MUST(acc && acc->opencl, "no cnn accelerator with OpenCL");
+  if (!open_device()) {
+    printf("no OpenCL device: skipped\n");
+    return SKIP;
+  }
+  cfg = read_text(NET, &cfg_len);
+  stage_pair st[2];
+  for (int s = 0; s < 2; s++) {
+    st[s].size = state_size(first_of[s], end_of[s]);
+    st[s].cpu = xcalloc(st[s].size, 1);
+    cl_int rc;
+    st[s].ocl = clCreateBuffer(ctx, CL_MEM_READ_WRITE, st[s].size, NULL, &rc);
+    MUST(rc == CL_SUCCESS, "clCreateBuffer: %d", rc);
+    acc_mut_block none[2][2];
+    Ember__Cnn__Result res[2];
+    op init = {EMBER__CNN__OP__INIT, first_of[s], end_of[s], 0, 0, 0, 0, 0};
+    both(&init, st, s, NULL, NULL, 0, none, 0, res);
+  }
+  float *x[SLOTS];
+  uint8_t labels[SLOTS][B];
+  uint64_t rng = 99;
+  for (int k = 0; k < SLOTS; k++) x[k] = xcalloc((size_t)B * PX, sizeof(float));
+  for (int step = 0; step < STEPS; step++) {
+    for (uint32_t k = 0; k < SLOTS; k++) {
+      for (size_t i = 0; i < (size_t)B * PX; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        x[k][i] = (float)(rng >> 40) / (float)(1 << 24);
+      }
+      for (int n = 0; n < B; n++) labels[k][n] = (uint8_t)((n * 3 + k + step)
+                                                           % CLASSES);
+      char what[64];
+      snprintf(what, sizeof what, "step %d slot %u", step, k);
+      forward_both(st, x[k], labels[k], k, (uint64_t)step, k * B, 0, what);
+    }
+    for (uint32_t k = SLOTS; k-- > 0;) backward_both(st, k);
+    for (int s = 0; s < 2; s++) {
+      acc_mut_block none[2][2];
+      Ember__Cnn__Result res[2];
+      op u = {EMBER__CNN__OP__UPDATE, first_of[s], end_of[s], 0, SLOTS, 0, 0,
+              0};
+      both(&u, st, s, NULL, NULL, 0, none, 0, res);
+    }
+  }
+  float *before[2];
+  size_t n_params[2];
+  for (int s = 0; s < 2; s++) compare_params(st, s, &before[s], &n_params[s]);
+  /* an evaluation: the rolling statistics, no dropout, nothing kept */
+  forward_both(st, x[0], labels[0], 0, 0, 0, 1, "inference");
+  for (int s = 0; s < 2; s++) {
+    float *after;
+    size_t n;
+    compare_params(st, s, &after, &n);
+    CHECK(n == n_params[s] &&
+              memcmp(after, before[s], n * sizeof *after) == 0,
+          "stage %d: parameters changed by an inference", s);
+    free(after);
+    free(before[s]);
+    /* slot 0 free: its BACKWARD ran, the inference kept nothing there */
+    char err[512] = "";
+    Ember__Cnn__Result res;
+    op b = {EMBER__CNN__OP__BACKWARD, first_of[s], end_of[s], 0, 0, 0, 0, 0};
+    if (s == 1) {
+      int rc = task(0, &b, NULL, 0, st[s].cpu, st[s].size, NULL, 0, &res,
+                    err, sizeof err);
+      CHECK(rc == EMBER_ESTATE, "cpu: BACKWARD after an inference: %s",
+            ember_errname(rc));
+      rc = task(1, &b, NULL, 0, st[s].ocl, st[s].size, NULL, 0, &res, err,
+                sizeof err);
+      CHECK(rc == EMBER_ESTATE, "opencl: BACKWARD after an inference: %s",
+            ember_errname(rc));
+    }
+  }
+  for (int k = 0; k < SLOTS; k++) free(x[k]);
+  for (int s = 0; s < 2; s++) {
+    free(st[s].cpu);
+    clReleaseMemObject(st[s].ocl);
+  }
+  acc->opencl->destroy(ocl_state);
+  clReleaseCommandQueue(queue);
+  clReleaseContext(ctx);
+  free(cfg);
+  if (failures) {
+    printf("%d failure(s)\n", failures);
+    return 1;
+  }
+  printf("all checks passed\n");
+  return 0;
+}
