@@ -37,8 +37,10 @@ install(FILES ${PROJECT_SOURCE_DIR}/completion/emberctl.bash
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
         RENAME emberctl)
 
-# the LeNet-like network `ember train` ships with
+# the networks `ember train` ships with: LeNet-like, and darknet's small
+# classifier pattern
 install(FILES ${PROJECT_SOURCE_DIR}/accelerators/cnn/nets/lenet.cfg
+              ${PROJECT_SOURCE_DIR}/accelerators/cnn/nets/darknet_small.cfg
         DESTINATION ${CMAKE_INSTALL_DATADIR}/ember/nets)
 
 install(FILES ${PROJECT_SOURCE_DIR}/README.md

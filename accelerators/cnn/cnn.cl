@@ -214,13 +214,13 @@ __kernel void cnn_bias_grad(__global const float *dz, __global float *db,
   db[c] += s;
 }
 
-/* cnn_act_bwd: the error through the activation act, in place, from its
+/* cnn_act_bwd: dz, the error e through the activation act, from its
  * output y. */
-__kernel void cnn_act_bwd(__global const float *y, __global float *e,
-                          ulong total, int act) {
+__kernel void cnn_act_bwd(__global const float *y, __global const float *e,
+                          __global float *dz, ulong total, int act) {
   size_t g = get_global_id(0);
   if (g >= total) return;
-  e[g] = act_bwd(act, y[g], e[g]);
+  dz[g] = act_bwd(act, y[g], e[g]);
 }
 
 /* cnn_pool_fwd: darknet's max-pool, y (N x C x OH x OW) from x

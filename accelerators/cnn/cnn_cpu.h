@@ -9,9 +9,15 @@
  * Inside a stage, tensors stay in the blocked layouts oneDNN picks for its
  * primitives (created once, with the stage); the stage's input and output
  * are NCHW floats, and parameters and gradients are read and written in
- * the canonical layouts. A stage owns as state: weights, biases, their
- * momentum (velocity) and accumulated gradients, and the activations of
- * the last forward pass kept for back-propagation.
+ * the canonical layouts. A stage owns as state: weights, biases (a
+ * batch-normalized layer's: its scales too, and its rolling statistics),
+ * their momentum (velocity) and accumulated gradients, and the
+ * activations of the last forward pass kept for back-propagation (a
+ * dropout layer's mask, a normalisation's batch statistics). Leaky and
+ * logistic run as oneDNN eltwise primitives, the avg-pool as pooling_avg,
+ * batch normalisation as batch_normalization (forward_training,
+ * forward_inference on the rolling statistics, backward), dropout as a
+ * binary multiplication by a mask drawn per pass (cnn_pass.h).
  *
  * Threads: oneDNN as Debian builds it (libdnnl2 2.6) runs its primitives
  * on OpenMP (DNNL_CPU_RUNTIME_OMP, libgomp): a call uses the OpenMP team
@@ -42,10 +48,10 @@ typedef struct cnn_cpu_stage cnn_cpu_stage;
  * Weights and biases start at 0, momentum and gradients at 0. The error at
  * the stage's input is computed unless first is 0.
  * Returns 0, EMBER_EINVAL (bad arguments), EMBER_EPARAM (a layer this back
- * end does not run: a convolution or max-pool after a connected layer in
- * the same stage, a max-pool window wholly in padding, or a shape oneDNN
- * has no implementation for), EMBER_ENOMEM or EMBER_EPLATFORM (another
- * oneDNN failure, named in err).
+ * end does not run: a convolution, max-pool or avg-pool after a connected
+ * layer in the same stage, a max-pool window wholly in padding, or a
+ * shape oneDNN has no implementation for), EMBER_ENOMEM or
+ * EMBER_EPLATFORM (another oneDNN failure, named in err).
  */
 int cnn_cpu_stage_create(const cnn_net *net, size_t first, size_t end,
                          uint32_t batch, cnn_cpu_stage **out, char *err,

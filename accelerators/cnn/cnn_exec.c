@@ -6,9 +6,14 @@
  * the block, run, and put back what changed (the stash, the gradients);
  * INIT, UPDATE, GET_PARAMS and SET_PARAMS work on the block's floats
  * directly, UPDATE with the same single-precision arithmetic, in the same
- * order, as cnn_cpu_stage_update(). BACKWARD recomputes the stage's inner
- * activations from the stashed input before it runs EB and PG. ICP and
- * OCP slices' FORWARD and BACKWARD are cnn_exec_slice.c's.
+ * order, as cnn_cpu_stage_update() (never the rolling statistics of a
+ * batch normalisation). A training FORWARD puts the rolling statistics
+ * the stage moved back into the block and keeps its dropout key with its
+ * slot; BACKWARD recomputes the stage's inner activations from the
+ * stashed input with that key (cnn_pass.h: CNN_MODE_RECOMPUTE) before it
+ * runs EB and PG. An inference FORWARD runs the evaluation pass and keeps
+ * nothing. ICP and OCP slices' FORWARD and BACKWARD are
+ * cnn_exec_slice.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>

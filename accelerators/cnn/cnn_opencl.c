@@ -8,9 +8,12 @@
  * layer i's output) and err[0..L] alike (the loss's gradient with respect
  * to each; err[0] only when the stage does not start at layer 0), and per
  * layer with parameters w, b, their momentum vw, vb and gradients gw, gb;
- * per max-pool its argmax. A ReLU's error is masked in place in err[i+1]
- * before the layer's PG and EB (applying the mask again is harmless, so a
- * second backward after one forward gives the same result). A softmax
+ * per max-pool its argmax; per batch-normalized convolution its output z
+ * before the normalisation, z's error, the batch's statistics, the
+ * scales and the rolling statistics; per layer with an activation dz,
+ * the error through its derivative (taken from err[i+1] and the output),
+ * which the layer's PG and EB start from: err[i+1] is left as it was, so
+ * a second backward after one forward gives the same result. A softmax
  * stage's forward with labels writes the per-sample losses and the
  * gradient at the softmax's input, err[L-1], which its backward starts
  * from. The *_mem variants take their input, labels and errors from other
@@ -100,6 +103,7 @@ typedef struct ocl_layer {
   size_t index;                  /* in the network */
   cl_mem w, b, vw, vb, gw, gb;   /* layers with parameters */
   cl_mem arg;                    /* max-pool */
+  cl_mem dz;                     /* an activation's: the error before it */
   /* batch_norm: the convolution's output z and its error, a zero bias
    * for the convolution kernel; the batch's mean and variance, the
    * backward's sums (2 x C); the scales with momentum and gradients; the
@@ -324,6 +328,7 @@ void cnn_ocl_stage_destroy(cnn_ocl_stage *s) {
       release(ol->gw);
       release(ol->gb);
       release(ol->arg);
+      release(ol->dz);
       cl_mem bn[] = {ol->z, ol->zerr, ol->zb, ol->mean, ol->var, ol->red,
                      ol->sc, ol->vs, ol->gs, ol->roll};
       for (size_t k = 0; k < sizeof bn / sizeof bn[0]; k++) release(bn[k]);
@@ -376,6 +381,9 @@ static int create_stage(cnn_ocl *o, cl_command_queue queue,
     s->err[i + 1] = new_buf(s, outb, &rc);
     if (ol->l.kind == CNN_LAYER_MAXPOOL)
       ol->arg = new_buf(s, sizeof(cl_int) * batch * elems(ol->l.out), &rc);
+    if (ol->l.act != CNN_ACT_LINEAR &&
+        (ol->l.kind == CNN_LAYER_CONV || ol->l.kind == CNN_LAYER_CONNECTED))
+      ol->dz = new_buf(s, outb, &rc);
     if (ol->l.weights) {
       size_t wb = fb * ol->l.weights, bb = fb * ol->l.biases;
       ol->w = new_buf(s, wb, &rc);
@@ -663,10 +671,11 @@ static int backward_layer(cnn_ocl_stage *s, size_t i, bool eb) {
   uint32_t N = s->batch;
   size_t nout = (size_t)N * elems(l->out);
   int rc = 0;
-  if (l->act != CNN_ACT_LINEAR &&
-      (l->kind == CNN_LAYER_CONV || l->kind == CNN_LAYER_CONNECTED))
-    rc = LAUNCH(s, K_ACT_BWD, nout, A_MEM(y), A_MEM(dy), A_ULONG(nout),
-                A_INT(l->act));
+  if (ol->dz) {
+    rc = LAUNCH(s, K_ACT_BWD, nout, A_MEM(y), A_MEM(dy), A_MEM(ol->dz),
+                A_ULONG(nout), A_INT(l->act));
+    dy = ol->dz;  /* the error before the activation */
+  }
   if (!rc && l->batch_norm) {
     rc = bn_backward(s, ol, dy);
     dy = ol->zerr;  /* the convolution's output error */

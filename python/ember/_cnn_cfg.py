@@ -57,7 +57,8 @@ def _value_text(value, where):
 def cfg_from_layers(layers):
     """The darknet .cfg text of a network given as a list of dicts, one per
     section in order: "type" names the section ("net" first, then
-    "convolutional", "maxpool", "connected", "softmax"), every other item
+    "convolutional", "maxpool", "avgpool", "connected", "dropout",
+    "softmax"; accelerators/cnn/cnn_net.h has their keys), every other item
     is a key=value line (ints, floats, str; True/False as 1/0).
 
         text = ember.cfg_from_layers([

@@ -180,6 +180,25 @@ int main(void) {
     check_range(o, q, "connected, dropout, connected", net, 0, 4, 4, 98);
     cnn_net_destroy(net);
   }
+  /* an activation right before the softmax, whose error the forward
+   * pass computes: the second backward of a round must start from it
+   * again, not from what the first took through the derivative */
+  net = net_of(3, 3, 2, "[maxpool]\nsize=1\nstride=1\n"
+                        "[connected]\noutput=6\nactivation=leaky\n"
+                        "[softmax]\n");
+  if (net) {
+    check_range(o, q, "leaky before the softmax", net, 1, 3, 4, 97);
+    cnn_net_destroy(net);
+  }
+  net = net_of(3, 3, 2, "[maxpool]\nsize=1\nstride=1\n"
+                        "[convolutional]\nfilters=3\nsize=3\n"
+                        "batch_normalize=1\nactivation=logistic\n"
+                        "[softmax]\n");
+  if (net) {
+    check_range(o, q, "normalised logistic before the softmax", net, 1, 3,
+                4, 96);
+    cnn_net_destroy(net);
+  }
   net = net_of(10, 10, 1,
                "[convolutional]\nbatch_normalize=1\nfilters=8\nsize=3\n"
                "pad=1\nactivation=leaky\n"

@@ -8,8 +8,12 @@
  * softmax over at least 2 classes and no softmax before it, each layer's
  * input the previous one's output (the first's the network's input),
  * every side and count within the limits, the totals the sums of the
- * layers', shapes as darknet's arithmetic gives them, lines increasing,
- * and cnn_net_format's text as long as it says.
+ * layers', shapes as darknet's arithmetic gives them (dropout keeping its
+ * input's, avgpool 1 x 1 x channels), batch normalisation's scales and
+ * rolling statistics on convolutions only, a dropout probability in
+ * [0, 1), the training settings within their ranges (subdivisions at
+ * most the batch, steps within CNN_MAX_STEPS), lines increasing, and
+ * cnn_net_format's text as long as it says.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,8 +38,16 @@ static void check(const cnn_net *net) {
   if (count < 1 || count > CNN_MAX_LAYERS) abort();
   if (t->batch < 1 || t->batch > CNN_MAX_BATCH || !(t->learning_rate > 0) ||
       !(t->momentum >= 0 && t->momentum < 1) ||
-      !(t->decay >= 0 && t->decay < 1) || t->max_epochs < 1)
+      !(t->decay >= 0 && t->decay < 1) || t->max_epochs < 1 ||
+      t->subdivisions > t->batch || t->n_steps > CNN_MAX_STEPS ||
+      t->policy > CNN_POLICY_SIG || t->step < 1 ||
+      (t->policy == CNN_POLICY_POLY && t->max_batches < 1))
     abort();
+  /* the schedule never gives a negative or non-finite rate */
+  for (uint64_t k = 0; k < 3; k++) {
+    double r = cnn_train_rate(t, t->learning_rate, k * 1000 + 1);
+    if (!(r >= 0) || r != r || r > 1e308) abort();
+  }
   if (in.h < 1 || in.w < 1 || in.c < 1) abort();
   for (size_t i = 0; i < count; i++) {
     cnn_shape prev = i ? l[i - 1].out : in;
@@ -56,7 +68,8 @@ static void check(const cnn_net *net) {
           l[i].out.w != (l[i].in.w + pad - l[i].size) / l[i].stride + 1)
         abort();
       if (l[i].kind == CNN_LAYER_MAXPOOL &&
-          (l[i].out.c != l[i].in.c || l[i].weights || l[i].fp_macs))
+          (l[i].out.c != l[i].in.c || l[i].weights || l[i].fp_macs ||
+           l[i].batch_norm))
         abort();
       if (l[i].kind == CNN_LAYER_CONV &&
           (l[i].weights != (uint64_t)l[i].out.c * l[i].size * l[i].size *
@@ -75,13 +88,29 @@ static void check(const cnn_net *net) {
     case CNN_LAYER_SOFTMAX:
       if (!same(l[i].out, l[i].in) || n_of(l[i].in) < 2) abort();
       break;
+    case CNN_LAYER_DROPOUT:
+      if (!same(l[i].out, l[i].in) || !(l[i].probability >= 0) ||
+          !(l[i].probability < 1) || l[i].weights || l[i].fp_macs)
+        abort();
+      break;
+    case CNN_LAYER_AVGPOOL:
+      if (l[i].out.h != 1 || l[i].out.w != 1 || l[i].out.c != l[i].in.c ||
+          l[i].weights || l[i].fp_macs)
+        abort();
+      break;
     default:
       abort();
     }
+    if (l[i].act > CNN_ACT_LOGISTIC) abort();
+    if (l[i].batch_norm
+            ? l[i].kind != CNN_LAYER_CONV || l[i].scales != l[i].out.c ||
+                  l[i].rolling != 2ull * l[i].out.c
+            : l[i].scales || l[i].rolling)
+      abort();
     if (l[i].pg_macs != l[i].fp_macs ||
         l[i].eb_macs != (i ? l[i].fp_macs : 0))
       abort();
-    params += l[i].weights + l[i].biases;
+    params += cnn_layer_params(&l[i]);
     acts += n_of(l[i].out);
     macs += l[i].fp_macs + l[i].eb_macs + l[i].pg_macs;
   }

@@ -119,6 +119,20 @@ static void test_single_layers(void **state) {
   check_range("dropout after connected", net, 1, 2, 4, 99);
   check_range("connected, dropout, connected", net, 0, 4, 4, 98);
   cnn_net_destroy(net);
+  /* an activation right before the softmax, whose error the forward
+   * pass computes: the second backward of a round must start from it
+   * again, not from what the first took through the derivative */
+  net = cnn_test_net(3, 3, 2, "[maxpool]\nsize=1\nstride=1\n"
+                              "[connected]\noutput=6\nactivation=leaky\n"
+                              "[softmax]\n");
+  check_range("leaky before the softmax", net, 1, 3, 4, 97);
+  cnn_net_destroy(net);
+  net = cnn_test_net(3, 3, 2, "[maxpool]\nsize=1\nstride=1\n"
+                              "[convolutional]\nfilters=3\nsize=3\n"
+                              "batch_normalize=1\nactivation=logistic\n"
+                              "[softmax]\n");
+  check_range("normalised logistic before the softmax", net, 1, 3, 4, 96);
+  cnn_net_destroy(net);
 }
 
 /* darknet's small-classifier pattern as one stage and as its tail: batch-

@@ -666,7 +666,9 @@ typedef struct ember_train_epoch {
   double train_accuracy;     /* share of the epoch's training samples
                                 predicted right (as they were trained) */
   double test_accuracy;      /* share of the test samples, after the
-                                epoch; NaN without test data */
+                                epoch (an evaluation: batch
+                                normalisation's rolling statistics, no
+                                dropout); NaN without test data */
   double seconds;            /* the epoch's training wall time (the test
                                 pass not included) */
   double images_per_second;  /* training samples / seconds */
@@ -704,9 +706,15 @@ typedef struct ember_train_params {
   unsigned epochs;           /* 0: evaluate only (load_path's weights) */
   unsigned batch;            /* mini-batch (samples per update); 0: the
                                 .cfg's [net] batch */
-  unsigned micro_batch;      /* samples per task, dividing batch; 0: the
-                                largest divisor of batch up to 16 */
-  double learning_rate;      /* < 0: the .cfg's */
+  unsigned micro_batch;      /* samples per task, dividing batch; 0:
+                                batch / the .cfg's subdivisions where it
+                                writes them (darknet's forward batch, the
+                                mini-batch then subdivisions of them),
+                                else the largest divisor of batch up to
+                                16. Batch normalisation's statistics are
+                                a micro-batch's */
+  double learning_rate;      /* < 0: the .cfg's; the base of the .cfg's
+                                learning-rate policy */
   double momentum;           /* < 0: the .cfg's */
   double decay;              /* < 0: the .cfg's */
   unsigned stages;           /* stages the network is split into; 0: 1 */
@@ -720,7 +728,8 @@ typedef struct ember_train_params {
                                 (a stage updates as soon as its last
                                 gradient of the mini-batch is in, while
                                 later samples are in flight) */
-  uint64_t seed;             /* initial weights and the data's shuffle */
+  uint64_t seed;             /* initial weights, the data's shuffle and
+                                dropout's masks */
   const char *load_path;     /* weights to start from (ember_train's
                                 save_path format); NULL: seeded */
   const char *save_path;     /* written after each epoch; NULL: none */
