@@ -553,6 +553,15 @@ static void test_darknet_meaning(void **state) {
   assert_true(l[1].probability == 0.25);
   assert_shape(l[2].out, 1, 1, 3);
   assert_int_equal(cnn_net_classes(n), 3);
+  char text[2048];
+  assert_true(cnn_net_format(n, text, sizeof text) < sizeof text);
+  assert_contains(text, "convolutional        28x28x1 -> 28x28x3        "
+                        "5x5/1/2 bn leaky            87           "
+                        "58800\n");
+  assert_contains(text, "dropout              28x28x3 -> 28x28x3        "
+                        "p=0.25");
+  assert_contains(text, "avgpool              28x28x3 -> 1x1x3          "
+                        "global");
   cnn_net_destroy(n);
   /* subdivisions, the schedule's keys, the loader's (any value) */
   n = parse_ok(NET "batch=64\nsubdivisions=4\npolicy=steps\n"
@@ -568,6 +577,10 @@ static void test_darknet_meaning(void **state) {
   assert_int_equal(t->steps[1], 200);
   assert_true(t->scales[2] == 10);
   assert_int_equal(t->burn_in, 5);
+  assert_true(cnn_net_format(n, text, sizeof text) < sizeof text);
+  assert_contains(text, "batch 64, learning_rate 0.001, momentum 0.9, "
+                        "decay 0.0001, max_epochs 10, subdivisions 4, "
+                        "policy steps, burn_in 5\n");
   cnn_net_destroy(n);
 }
 

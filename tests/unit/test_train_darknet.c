@@ -8,6 +8,7 @@
  *     bit for bit (every loss, the weights file with the rolling
  *     statistics), since dropout's masks follow the mini-batch and the
  *     sample, not the stages;
+ *   - the partitioner keeps its batch-normalized convolutions whole;
  *   - its weights saved after training and loaded with epochs 0 give the
  *     same test accuracy (the test pass is an evaluation: rolling
  *     statistics, no dropout; the file carries them);
@@ -30,6 +31,8 @@
 
 #include <cmocka.h>
 
+#include "cnn_net.h"
+#include "cnn_partition.h"
 #include "ember/ember.h"
 #include "train_fixture.h"
 
@@ -81,6 +84,48 @@ static void subdivisions_set_the_micro_batch(void **state) {
   assert_int_equal(ember_train_plan(&client, 1, &p, &plan), 0);
   assert_non_null(strstr(plan, "batch 20 in micro-batches of 10"));
   free(plan);
+}
+
+/* The partitioner never cuts a batch-normalized convolution (nor the
+ * avgpool or dropout): over 2 to 8 equal platforms, with the search and
+ * with FPDeep's fixed rule, no stage begins or ends inside one; the 1x1
+ * convolution without it may be cut. */
+static void plans_keep_batch_norm_whole(void **state) {
+  (void)state;
+  cnn_net *net = NULL;
+  char err[256];
+  assert_int_equal(cnn_cfg_read(DARKNET, &net, err, sizeof err), 0);
+  size_t nl;
+  const cnn_layer *layers = cnn_net_layers(net, &nl);
+  cnn_platform pf[8];
+  for (int i = 0; i < 8; i++) pf[i] = (cnn_platform){"p", 1.0};
+  for (size_t n = 2; n <= 8; n++)
+    for (unsigned flags = 0; flags <= CNN_PLAN_FIXED_SPLITS;
+         flags += CNN_PLAN_FIXED_SPLITS) {
+      cnn_plan *plan = NULL;
+      int rc = cnn_plan_create(net, pf, n, 64, flags, &plan, err,
+                               sizeof err);
+      if (rc) fail_msg("%zu stages: %s", n, err);
+      size_t ns;
+      const cnn_stage *st = cnn_plan_stages(plan, &ns);
+      for (size_t i = 0; i < ns; i++) {
+        const cnn_layer *a = &layers[st[i].begin.layer];
+        const cnn_layer *b = &layers[st[i].end.layer];
+        if ((st[i].begin_split && a->batch_norm) ||
+            (st[i].end_split && b->batch_norm))
+          fail_msg("%zu stages: stage %zu cuts a batch-normalized layer", n,
+                   i);
+      }
+      for (size_t l = 0; l < nl; l++)
+        if (layers[l].batch_norm || layers[l].kind == CNN_LAYER_DROPOUT ||
+            layers[l].kind == CNN_LAYER_AVGPOOL)
+          assert_int_equal(cnn_plan_layer_split(plan, l, NULL),
+                           CNN_SPLIT_WHOLE);
+      assert_int_not_equal(cnn_plan_layer_split(plan, 6, NULL),
+                           CNN_SPLIT_WHOLE); /* the 1x1 convolution */
+      cnn_plan_destroy(plan);
+    }
+  cnn_net_destroy(net);
 }
 
 static void sync_stages_bit_for_bit(void **state) {
@@ -217,6 +262,7 @@ static void learning_rate_policy(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(subdivisions_set_the_micro_batch),
+      cmocka_unit_test(plans_keep_batch_norm_whole),
       cmocka_unit_test(sync_stages_bit_for_bit),
       cmocka_unit_test(slices_of_new_activations),
       cmocka_unit_test(learning_rate_policy),
