@@ -46,9 +46,12 @@ typedef struct key_def {
 #define I32_MIN -2147483648.0
 #define I32_MAX 2147483647.0
 #define INT_KEY(n, lo, hi) {n, K_INT, lo, hi, false, false, NULL, 0, false}
-#define REAL_ANY(n) {n, K_REAL, -HUGE_VAL, HUGE_VAL, false, false, NULL, 0, false}
-#define FLAG_ONLY(n, why, v) {n, K_INT, I32_MIN, I32_MAX, false, false, why, v, false}
-#define REAL_ONLY(n, why, v) {n, K_REAL, -HUGE_VAL, HUGE_VAL, false, false, why, v, false}
+#define REAL_ANY(n)                                                          \
+  {n, K_REAL, -HUGE_VAL, HUGE_VAL, false, false, NULL, 0, false}
+#define FLAG_ONLY(n, why, v)                                                 \
+  {n, K_INT, I32_MIN, I32_MAX, false, false, why, v, false}
+#define REAL_ONLY(n, why, v)                                                 \
+  {n, K_REAL, -HUGE_VAL, HUGE_VAL, false, false, why, v, false}
 
 enum { SEC_NONE = -1, SEC_NET = 0 }; /* a layer section's kind: its index */
 

@@ -14,6 +14,11 @@
  * Activations and errors go between the stages through the host (the
  * device-only blocks are test_cnn_opencl_ops' business).
  *
+ * Then one step of ICP slices of a leaky connected layer and a logistic
+ * convolution ([0, c) and [c, C)): the partial sums, the output (the last
+ * slice's activation), dz through its derivative, each slice's input
+ * error and the updated parameters, within 1e-4 of the CPU's.
+ *
  * Checked: every FORWARD's loss within 1e-4 relative of the CPU's, the
  * correct counts within 1, the inference FORWARD too; each stage's
  * parameters after training (weights, biases, scales and the rolling
@@ -84,6 +89,7 @@ typedef struct op {
   uint64_t step;
   uint32_t sample0;
   int inference;
+  uint32_t c0, c1;   /* an ICP slice's input channels; c1 0: none */
 } op;
 
 static uint8_t *params_of(const op *o, size_t *len) {
@@ -106,6 +112,11 @@ static uint8_t *params_of(const op *o, size_t *len) {
   p.sample_offset = o->sample0;
   p.has_inference = 1;
   p.inference = o->inference;
+  if (o->c1) {
+    p.has_channel_begin = p.has_channel_end = 1;
+    p.channel_begin = o->c0;
+    p.channel_end = o->c1;
+  }
   *len = ember__cnn__params__get_packed_size(&p);
   uint8_t *buf = xcalloc(*len, 1);
   ember__cnn__params__pack(&p, buf);
@@ -225,11 +236,11 @@ static void forward_both(stage_pair *st, const float *x,
   acc_mut_block a[2][2] = {{{0}}}, pr[2][2] = {{{0}}};
   Ember__Cnn__Result res[2];
   op f1 = {EMBER__CNN__OP__FORWARD, 0, SPLIT, slot, 0, step, sample0,
-           inference};
+           inference, 0, 0};
   acc_block in1 = {(const uint8_t *)x, (size_t)B * PX * sizeof(float)};
   both(&f1, st, 0, &in1, &in1, 1, a, 1, res);
   op f2 = {EMBER__CNN__OP__FORWARD, SPLIT, LAYERS, slot, 0, step, sample0,
-           inference};
+           inference, 0, 0};
   acc_block in_cpu[2] = {{a[0][0].data, a[0][0].size}, {labels, B}};
   acc_block in_ocl[2] = {{a[1][0].data, a[1][0].size}, {labels, B}};
   both(&f2, st, 1, in_cpu, in_ocl, 2, pr, 1, res);
@@ -250,9 +261,10 @@ static void forward_both(stage_pair *st, const float *x,
 static void backward_both(stage_pair *st, uint32_t slot) {
   acc_mut_block d[2][2] = {{{0}}}, none[2][2] = {{{0}}};
   Ember__Cnn__Result res[2];
-  op b2 = {EMBER__CNN__OP__BACKWARD, SPLIT, LAYERS, slot, 0, 0, 0, 0};
+  op b2 = {EMBER__CNN__OP__BACKWARD, SPLIT, LAYERS, slot, 0, 0, 0, 0, 0,
+           0};
   both(&b2, st, 1, NULL, NULL, 0, d, 1, res);
-  op b1 = {EMBER__CNN__OP__BACKWARD, 0, SPLIT, slot, 0, 0, 0, 0};
+  op b1 = {EMBER__CNN__OP__BACKWARD, 0, SPLIT, slot, 0, 0, 0, 0, 0, 0};
   acc_block in_cpu = {d[0][0].data, d[0][0].size};
   acc_block in_ocl = {d[1][0].data, d[1][0].size};
   both(&b1, st, 0, &in_cpu, &in_ocl, 1, none, 0, res);
@@ -266,7 +278,8 @@ static void compare_params(stage_pair *st, int s, float **cpu_out,
                            size_t *n_out) {
   acc_mut_block p[2][2] = {{{0}}};
   Ember__Cnn__Result res[2];
-  op g = {EMBER__CNN__OP__GET_PARAMS, first_of[s], end_of[s], 0, 0, 0, 0, 0};
+  op g = {EMBER__CNN__OP__GET_PARAMS, first_of[s], end_of[s], 0, 0, 0, 0, 0,
+          0, 0};
   both(&g, st, s, NULL, NULL, 0, p, 1, res);
   const float *want = (const float *)(const void *)p[0][0].data;
   const float *got = (const float *)(const void *)p[1][0].data;
@@ -286,6 +299,134 @@ static void compare_params(stage_pair *st, int s, float **cpu_out,
   *cpu_out = (float *)(void *)p[0][0].data;
   *n_out = n;
   free(p[1][0].data);
+}
+
+/* ---- ICP slices of a leaky and a logistic layer ----------------------- */
+
+/* Layer 0 of text cut in two input-channel slices [0, c) and [c, C), one
+ * step of FORWARD (the chain of partial sums, the last slice applying the
+ * activation and keeping its output), BACKWARD (the last slice's dz
+ * through the activation's derivative, each slice's input error) and
+ * UPDATE on both paths: every block and the parameters within TOL. */
+static void icp_step(const char *text, uint32_t c, uint32_t C, size_t nin,
+                     size_t nout) {
+  char *keep = cfg;
+  size_t keep_len = cfg_len;
+  cfg = (char *)text;
+  cfg_len = strlen(text);
+  cnn_net *net = NULL;
+  char err[512] = "";
+  MUST(cnn_cfg_parse(cfg, cfg_len, "net", &net, err, sizeof err) == 0, "%s",
+       err);
+  const uint32_t cut[3] = {0, c, C};
+  stage_pair st[2];
+  for (int k = 0; k < 2; k++) {
+    cnn_layout L;
+    MUST(cnn_layout_compute_slice(net, 0, cut[k], cut[k + 1], B, SLOTS,
+                                  &L) == 0, "layout");
+    st[k].size = (size_t)L.total;
+    st[k].cpu = xcalloc(st[k].size, 1);
+    cl_int rc;
+    st[k].ocl = clCreateBuffer(ctx, CL_MEM_READ_WRITE, st[k].size, NULL,
+                               &rc);
+    MUST(rc == CL_SUCCESS, "clCreateBuffer: %d", rc);
+    acc_mut_block none[2][2];
+    Ember__Cnn__Result res[2];
+    op init = {EMBER__CNN__OP__INIT, 0, 1, 0, 0, 0, 0, 0, cut[k],
+               cut[k + 1]};
+    both(&init, st, k, NULL, NULL, 0, none, 0, res);
+  }
+  float *x = xcalloc(B * nin, sizeof *x), *dy = xcalloc(B * nout, 4);
+  uint64_t rng = 5;
+  for (size_t i = 0; i < B * nin; i++) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    x[i] = (float)(rng >> 40) / (float)(1 << 23) - 1;
+  }
+  for (size_t i = 0; i < B * nout; i++) dy[i] = (float)(i % 7) / 7 - 0.4f;
+  Ember__Cnn__Result res[2];
+  /* FORWARD: slice 0's partial sums, then slice 1 adds and activates */
+  acc_mut_block part[2][2] = {{{0}}}, y[2][2] = {{{0}}};
+  acc_block in0 = {(const uint8_t *)x, B * nin * sizeof *x};
+  op f0 = {EMBER__CNN__OP__FORWARD, 0, 1, 0, 0, 0, 0, 0, 0, c};
+  both(&f0, st, 0, &in0, &in0, 1, part, 1, res);
+  op f1 = {EMBER__CNN__OP__FORWARD, 0, 1, 0, 0, 0, 0, 0, c, C};
+  acc_block in_cpu[2] = {in0, {part[0][0].data, part[0][0].size}};
+  acc_block in_ocl[2] = {in0, {part[1][0].data, part[1][0].size}};
+  both(&f1, st, 1, in_cpu, in_ocl, 2, y, 1, res);
+  /* BACKWARD: the last slice's input error and dz, then the first's */
+  acc_mut_block e1[2][2] = {{{0}}}, e0[2][2] = {{{0}}};
+  acc_block dyb = {(const uint8_t *)dy, B * nout * sizeof *dy};
+  op b1 = {EMBER__CNN__OP__BACKWARD, 0, 1, 0, 0, 0, 0, 0, c, C};
+  both(&b1, st, 1, &dyb, &dyb, 1, e1, 2, res);
+  op b0 = {EMBER__CNN__OP__BACKWARD, 0, 1, 0, 0, 0, 0, 0, 0, c};
+  acc_block dz_cpu = {e1[0][1].data, e1[0][1].size};
+  acc_block dz_ocl = {e1[1][1].data, e1[1][1].size};
+  both(&b0, st, 0, &dz_cpu, &dz_ocl, 1, e0, 1, res);
+  struct {
+    const char *what;
+    acc_mut_block *b;
+  } blocks[] = {{"partial sums", part[0]}, {"output", y[0]},
+                {"last slice's input error", e1[0]},
+                {"first slice's input error", e0[0]}};
+  acc_mut_block *pairs[][2] = {{part[0], part[1]}, {y[0], y[1]},
+                               {e1[0], e1[1]}, {e0[0], e0[1]}};
+  for (size_t k = 0; k < 4; k++) {
+    const float *a = (const float *)(const void *)pairs[k][0][0].data;
+    const float *b = (const float *)(const void *)pairs[k][1][0].data;
+    size_t n = pairs[k][0][0].size / 4;
+    double d = 0, w = 0;
+    for (size_t i = 0; i < n; i++) {
+      d += ((double)b[i] - a[i]) * ((double)b[i] - a[i]);
+      w += (double)a[i] * a[i];
+    }
+    CHECK(sqrt(d / (w > 0 ? w : 1)) <= TOL, "%s relative difference %.3g",
+          blocks[k].what, sqrt(d / (w > 0 ? w : 1)));
+  }
+  {
+    const float *a = (const float *)(const void *)e1[0][1].data;
+    const float *b = (const float *)(const void *)e1[1][1].data;
+    double d = 0, w = 0;
+    for (size_t i = 0; i < B * nout; i++) {
+      d += ((double)b[i] - a[i]) * ((double)b[i] - a[i]);
+      w += (double)a[i] * a[i];
+    }
+    CHECK(w > 0 && sqrt(d / w) <= TOL, "dz relative difference %.3g",
+          sqrt(d / (w > 0 ? w : 1)));
+  }
+  for (int k = 0; k < 2; k++) {
+    acc_mut_block none[2][2];
+    op u = {EMBER__CNN__OP__UPDATE, 0, 1, 0, 1, 0, 0, 0, cut[k],
+            cut[k + 1]};
+    both(&u, st, k, NULL, NULL, 0, none, 0, res);
+    acc_mut_block p[2][2] = {{{0}}};
+    op g = {EMBER__CNN__OP__GET_PARAMS, 0, 1, 0, 0, 0, 0, 0, cut[k],
+            cut[k + 1]};
+    both(&g, st, k, NULL, NULL, 0, p, 1, res);
+    const float *a = (const float *)(const void *)p[0][0].data;
+    const float *b = (const float *)(const void *)p[1][0].data;
+    double d = 0, w = 0;
+    for (size_t i = 0; i < p[0][0].size / 4; i++) {
+      d += ((double)b[i] - a[i]) * ((double)b[i] - a[i]);
+      w += (double)a[i] * a[i];
+    }
+    CHECK(sqrt(d / (w > 0 ? w : 1)) <= TOL, "slice %d parameters: relative "
+          "difference %.3g", k, sqrt(d / (w > 0 ? w : 1)));
+    free(p[0][0].data);
+    free(p[1][0].data);
+  }
+  const char *act = strstr(text, "activation=");
+  printf("ICP slices [0, %u) [%u, %u), %.*s: blocks and parameters "
+         "compared\n", c, c, C, (int)strcspn(act, "\n"), act);
+  for (int p = 0; p < 2; p++) {
+    free(part[p][0].data), free(y[p][0].data), free(e1[p][0].data),
+        free(e1[p][1].data), free(e0[p][0].data);
+    free(st[p].cpu);
+    clReleaseMemObject(st[p].ocl);
+  }
+  free(x), free(dy);
+  cnn_net_destroy(net);
+  cfg = keep;
+  cfg_len = keep_len;
 }
 
 static char *read_text(const char *path, size_t *len) {
@@ -339,7 +480,8 @@ int main(void) {
     MUST(rc == CL_SUCCESS, "clCreateBuffer: %d", rc);
     acc_mut_block none[2][2];
     Ember__Cnn__Result res[2];
-    op init = {EMBER__CNN__OP__INIT, first_of[s], end_of[s], 0, 0, 0, 0, 0};
+    op init = {EMBER__CNN__OP__INIT, first_of[s], end_of[s], 0, 0, 0, 0, 0,
+               0, 0};
     both(&init, st, s, NULL, NULL, 0, none, 0, res);
   }
   float *x[SLOTS];
@@ -363,7 +505,7 @@ int main(void) {
       acc_mut_block none[2][2];
       Ember__Cnn__Result res[2];
       op u = {EMBER__CNN__OP__UPDATE, first_of[s], end_of[s], 0, SLOTS, 0, 0,
-              0};
+              0, 0, 0};
       both(&u, st, s, NULL, NULL, 0, none, 0, res);
     }
   }
@@ -384,7 +526,8 @@ int main(void) {
     /* slot 0 free: its BACKWARD ran, the inference kept nothing there */
     char err[512] = "";
     Ember__Cnn__Result res;
-    op b = {EMBER__CNN__OP__BACKWARD, first_of[s], end_of[s], 0, 0, 0, 0, 0};
+    op b = {EMBER__CNN__OP__BACKWARD, first_of[s], end_of[s], 0, 0, 0, 0, 0,
+            0, 0};
     if (s == 1) {
       int rc = task(0, &b, NULL, 0, st[s].cpu, st[s].size, NULL, 0, &res,
                     err, sizeof err);
@@ -401,6 +544,13 @@ int main(void) {
     free(st[s].cpu);
     clReleaseMemObject(st[s].ocl);
   }
+  icp_step("[net]\nheight=4\nwidth=4\nchannels=3\n"
+           "[connected]\noutput=5\nactivation=leaky\n[softmax]\n",
+           20, 48, 48, 5);
+  icp_step("[net]\nheight=5\nwidth=5\nchannels=4\n"
+           "[convolutional]\nfilters=3\nsize=3\npad=1\n"
+           "activation=logistic\n[softmax]\n",
+           1, 4, 100, 75);
   acc->opencl->destroy(ocl_state);
   clReleaseCommandQueue(queue);
   clReleaseContext(ctx);

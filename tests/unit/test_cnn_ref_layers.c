@@ -122,7 +122,8 @@ static void test_layers_fd(void **state) {
     size_t nl;
     const cnn_layer *l = &cnn_net_layers(net, &nl)[0];
     uint64_t rng = 4321 + ci;
-    size_t nx = BATCH * cnn_ref_elems(l->in), ny = BATCH * cnn_ref_elems(l->out);
+    size_t nx = BATCH * cnn_ref_elems(l->in);
+    size_t ny = BATCH * cnn_ref_elems(l->out);
     double *x = fill(nx, &rng, 1, 0), *r = fill(ny, &rng, 1, 0);
     params q;
     params_make(&q, l, &rng);
