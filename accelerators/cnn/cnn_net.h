@@ -41,9 +41,10 @@
  *                               step)))). random is darknet's but refused
  *     burn_in (0), power (4)    for k < burn_in: rate x (k/burn_in)^power
  *     step (1), scale (1), steps, scales (comma lists, at most
- *     CNN_MAX_STEPS, as many scales as steps), gamma (1)
- *                               the policies' settings (read whatever the
- *                               policy, as darknet reads them)
+ *     CNN_MAX_STEPS; policy=steps needs as many scales as steps), gamma (1)
+ *                               the policies' settings (checked whatever
+ *                               the policy; the others' have no effect,
+ *                               as in darknet)
  *     max_batches (0)           poly's length in updates (poly needs it
  *                               > 0); ember trains max_epochs epochs
  *     max_epochs (10)           ember's own: passes over the training set
@@ -80,7 +81,8 @@
  *                               statistics in training, rolling ones in
  *                               evaluation), scaled and shifted by learned
  *                               scales and biases, then activated
- *                               (cnn_ref.h has the maths)
+ *                               (cnn_ref.h has the maths, cnn_pass.h the
+ *                               variance and the rolling statistics)
  *     groups (1), binary (0), xnor (0), flipped (0), dot (0): only these
  *   [connected], [conn]
  *     output (1), activation (logistic), batch_normalize (only 0)
