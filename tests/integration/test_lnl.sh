@@ -25,13 +25,16 @@
 #   site-lnl   IQ-TREE's .sitelh layout; each tree's sites sum to its lnl
 #   errors     bad inputs name file:line and exit 1; bad usage exits 2
 # Every check prints what it compared when it fails; the script exits 1
-# if any failed.
+# if any failed. Under a sanitizer (EMBER_TEST_SANITIZED=1, which ctest
+# sets in such builds) the reference takes the first row of each table:
+# every path once, on less data.
 set -u
 EMBER=$1
 NAM=$2
 SRC=$3
 BIN=$4
 DATA=$SRC/tests/data/plf
+SANITIZED=${EMBER_TEST_SANITIZED:-0}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ember-lnl-test.XXXXXX") || exit 1
 NAM_PID=""
 NAM2_PID=""
@@ -167,8 +170,11 @@ rows=0
 for table in "$DATA/reference_lnl.tsv" "$DATA/protein/reference_lnl_protein.tsv"; do
   protein=0
   case $table in *protein*) protein=1 ;; esac
+  table_rows=0
   while IFS='	' read -r set taxa sites model iqtree phyml bdouble bsingle; do
     [ "$set" = dataset ] && continue
+    [ "$SANITIZED" = 1 ] && [ $table_rows -ge 1 ] && continue
+    table_rows=$((table_rows + 1))
     rows=$((rows + 1))
     aln=$(aln_of "$set" "$protein")
     tree=$(tree_of "$set" "$protein")
@@ -208,7 +214,9 @@ for table in "$DATA/reference_lnl.tsv" "$DATA/protein/reference_lnl_protein.tsv"
   done <"$table"
 done
 checks=$((checks + 1))
-[ "$rows" -eq 15 ] || fail "read $rows reference rows, expected 15"
+want_rows=15
+[ "$SANITIZED" = 1 ] && want_rows=2
+[ "$rows" -eq $want_rows ] || fail "read $rows reference rows, expected $want_rows"
 for m in $modes; do
   var=$(echo "$m" | tr -c 'a-z\n' '_')
   eval "d=\$worst_double_$var s=\$worst_single_$var"
@@ -288,9 +296,10 @@ until "$EMBER" accelerators --nam "unix:$SOCK2" >/dev/null 2>&1; do
 done
 many_trees "$DATA/nucleic.tree" >"$WORK/many.tree"
 : >"$WORK/big.tree"
-for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 \
-         27 28 29 30 31 32 33 34 35 36 37 38 39 40; do
+i=0
+while [ $i -lt 40 ]; do
   cat "$WORK/many.tree" >>"$WORK/big.tree"
+  i=$((i + 1))
 done
 expect 0 "ember: 4,240 trees" --embedded --alignment "$DATA/nucleic.phy" \
   --trees "$WORK/big.tree" --model JC
