@@ -2,11 +2,12 @@
  * (nets/lenet.cfg) and the 100 Fashion-MNIST images of tests/data/cnn as
  * both training and test set:
  *   - sync training over 2 and 4 stages of whole layers
- *     (layer_split_only) equals 1-stage training: every epoch's loss
- *     within 1e-5 relative over 100 SGD steps (20 epochs of 5
- *     mini-batches of 20, micro-batches of 5), and the final weights
- *     within 1e-5 of the largest (test_train_icp: stages cut inside a
- *     layer);
+ *     (layer_split_only) equals 1-stage training bit for bit, as
+ *     ember.h says: every epoch's loss and every final weight identical
+ *     over 100 SGD steps (20 epochs of 5 mini-batches of 20,
+ *     micro-batches of 5; 4 epochs under a sanitizer, which looks for
+ *     memory errors and races, not numbers) (test_train_icp: stages cut
+ *     inside a layer);
  *   - FPDeep's pipelined updates (the default) over 3 stages (cut inside
  *     conv2: ICP slices) learn: the loss falls and training accuracy
  *     rises; their weights, saved, load into 2 stages cut elsewhere;
@@ -30,7 +31,11 @@
 #include "ember/ember.h"
 #include "train_fixture.h"
 
+#ifdef EMBER_SANITIZED
+enum { EPOCHS = 4 }; /* 5-15 times slower: each path, fewer steps */
+#else
 enum { EPOCHS = 20 };
+#endif
 
 /* LeNet on the 100 images for EPOCHS epochs, tested on 20 of them after
  * each (train_fixture_params) */
@@ -82,29 +87,23 @@ static void sync_equals_one_stage(void **state) {
                   logs[k].loss[0], logs[k].loss[EPOCHS - 1],
                   logs[k].train_acc[EPOCHS - 1], r.test_accuracy, r.tasks);
   }
-  assert_true(logs[0].loss[EPOCHS - 1] < 0.5 * logs[0].loss[0]);
+  if (EPOCHS >= 20) assert_true(logs[0].loss[EPOCHS - 1] < 0.5 * logs[0].loss[0]);
   size_t n0, n;
   float *w0 = read_weights(paths[0], &n0);
-  double wmax = 0;
-  for (size_t i = 0; i < n0; i++)
-    if (fabs(w0[i]) > wmax) wmax = fabs(w0[i]);
   for (int k = 1; k < 3; k++) {
-    double worst = 0;
-    for (int e = 0; e < EPOCHS; e++) {
-      double rel = fabs(logs[k].loss[e] - logs[0].loss[e]) /
-                   fabs(logs[0].loss[e]);
-      if (rel > worst) worst = rel;
-    }
+    int losses_differ = 0;
+    for (int e = 0; e < EPOCHS; e++)
+      losses_differ += logs[k].loss[e] != logs[0].loss[e];
     float *w = read_weights(paths[k], &n);
     assert_int_equal(n, n0);
-    double wd = 0;
+    size_t weights_differ = 0;
     for (size_t i = 0; i < n; i++)
-      if (fabs(w[i] - w0[i]) > wd) wd = fabs(w[i] - w0[i]);
-    print_message("  %u stages vs 1: loss rel diff %.2e over %d steps, "
-                  "weights %.2e of %.2e\n", stages[k], worst, EPOCHS * 5, wd,
-                  wmax);
-    assert_true(worst <= 1e-5);
-    assert_true(wd <= 1e-5 * wmax);
+      weights_differ += memcmp(&w[i], &w0[i], sizeof w[i]) != 0;
+    print_message("  %u stages vs 1 over %d steps: %d of %d losses and %zu "
+                  "of %zu weights differ\n", stages[k], EPOCHS * 5,
+                  losses_differ, EPOCHS, weights_differ, n);
+    assert_int_equal(losses_differ, 0);
+    assert_int_equal(weights_differ, 0);
     free(w);
   }
   free(w0);
