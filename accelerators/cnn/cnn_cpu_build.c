@@ -612,59 +612,75 @@ static int build_weighted(build *b, size_t j) {
   return rc;
 }
 
-/* darknet's average pool: each channel's mean over its whole plane, by
- * oneDNN's average pooling with one window of H x W. */
-static int build_avgpool(build *b, size_t j) {
+/* A pooling layer on oneDNN: alg over kernel-sized windows at strides,
+ * padded pl before and pr after; the forward step, then the backward into
+ * t[j]'s error where there is one. The max-pool's workspace (where each
+ * maximum was) joins the two. */
+static int build_pool(build *b, size_t j, dnnl_alg_kind_t alg,
+                      const dnnl_dims_t strides, const dnnl_dims_t kernel,
+                      const dnnl_dims_t pl, const dnnl_dims_t pr) {
   cnn_cpu_stage *s = b->s;
   cpu_layer *L = &s->layers[j];
-  const cnn_layer *l = &L->l;
   cpu_tensor *t = &s->t[j];
-  if (t->md.ndims != 4)
-    return fail(b, EMBER_EPARAM,
-                "an avg-pool after a connected layer in one stage is not "
-                "supported on the cpu");
-  dnnl_dims_t dd, win = {l->in.h, l->in.w}, zero = {0, 0};
-  dims_of(s->batch, l->out, 4, dd);
+  bool max = alg == dnnl_pooling_max;
+  const char *fwd_what = max ? "pooling forward" : "avg pooling forward";
+  const char *bwd_what = max ? "pooling backward" : "avg pooling backward";
+  dnnl_dims_t dd;
+  dims_of(s->batch, L->l.out, 4, dd);
   dnnl_memory_desc_t dst_any;
   DN(dnnl_memory_desc_init_by_tag(&dst_any, 4, dd, dnnl_f32,
                                   dnnl_format_tag_any), "memory_desc");
   dnnl_pooling_desc_t d;
-  DN(dnnl_pooling_forward_desc_init(&d, dnnl_forward_training,
-                                    dnnl_pooling_avg_exclude_padding,
-                                    &t->md, &dst_any, win, win, zero, zero),
-     "avg pooling forward");
+  DN(dnnl_pooling_forward_desc_init(&d, dnnl_forward_training, alg, &t->md,
+                                    &dst_any, strides, kernel, pl, pr),
+     fwd_what);
   dnnl_primitive_desc_t fpd, keep = NULL;
-  DN(dnnl_primitive_desc_create(&fpd, &d, NULL, s->engine, NULL),
-     "avg pooling forward");
+  DN(dnnl_primitive_desc_create(&fpd, &d, NULL, s->engine, NULL), fwd_what);
   dnnl_memory_desc_t dst_md = *query(fpd, dnnl_query_dst_md);
+  dnnl_memory_t ws = NULL;
   dnnl_primitive_t p;
   int rc = make_output(b, j, &dst_md);
+  if (!rc && max) rc = new_mem(b, query(fpd, dnnl_query_workspace_md), &ws);
   if (!rc && dnnl_primitive_desc_clone(&keep, fpd) != dnnl_success)
     rc = fail(b, EMBER_ENOMEM, "primitive_desc_clone");
   if (!rc) rc = new_prim(b, keep, L, &p);
   if (!rc) {
-    dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, t->mem},
-                               {DNNL_ARG_DST, s->t[j + 1].mem}};
-    rc = add_step(b, false, p, NULL, L, 2, args);
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, t->mem},
+                               {DNNL_ARG_DST, s->t[j + 1].mem},
+                               {DNNL_ARG_WORKSPACE, ws}};
+    rc = add_step(b, false, p, NULL, L, max ? 3 : 2, args);
   }
   L->bwd_first = s->nbwd;
   if (!rc && (j > 0 || s->eb_in)) {
     dnnl_primitive_desc_t bpd;
     dnnl_status_t st = dnnl_pooling_backward_desc_init(
-        &d, dnnl_pooling_avg_exclude_padding, &t->md, &dst_md, win, win,
-        zero, zero);
+        &d, alg, &t->md, &dst_md, strides, kernel, pl, pr);
     if (st == dnnl_success)
       st = dnnl_primitive_desc_create(&bpd, &d, NULL, s->engine, fpd);
-    if (st != dnnl_success) rc = dnnl_fail(b, st, "avg pooling backward");
+    if (st != dnnl_success) rc = dnnl_fail(b, st, bwd_what);
     if (!rc) rc = new_prim(b, bpd, L, &p);
     if (!rc) {
-      dnnl_exec_arg_t args[2] = {{DNNL_ARG_DIFF_DST, s->t[j + 1].diff},
-                                 {DNNL_ARG_DIFF_SRC, t->diff}};
-      rc = add_step(b, true, p, NULL, L, 2, args);
+      dnnl_exec_arg_t args[3] = {{DNNL_ARG_DIFF_DST, s->t[j + 1].diff},
+                                 {DNNL_ARG_DIFF_SRC, t->diff},
+                                 {DNNL_ARG_WORKSPACE, ws}};
+      rc = add_step(b, true, p, NULL, L, max ? 3 : 2, args);
     }
   }
   dnnl_primitive_desc_destroy(fpd);
   return rc;
+}
+
+/* darknet's average pool: each channel's mean over its whole plane, by
+ * oneDNN's average pooling with one window of H x W. */
+static int build_avgpool(build *b, size_t j) {
+  const cnn_layer *l = &b->s->layers[j].l;
+  if (b->s->t[j].md.ndims != 4)
+    return fail(b, EMBER_EPARAM,
+                "an avg-pool after a connected layer in one stage is not "
+                "supported on the cpu");
+  dnnl_dims_t win = {l->in.h, l->in.w}, zero = {0, 0};
+  return build_pool(b, j, dnnl_pooling_avg_exclude_padding, win, win, zero,
+                    zero);
 }
 
 /* Dropout: y = x * mask by oneDNN's binary multiplication, on plain
@@ -715,11 +731,8 @@ static int build_dropout(build *b, size_t j) {
  * stride + 1 (cnn_net.h), i.e. r = (out - 1) * stride + size - in - l; it
  * may be negative when the last input rows fall in no window. */
 static int build_maxpool(build *b, size_t j) {
-  cnn_cpu_stage *s = b->s;
-  cpu_layer *L = &s->layers[j];
-  const cnn_layer *l = &L->l;
-  cpu_tensor *t = &s->t[j];
-  if (t->md.ndims != 4)
+  const cnn_layer *l = &b->s->layers[j].l;
+  if (b->s->t[j].md.ndims != 4)
     return fail(b, EMBER_EPARAM,
                 "a max-pool after a connected layer in one stage is not "
                 "supported on the cpu");
@@ -731,54 +744,9 @@ static int build_maxpool(build *b, size_t j) {
   if (before >= l->size || after_h >= (dnnl_dim_t)l->size ||
       after_w >= (dnnl_dim_t)l->size)
     return fail(b, EMBER_EPARAM, "a max-pool window wholly in padding");
-  dnnl_dims_t dd, strides = {l->stride, l->stride},
-                  kernel = {l->size, l->size}, pl = {before, before},
-                  pr = {after_h, after_w};
-  dims_of(s->batch, l->out, 4, dd);
-  dnnl_memory_desc_t dst_any;
-  DN(dnnl_memory_desc_init_by_tag(&dst_any, 4, dd, dnnl_f32,
-                                  dnnl_format_tag_any), "memory_desc");
-  dnnl_pooling_desc_t d;
-  DN(dnnl_pooling_forward_desc_init(&d, dnnl_forward_training,
-                                    dnnl_pooling_max, &t->md, &dst_any,
-                                    strides, kernel, pl, pr),
-     "pooling forward");
-  dnnl_primitive_desc_t fpd, keep = NULL;
-  DN(dnnl_primitive_desc_create(&fpd, &d, NULL, s->engine, NULL),
-     "pooling forward");
-  dnnl_memory_desc_t dst_md = *query(fpd, dnnl_query_dst_md);
-  dnnl_memory_desc_t ws_md = *query(fpd, dnnl_query_workspace_md);
-  dnnl_memory_t ws = NULL;
-  dnnl_primitive_t p;
-  int rc = make_output(b, j, &dst_md);
-  if (!rc) rc = new_mem(b, &ws_md, &ws);
-  if (!rc && dnnl_primitive_desc_clone(&keep, fpd) != dnnl_success)
-    rc = fail(b, EMBER_ENOMEM, "primitive_desc_clone");
-  if (!rc) rc = new_prim(b, keep, L, &p);
-  if (!rc) {
-    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, t->mem},
-                               {DNNL_ARG_DST, s->t[j + 1].mem},
-                               {DNNL_ARG_WORKSPACE, ws}};
-    rc = add_step(b, false, p, NULL, L, 3, args);
-  }
-  L->bwd_first = s->nbwd;
-  if (!rc && (j > 0 || s->eb_in)) {
-    dnnl_primitive_desc_t bpd;
-    dnnl_status_t st = dnnl_pooling_backward_desc_init(
-        &d, dnnl_pooling_max, &t->md, &dst_md, strides, kernel, pl, pr);
-    if (st == dnnl_success)
-      st = dnnl_primitive_desc_create(&bpd, &d, NULL, s->engine, fpd);
-    if (st != dnnl_success) rc = dnnl_fail(b, st, "pooling backward");
-    if (!rc) rc = new_prim(b, bpd, L, &p);
-    if (!rc) {
-      dnnl_exec_arg_t args[3] = {{DNNL_ARG_DIFF_DST, s->t[j + 1].diff},
-                                 {DNNL_ARG_WORKSPACE, ws},
-                                 {DNNL_ARG_DIFF_SRC, t->diff}};
-      rc = add_step(b, true, p, NULL, L, 3, args);
-    }
-  }
-  dnnl_primitive_desc_destroy(fpd);
-  return rc;
+  dnnl_dims_t strides = {l->stride, l->stride}, kernel = {l->size, l->size},
+              pl = {before, before}, pr = {after_h, after_w};
+  return build_pool(b, j, dnnl_pooling_max, strides, kernel, pl, pr);
 }
 
 /* The softmax over the classes (axis 1), in its input's layout; its
