@@ -123,24 +123,31 @@ static int add_step(build *b, bool backward, dnnl_primitive_t prim,
   return 0;
 }
 
-/* A backward step acc += add (oneDNN's sum, in place: its first source is
- * its destination), skipped while the accumulated gradients are zero. */
-static int add_accumulate(build *b, cpu_layer *l, dnnl_memory_t acc,
-                          dnnl_memory_t add) {
+/* A step dst = ka dst + kb src by oneDNN's sum, in place (its first
+ * source is its destination); what names it in errors. */
+static int add_sum(build *b, bool backward, cpu_layer *l, dnnl_memory_t dst,
+                   dnnl_memory_t src, float ka, float kb, const char *what) {
   const dnnl_memory_desc_t *md;
-  dnnl_memory_get_memory_desc(acc, &md);
+  dnnl_memory_get_memory_desc(dst, &md);
   const dnnl_memory_desc_t srcs[2] = {*md, *md};
-  const float scales[2] = {1.0f, 1.0f};
+  const float scales[2] = {ka, kb};
   dnnl_primitive_desc_t pd;
   DN(dnnl_sum_primitive_desc_create(&pd, md, 2, scales, srcs, NULL,
                                     b->s->engine),
-     "gradient sum");
+     what);
   dnnl_primitive_t p;
   TRY(new_prim(b, pd, NULL, &p));
-  dnnl_exec_arg_t args[3] = {{DNNL_ARG_MULTIPLE_SRC, acc},
-                             {DNNL_ARG_MULTIPLE_SRC + 1, add},
-                             {DNNL_ARG_DST, acc}};
-  TRY(add_step(b, true, p, NULL, l, 3, args));
+  dnnl_exec_arg_t args[3] = {{DNNL_ARG_MULTIPLE_SRC, dst},
+                             {DNNL_ARG_MULTIPLE_SRC + 1, src},
+                             {DNNL_ARG_DST, dst}};
+  return add_step(b, backward, p, NULL, l, 3, args);
+}
+
+/* A backward step acc += add, skipped while the accumulated gradients are
+ * zero. */
+static int add_accumulate(build *b, cpu_layer *l, dnnl_memory_t acc,
+                          dnnl_memory_t add) {
+  TRY(add_sum(b, true, l, acc, add, 1.0f, 1.0f, "gradient sum"));
   b->s->bwd[b->s->nbwd - 1].accumulates = true;
   return 0;
 }
@@ -282,24 +289,11 @@ static int vec_mem(build *b, dnnl_dim_t n, dnnl_memory_t *m) {
   return new_mem(b, &md, m);
 }
 
-/* A forward step (of the passes in modes) dst = ka dst + kb src, by
- * oneDNN's sum in place: the rolling statistics' update. */
+/* A forward step (of the passes in modes) dst = ka dst + kb src: the
+ * rolling statistics' update. */
 static int add_blend(build *b, cpu_layer *l, dnnl_memory_t dst,
                      dnnl_memory_t src, float ka, float kb, unsigned modes) {
-  const dnnl_memory_desc_t *md;
-  dnnl_memory_get_memory_desc(dst, &md);
-  const dnnl_memory_desc_t srcs[2] = {*md, *md};
-  const float scales[2] = {ka, kb};
-  dnnl_primitive_desc_t pd;
-  DN(dnnl_sum_primitive_desc_create(&pd, md, 2, scales, srcs, NULL,
-                                    b->s->engine),
-     "rolling statistics");
-  dnnl_primitive_t p;
-  TRY(new_prim(b, pd, NULL, &p));
-  dnnl_exec_arg_t args[3] = {{DNNL_ARG_MULTIPLE_SRC, dst},
-                             {DNNL_ARG_MULTIPLE_SRC + 1, src},
-                             {DNNL_ARG_DST, dst}};
-  TRY(add_step(b, false, p, NULL, l, 3, args));
+  TRY(add_sum(b, false, l, dst, src, ka, kb, "rolling statistics"));
   b->s->fwd[b->s->nfwd - 1].modes = modes;
   return 0;
 }
