@@ -158,19 +158,7 @@ static int run_forward(const cnn_task *t, uint8_t *state,
     if (sp) *sp = (cnn_slot_pass){pass.seed, pass.step, pass.sample0, 0};
     header(state)->flags |= 1u << t->slot;
   }
-  if (!rc && L->last) {
-    uint32_t correct = 0;
-    for (uint32_t n = 0; n < t->batch; n++) {
-      const float *p = out + (size_t)n * classes;
-      uint32_t best = 0;
-      for (uint32_t k = 1; k < classes; k++)
-        if (p[k] > p[best]) best = k;
-      correct += best == labels[n];
-    }
-    res->has_loss = res->has_correct = 1;
-    res->loss = loss;
-    res->correct = correct;
-  }
+  if (!rc && L->last) cnn_task_score(res, loss, out, labels, t->batch, classes);
   put_stage(t, s, rc);
   free(tmp_in);
   free(tmp_out);

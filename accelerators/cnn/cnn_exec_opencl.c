@@ -272,19 +272,8 @@ static int op_forward(run *r, const acc_block *inputs, cl_mem const *dev_in,
     if (crc != CL_SUCCESS) rc = cnn_ocl_run_fail(r, "clFinish", crc);
   }
   cnn_ocl_stage_destroy(s);
-  if (!rc && L->last) {
-    uint32_t classes = cnn_net_classes(t->net), correct = 0;
-    for (uint32_t k = 0; k < t->batch; k++) {
-      const float *p = probs + (size_t)k * classes;
-      uint32_t best = 0;
-      for (uint32_t c = 1; c < classes; c++)
-        if (p[c] > p[best]) best = c;
-      correct += best == lab[k];
-    }
-    res->has_loss = res->has_correct = 1;
-    res->loss = loss;
-    res->correct = correct;
-  }
+  if (!rc && L->last)
+    cnn_task_score(res, loss, probs, lab, t->batch, cnn_net_classes(t->net));
   free(lab);
   free(probs);
   if (rc || t->inference) return rc;

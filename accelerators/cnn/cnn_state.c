@@ -133,6 +133,21 @@ void cnn_task_init_params(const cnn_task *t, float *params) {
   }
 }
 
+void cnn_task_score(Ember__Cnn__Result *res, double loss, const float *probs,
+                    const uint8_t *labels, uint32_t batch, uint32_t classes) {
+  uint32_t correct = 0;
+  for (uint32_t n = 0; n < batch; n++) {
+    const float *p = probs + (size_t)n * classes;
+    uint32_t best = 0;
+    for (uint32_t k = 1; k < classes; k++)
+      if (p[k] > p[best]) best = k;
+    correct += best == labels[n];
+  }
+  res->has_loss = res->has_correct = 1;
+  res->loss = loss;
+  res->correct = correct;
+}
+
 int cnn_task_pack_result(const Ember__Cnn__Result *res, acc_output *out,
                          char *err, size_t err_len) {
   size_t len = ember__cnn__result__get_packed_size(res);

@@ -124,6 +124,12 @@ void cnn_task_init_params(const cnn_task *t, float *params);
 cnn_pass cnn_task_forward_pass(const cnn_task *t, uint64_t updates);
 cnn_pass cnn_task_slot_pass(const cnn_slot_pass *sp);
 
+/* cnn_task_score: the last stage's FORWARD result into res: its loss, and
+ * how many of the batch's samples the largest of their classes
+ * probabilities (probs, batch x classes) labels rightly. */
+void cnn_task_score(Ember__Cnn__Result *res, double loss, const float *probs,
+                    const uint8_t *labels, uint32_t batch, uint32_t classes);
+
 /* cnn_task_pack_result: res packed into out->data (malloc'd, the caller
  * frees it). Returns 0 or EMBER_ENOMEM (in err). */
 int cnn_task_pack_result(const Ember__Cnn__Result *res, acc_output *out,
