@@ -30,67 +30,25 @@
  * parts too, then as addends into the BACKWARD of the layer before).
  * Exit 77 (skipped) when no OpenCL device exists.
  */
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "accel.h"
-#include "accelerators/cnn/cnn.pb-c.h"
 #include "cnn_idx.h"
 #include "cnn_layout.h"
 #include "cnn_net.h"
+#include "cnn_ops_harness.h"
 #include "ember/ember_errors.h"
 
-#define SKIP 77
 #define LENET EMBER_SOURCE_DIR "/accelerators/cnn/nets/lenet.cfg"
 #define DATA EMBER_SOURCE_DIR "/tests/data/cnn"
 #define TOL 1e-4
 
 enum { B = 10, SLOTS = 2, STEPS = 3, SPLIT = 4, LAYERS = 7, PX = 28 * 28 };
 
-static int failures;
-
-#define CHECK(cond, ...)                                     \
-  do {                                                       \
-    if (!(cond)) {                                           \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      printf(__VA_ARGS__);                                   \
-      printf("\n");                                          \
-      failures++;                                            \
-    }                                                        \
-  } while (0)
-
-#define MUST(cond, ...)                                      \
-  do {                                                       \
-    if (!(cond)) {                                           \
-      printf("FATAL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      printf(__VA_ARGS__);                                   \
-      printf("\n");                                          \
-      exit(1);                                               \
-    }                                                        \
-  } while (0)
-
-static void *xcalloc(size_t n, size_t size) {
-  void *p = calloc(n ? n : 1, size ? size : 1);
-  MUST(p, "out of memory");
-  return p;
-}
-
-static const acc_descriptor *acc;
-static char *cfg;
-static size_t cfg_len;
-
-typedef struct device {
-  cl_context ctx;
-  cl_command_queue transfer, compute;
-  void *state;                /* acc_cnn_opencl_ops' state */
-} device;
-
-static device dev;
+static ops_harness h;
 
 /* ---- tasks -------------------------------------------------------------- */
 
@@ -108,21 +66,9 @@ static const uint32_t *pieces;
 static size_t n_pieces;
 static uint32_t addends; /* error_addends of a BACKWARD; 0: none */
 
-static uint8_t *params_of(const op *o, size_t *len) {
-  Ember__Cnn__Params p = EMBER__CNN__PARAMS__INIT;
-  p.op = o->op;
-  p.net.data = (uint8_t *)cfg;
-  p.net.len = cfg_len;
-  p.first = o->first;
-  p.end = o->end;
-  p.batch = B;
-  p.has_seed = 1;
-  p.seed = 7;
-  p.has_slots = p.has_slot = 1;
-  p.slots = SLOTS;
-  p.slot = o->slot;
-  p.has_accumulated = 1;
-  p.accumulated = o->accumulated ? o->accumulated : 1;
+static Ember__Cnn__Params params_of(const op *o) {
+  Ember__Cnn__Params p =
+      ops_params(&h, o->op, o->first, o->end, o->slot, o->accumulated);
   if (slice) {
     p.has_channel_begin = p.has_channel_end = 1;
     p.channel_begin = slice[0];
@@ -133,45 +79,14 @@ static uint8_t *params_of(const op *o, size_t *len) {
   p.error_channels = (uint32_t *)pieces;
   p.has_error_addends = addends > 0;
   p.error_addends = addends;
-  *len = ember__cnn__params__get_packed_size(&p);
-  uint8_t *buf = xcalloc(*len, 1);
-  ember__cnn__params__pack(&p, buf);
-  return buf;
-}
-
-static size_t state_size(uint32_t first, uint32_t end) {
-  cnn_net *net = NULL;
-  char err[256];
-  MUST(cnn_cfg_parse(cfg, cfg_len, "lenet", &net, err, sizeof err) == 0,
-       "%s", err);
-  cnn_layout L;
-  MUST(cnn_layout_compute(net, first, end, B, SLOTS, &L) == 0, "layout");
-  cnn_net_destroy(net);
-  return (size_t)L.total;
+  return p;
 }
 
 /* validate + plan of o (both must pass): the prepared task, plan filled */
 static void *prepare(const op *o, const acc_block *in, size_t n_in,
                      size_t state_bytes, size_t n_out, acc_task_plan *plan) {
-  size_t len;
-  uint8_t *p = params_of(o, &len);
-  void *prep = NULL;
-  char err[512] = "";
-  int rc = acc->validate(p, len, in, n_in, &prep, err, sizeof err);
-  MUST(rc == 0, "validate op %d: %s", (int)o->op, err);
-  acc_task_shape shape = {n_out, &state_bytes, 1};
-  rc = acc_plan_task(acc, prep, &shape, 0, plan, err, sizeof err);
-  MUST(rc == 0, "plan op %d: %s", (int)o->op, err);
-  free(p);
-  return prep;
-}
-
-static void unpack(const acc_output *out, Ember__Cnn__Result *res) {
-  Ember__Cnn__Result *r = ember__cnn__result__unpack(NULL, out->size,
-                                                     out->data);
-  MUST(r, "cannot unpack the Result");
-  *res = *r;
-  ember__cnn__result__free_unpacked(r, NULL);
+  Ember__Cnn__Params p = params_of(o);
+  return ops_prepare(&h, &p, in, n_in, state_bytes, n_out, plan);
 }
 
 /* cpu_task: o on the host state; n_out out blocks made (malloc'd) into
@@ -181,21 +96,9 @@ static int cpu_task(const op *o, const acc_block *in, size_t n_in,
                     Ember__Cnn__Result *res, char *err, size_t err_len) {
   acc_task_plan plan;
   void *prep = prepare(o, in, n_in, state->size, n_out, &plan);
-  for (size_t i = 0; i < n_out; i++) {
-    outs[i].size = plan.output_sizes[i];
-    outs[i].data = xcalloc(outs[i].size, 1);
-  }
-  acc_run_ctx ctx = {0};
-  ctx.states = state;
-  ctx.n_states = 1;
-  ctx.outputs = outs;
-  ctx.n_outputs = n_out;
-  acc_output out = {0};
-  int rc = acc->run_cpu(prep, in, n_in, &ctx, &out, err, err_len);
-  if (!rc) unpack(&out, res);
-  free(out.data);
-  acc->release(prep);
-  return rc;
+  ops_host_outputs(&plan, outs, n_out);
+  return ops_run_cpu(&h, prep, in, n_in, state, outs, n_out, res, err,
+                     err_len);
 }
 
 /* A device input: a buffer and the event of its write (NULL: none). */
@@ -211,12 +114,12 @@ static dev_block upload(const acc_block *b) {
   dev_block d = {0};
   cl_int rc;
   d.size = b->size;
-  d.mem = clCreateBuffer(dev.ctx, CL_MEM_READ_ONLY, b->size, NULL, &rc);
+  d.mem = clCreateBuffer(h.ctx, CL_MEM_READ_ONLY, b->size, NULL, &rc);
   MUST(rc == CL_SUCCESS, "clCreateBuffer %zu: %d", b->size, rc);
-  rc = clEnqueueWriteBuffer(dev.transfer, d.mem, CL_FALSE, 0, b->size,
+  rc = clEnqueueWriteBuffer(h.transfer, d.mem, CL_FALSE, 0, b->size,
                             b->data, 0, NULL, &d.written);
   MUST(rc == CL_SUCCESS, "clEnqueueWriteBuffer: %d", rc);
-  clFlush(dev.transfer);
+  clFlush(h.transfer);
   return d;
 }
 
@@ -247,7 +150,7 @@ static int ocl_task(const op *o, const acc_block *in, dev_block *ins,
     cl_int rc;
     outs[i].size = plan.output_sizes[i];
     outs[i].written = NULL;
-    outs[i].mem = clCreateBuffer(dev.ctx, CL_MEM_READ_WRITE, outs[i].size,
+    outs[i].mem = clCreateBuffer(h.ctx, CL_MEM_READ_WRITE, outs[i].size,
                                  NULL, &rc);
     MUST(rc == CL_SUCCESS, "clCreateBuffer %zu: %d", outs[i].size, rc);
     out_mems[i] = outs[i].mem;
@@ -259,16 +162,13 @@ static int ocl_task(const op *o, const acc_block *in, dev_block *ins,
   ctx.n_outputs = n_out;
   ctx.dev_outputs = out_mems;
   acc_output out = {0};
-  int rc = acc->opencl->run(dev.state, dev.compute, prep, in, mems, n_in,
-                            events, n_ev, &ctx, &out, err, err_len);
-  if (!rc) unpack(&out, res);
-  free(out.data);
-  acc->release(prep);
-  return rc;
+  int rc = h.acc->opencl->run(h.state, h.queue, prep, in, mems, n_in,
+                              events, n_ev, &ctx, &out, err, err_len);
+  return ops_finish(&h, rc, &out, prep, res);
 }
 
 static void read_back(const dev_block *d, void *dst) {
-  cl_int rc = clEnqueueReadBuffer(dev.compute, d->mem, CL_TRUE, 0, d->size,
+  cl_int rc = clEnqueueReadBuffer(h.queue, d->mem, CL_TRUE, 0, d->size,
                                   dst, 0, NULL, NULL);
   MUST(rc == CL_SUCCESS, "clEnqueueReadBuffer: %d", rc);
 }
@@ -285,10 +185,6 @@ typedef struct stage_pair {
 static void ok(int rc, const char *path, const op *o, const char *err) {
   MUST(rc == 0, "%s: op %d on %u..%u slot %u: %s: %s", path, (int)o->op,
        o->first, o->end - 1, o->slot, ember_errname(rc), err);
-}
-
-static double rel(double a, double b) {
-  return fabs(a - b) / (fabs(b) > 1e-30 ? fabs(b) : 1e-30);
 }
 
 static void train(const cnn_data *data, stage_pair *st, const size_t *sizes) {
@@ -338,17 +234,10 @@ static void train(const cnn_data *data, stage_pair *st, const size_t *sizes) {
       ok(ocl_task(&f2, dev_view, ins, 2, st[1].ocl, sizes[1], &p_ocl, n_out,
                   &rc_ocl, err, sizeof err), "opencl", &f2, err);
       if (n_out) dev_free(&p_ocl);
-      double r = rel(rc_ocl.loss, rc_cpu.loss);
+      char what[64];
+      snprintf(what, sizeof what, "step %d slot %u", step, k);
+      double r = ops_expect_forward(what, &rc_ocl, &rc_cpu, TOL);
       if (r > worst_loss) worst_loss = r;
-      CHECK(rc_ocl.has_loss && r <= TOL, "step %d slot %u: loss %.9g, cpu "
-            "%.9g (relative %.2g)", step, k, rc_ocl.loss, rc_cpu.loss, r);
-      CHECK(rc_ocl.has_correct &&
-                abs((int)rc_ocl.correct - (int)rc_cpu.correct) <= 1,
-            "step %d slot %u: correct %u, cpu %u", step, k, rc_ocl.correct,
-            rc_cpu.correct);
-      printf("step %d slot %u: loss %.7f (cpu %.7f), correct %u (cpu %u)\n",
-             step, k, rc_ocl.loss, rc_cpu.loss, rc_ocl.correct,
-             rc_cpu.correct);
     }
     for (uint32_t k = SLOTS; k-- > 0;) {
       op b2 = {EMBER__CNN__OP__BACKWARD, SPLIT, LAYERS, k, 0};
@@ -403,23 +292,11 @@ static void compare_params(stage_pair *st, const size_t *sizes) {
     MUST(p_ocl.size == p_cpu.size, "sizes %zu, %zu", p_ocl.size, p_cpu.size);
     float *got = xcalloc(p_ocl.size, 1);
     read_back(&p_ocl, got);
-    const float *want = (const float *)(const void *)p_cpu.data;
-    size_t n = p_cpu.size / sizeof(float), worst = 0;
-    double d = 0, w = 0;
-    for (size_t i = 0; i < n; i++) {
-      double e = (double)got[i] - want[i];
-      d += e * e;
-      w += (double)want[i] * want[i];
-      if (fabs(e) > fabs((double)got[worst] - want[worst])) worst = i;
-    }
-    double r = sqrt(d / (w > 0 ? w : 1));
-    printf("stage %d: %zu parameters, relative difference %.3g (tolerance "
-           "%g)\n", s, n, r, TOL);
-    CHECK(r <= TOL, "stage %d parameters: relative difference %.3g; worst "
-          "[%zu] %.9g, cpu %.9g", s, r, worst, got[worst], want[worst]);
+    ops_expect_params(s, got, (const float *)(const void *)p_cpu.data,
+                      p_cpu.size / sizeof(float), TOL);
     /* SET_PARAMS from a device input, then GET_PARAMS: the same bytes */
     cl_int crc;
-    cl_mem fresh = clCreateBuffer(dev.ctx, CL_MEM_READ_WRITE, sizes[s], NULL,
+    cl_mem fresh = clCreateBuffer(h.ctx, CL_MEM_READ_WRITE, sizes[s], NULL,
                                   &crc);
     MUST(crc == CL_SUCCESS, "clCreateBuffer: %d", crc);
     acc_block in[1] = {{p_cpu.data, p_cpu.size}};
@@ -447,13 +324,13 @@ static void refusals(const size_t *sizes) {
   char err[512] = "";
   Ember__Cnn__Result res;
   cl_int crc;
-  cl_mem st = clCreateBuffer(dev.ctx, CL_MEM_READ_WRITE, sizes[1], NULL,
+  cl_mem st = clCreateBuffer(h.ctx, CL_MEM_READ_WRITE, sizes[1], NULL,
                              &crc);
   MUST(crc == CL_SUCCESS, "clCreateBuffer: %d", crc);
   const cl_uint zero = 0;
-  clEnqueueFillBuffer(dev.compute, st, &zero, sizeof zero, 0, sizes[1], 0,
+  clEnqueueFillBuffer(h.queue, st, &zero, sizeof zero, 0, sizes[1], 0,
                       NULL, NULL);
-  clFinish(dev.compute);
+  clFinish(h.queue);
   op u = {EMBER__CNN__OP__UPDATE, SPLIT, LAYERS, 0, 1};
   int rc = ocl_task(&u, NULL, NULL, 0, st, sizes[1], NULL, 0, &res, err,
                     sizeof err);
@@ -481,14 +358,10 @@ static double dev_rel(const dev_block *d, const acc_mut_block *cpu) {
   MUST(d->size == cpu->size, "sizes %zu, %zu", d->size, cpu->size);
   float *got = xcalloc(d->size, 1);
   read_back(d, got);
-  const float *want = (const float *)(const void *)cpu->data;
-  double e = 0, w = 0;
-  for (size_t i = 0; i < cpu->size / sizeof(float); i++) {
-    e += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
-    w += (double)want[i] * want[i];
-  }
+  double r = ops_rel_diff(got, (const float *)(const void *)cpu->data,
+                          cpu->size / sizeof(float), NULL);
   free(got);
-  return sqrt(e / (w > 0 ? w : 1));
+  return r;
 }
 
 static void expect_dev(const char *what, const dev_block *d,
@@ -521,7 +394,7 @@ static void slices_match(uint32_t layer, int ocp, const uint32_t *bounds,
   char err[512] = "", what[96];
   Ember__Cnn__Result res;
   cnn_net *net = NULL;
-  MUST(cnn_cfg_parse(cfg, cfg_len, "lenet", &net, err, sizeof err) == 0,
+  MUST(cnn_cfg_parse(h.cfg, h.cfg_len, h.name, &net, err, sizeof err) == 0,
        "%s", err);
   printf("layer %u in %zu %s slices\n", layer, n, ocp ? "OCP" : "ICP");
   acc_mut_block cpu[4], out_c[4], din_c[4] = {{0}}, dz_c[2] = {{0}};
@@ -538,7 +411,7 @@ static void slices_match(uint32_t layer, int ocp, const uint32_t *bounds,
     size[k] = (size_t)L.total;
     cpu[k] = (acc_mut_block){xcalloc(size[k], 1), size[k]};
     cl_int crc;
-    ocl[k] = clCreateBuffer(dev.ctx, CL_MEM_READ_WRITE, size[k], NULL, &crc);
+    ocl[k] = clCreateBuffer(h.ctx, CL_MEM_READ_WRITE, size[k], NULL, &crc);
     MUST(crc == CL_SUCCESS, "clCreateBuffer: %d", crc);
   }
   size_t in_n = (size_t)L.in_elems, out_n = (size_t)L.out_elems;
@@ -632,7 +505,7 @@ static void slices_match(uint32_t layer, int ocp, const uint32_t *bounds,
     MUST(cnn_layout_compute(net, layer - 1, layer, B, SLOTS, &L) == 0, "L");
     acc_mut_block pcpu = {xcalloc((size_t)L.total, 1), (size_t)L.total};
     cl_int crc;
-    cl_mem pocl = clCreateBuffer(dev.ctx, CL_MEM_READ_WRITE, (size_t)L.total,
+    cl_mem pocl = clCreateBuffer(h.ctx, CL_MEM_READ_WRITE, (size_t)L.total,
                                  NULL, &crc);
     MUST(crc == CL_SUCCESS, "clCreateBuffer: %d", crc);
     float *px = random_floats((size_t)L.in_elems, 13, 0, 1);
@@ -706,55 +579,8 @@ static void slices(void) {
   slices_match(2, 1, conv2_out, 3);
 }
 
-/* ---- setup -------------------------------------------------------------- */
-
-static int open_device(void) {
-  cl_platform_id plats[8];
-  cl_uint np = 0;
-  if (clGetPlatformIDs(8, plats, &np) != CL_SUCCESS || np == 0) return 0;
-  for (cl_uint i = 0; i < np && i < 8; i++) {
-    cl_device_id d;
-    cl_uint nd = 0;
-    if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 1, &d, &nd) !=
-            CL_SUCCESS ||
-        nd == 0)
-      continue;
-    cl_int rc;
-    dev.ctx = clCreateContext(NULL, 1, &d, NULL, NULL, &rc);
-    MUST(rc == CL_SUCCESS, "clCreateContext: %d", rc);
-    dev.transfer = clCreateCommandQueue(dev.ctx, d, 0, &rc);
-    MUST(rc == CL_SUCCESS, "clCreateCommandQueue: %d", rc);
-    dev.compute = clCreateCommandQueue(dev.ctx, d, 0, &rc);
-    MUST(rc == CL_SUCCESS, "clCreateCommandQueue: %d", rc);
-    char name[256] = "";
-    clGetDeviceInfo(d, CL_DEVICE_NAME, sizeof name, name, NULL);
-    char err[1024] = "";
-    rc = acc->opencl->create(dev.ctx, d, NULL, &dev.state, err, sizeof err);
-    MUST(rc == 0, "create on %s: %s", name, err);
-    printf("device: %s\n", name);
-    return 1;
-  }
-  return 0;
-}
-
-static char *read_text(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  MUST(f, "cannot open %s", path);
-  char *buf = xcalloc(1 << 16, 1);
-  *len = fread(buf, 1, (1 << 16) - 1, f);
-  fclose(f);
-  return buf;
-}
-
 int main(void) {
-  acc = acc_registry_find("cnn");
-  MUST(acc, "no cnn accelerator");
-  MUST(acc->opencl, "the cnn descriptor has no OpenCL implementation");
-  if (!open_device()) {
-    printf("no OpenCL device: skipped\n");
-    return SKIP;
-  }
-  cfg = read_text(LENET, &cfg_len);
+  if (!ops_open(&h, LENET, "lenet", B, SLOTS, 1)) return SKIP;
   cnn_data *data = NULL;
   char err[512];
   MUST(cnn_data_read_dir(DATA, CNN_SPLIT_TEST, CNN_FASHION_CLASSES, &data,
@@ -762,13 +588,14 @@ int main(void) {
        "%s", err);
   MUST(cnn_data_count(data) >= (size_t)STEPS * SLOTS * B, "too few images");
 
-  size_t sizes[2] = {state_size(0, SPLIT), state_size(SPLIT, LAYERS)};
+  size_t sizes[2] = {ops_state_size(&h, 0, SPLIT),
+                     ops_state_size(&h, SPLIT, LAYERS)};
   stage_pair st[2];
   for (int s = 0; s < 2; s++) {
     st[s].cpu.size = sizes[s];
     st[s].cpu.data = xcalloc(sizes[s], 1);
     cl_int rc;
-    st[s].ocl = clCreateBuffer(dev.ctx, CL_MEM_READ_WRITE, sizes[s], NULL,
+    st[s].ocl = clCreateBuffer(h.ctx, CL_MEM_READ_WRITE, sizes[s], NULL,
                                &rc);
     MUST(rc == CL_SUCCESS, "clCreateBuffer %zu: %d", sizes[s], rc);
   }
@@ -781,12 +608,8 @@ int main(void) {
     free(st[s].cpu.data);
     clReleaseMemObject(st[s].ocl);
   }
-  acc->opencl->destroy(dev.state);
-  clReleaseCommandQueue(dev.transfer);
-  clReleaseCommandQueue(dev.compute);
-  clReleaseContext(dev.ctx);
+  ops_close(&h);
   cnn_data_destroy(data);
-  free(cfg);
   if (failures) {
     printf("%d failure(s)\n", failures);
     return 1;

@@ -27,61 +27,24 @@
  * refused with EMBER_ESTATE on both paths) and the parameters unchanged.
  * Exit 77 (skipped) when no OpenCL device exists.
  */
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "accel.h"
-#include "accelerators/cnn/cnn.pb-c.h"
 #include "cnn_layout.h"
 #include "cnn_net.h"
+#include "cnn_ops_harness.h"
 #include "ember/ember_errors.h"
 
-#define SKIP 77
 #define NET EMBER_SOURCE_DIR "/accelerators/cnn/nets/darknet_small.cfg"
 #define TOL 1e-4
 
 enum { B = 6, SLOTS = 2, STEPS = 3, SPLIT = 4, LAYERS = 9, PX = 28 * 28,
        CLASSES = 10 };
 
-static int failures;
-
-#define CHECK(cond, ...)                                     \
-  do {                                                       \
-    if (!(cond)) {                                           \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      printf(__VA_ARGS__);                                   \
-      printf("\n");                                          \
-      failures++;                                            \
-    }                                                        \
-  } while (0)
-
-#define MUST(cond, ...)                                       \
-  do {                                                        \
-    if (!(cond)) {                                            \
-      printf("FATAL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      printf(__VA_ARGS__);                                    \
-      printf("\n");                                           \
-      exit(1);                                                \
-    }                                                         \
-  } while (0)
-
-static void *xcalloc(size_t n, size_t size) {
-  void *p = calloc(n ? n : 1, size ? size : 1);
-  MUST(p, "out of memory");
-  return p;
-}
-
-static const acc_descriptor *acc;
-static char *cfg;
-static size_t cfg_len;
-static cl_context ctx;
-static cl_command_queue queue;
-static void *ocl_state;
+static ops_harness h;
 
 typedef struct op {
   Ember__Cnn__Op op;
@@ -92,21 +55,9 @@ typedef struct op {
   uint32_t c0, c1;   /* an ICP slice's input channels; c1 0: none */
 } op;
 
-static uint8_t *params_of(const op *o, size_t *len) {
-  Ember__Cnn__Params p = EMBER__CNN__PARAMS__INIT;
-  p.op = o->op;
-  p.net.data = (uint8_t *)cfg;
-  p.net.len = cfg_len;
-  p.first = o->first;
-  p.end = o->end;
-  p.batch = B;
-  p.has_seed = 1;
-  p.seed = 7;
-  p.has_slots = p.has_slot = 1;
-  p.slots = SLOTS;
-  p.slot = o->slot;
-  p.has_accumulated = 1;
-  p.accumulated = o->accumulated ? o->accumulated : 1;
+static Ember__Cnn__Params params_of(const op *o) {
+  Ember__Cnn__Params p =
+      ops_params(&h, o->op, o->first, o->end, o->slot, o->accumulated);
   p.has_step = p.has_sample_offset = 1;
   p.step = o->step;
   p.sample_offset = o->sample0;
@@ -117,21 +68,7 @@ static uint8_t *params_of(const op *o, size_t *len) {
     p.channel_begin = o->c0;
     p.channel_end = o->c1;
   }
-  *len = ember__cnn__params__get_packed_size(&p);
-  uint8_t *buf = xcalloc(*len, 1);
-  ember__cnn__params__pack(&p, buf);
-  return buf;
-}
-
-static size_t state_size(uint32_t first, uint32_t end) {
-  cnn_net *net = NULL;
-  char err[256];
-  MUST(cnn_cfg_parse(cfg, cfg_len, "net", &net, err, sizeof err) == 0, "%s",
-       err);
-  cnn_layout L;
-  MUST(cnn_layout_compute(net, first, end, B, SLOTS, &L) == 0, "layout");
-  cnn_net_destroy(net);
-  return (size_t)L.total;
+  return p;
 }
 
 /* One task on one path: inputs and out blocks host bytes (the device
@@ -140,74 +77,47 @@ static int task(int device, const op *o, const acc_block *in, size_t n_in,
                 void *state, size_t state_bytes, acc_mut_block *outs,
                 size_t n_out, Ember__Cnn__Result *res, char *err,
                 size_t err_len) {
-  size_t len;
-  uint8_t *p = params_of(o, &len);
-  void *prep = NULL;
-  int rc = acc->validate(p, len, in, n_in, &prep, err, err_len);
-  free(p);
-  MUST(rc == 0, "validate op %d: %s", (int)o->op, err);
-  acc_task_shape shape = {n_out, &state_bytes, 1};
+  Ember__Cnn__Params p = params_of(o);
   acc_task_plan plan;
-  rc = acc_plan_task(acc, prep, &shape, 0, &plan, err, err_len);
-  MUST(rc == 0, "plan op %d: %s", (int)o->op, err);
-  for (size_t i = 0; i < n_out; i++) {
-    outs[i].size = plan.output_sizes[i];
-    outs[i].data = xcalloc(outs[i].size, 1);
-  }
-  acc_output out = {0};
-  acc_run_ctx rctx = {0};
+  void *prep = ops_prepare(&h, &p, in, n_in, state_bytes, n_out, &plan);
+  ops_host_outputs(&plan, outs, n_out);
   if (!device) {
     acc_mut_block st = {state, state_bytes};
-    rctx.states = &st;
-    rctx.n_states = 1;
-    rctx.outputs = outs;
-    rctx.n_outputs = n_out;
-    rc = acc->run_cpu(prep, in, n_in, &rctx, &out, err, err_len);
-  } else {
-    void *mems[4] = {NULL}, *out_mems[4] = {NULL}, *st = state;
-    cl_int crc;
-    for (size_t i = 0; i < n_in; i++) {
-      mems[i] = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                               in[i].size, (void *)in[i].data, &crc);
-      MUST(crc == CL_SUCCESS, "clCreateBuffer: %d", crc);
-    }
-    for (size_t i = 0; i < n_out; i++) {
-      out_mems[i] = clCreateBuffer(ctx, CL_MEM_READ_WRITE, outs[i].size,
-                                   NULL, &crc);
-      MUST(crc == CL_SUCCESS, "clCreateBuffer: %d", crc);
-    }
-    rctx.n_states = 1;
-    rctx.dev_states = &st;
-    rctx.n_outputs = n_out;
-    rctx.dev_outputs = out_mems;
-    rc = acc->opencl->run(ocl_state, queue, prep, in, mems, n_in, NULL, 0,
-                          &rctx, &out, err, err_len);
-    for (size_t i = 0; !rc && i < n_out; i++)
-      MUST(clEnqueueReadBuffer(queue, out_mems[i], CL_TRUE, 0, outs[i].size,
-                               outs[i].data, 0, NULL, NULL) == CL_SUCCESS,
-           "read back");
-    for (size_t i = 0; i < n_in; i++) clReleaseMemObject(mems[i]);
-    for (size_t i = 0; i < n_out; i++) clReleaseMemObject(out_mems[i]);
+    return ops_run_cpu(&h, prep, in, n_in, &st, outs, n_out, res, err,
+                       err_len);
   }
-  if (!rc) {
-    Ember__Cnn__Result *r =
-        ember__cnn__result__unpack(NULL, out.size, out.data);
-    MUST(r, "cannot unpack the Result");
-    *res = *r;
-    ember__cnn__result__free_unpacked(r, NULL);
+  void *mems[4] = {NULL}, *out_mems[4] = {NULL}, *st = state;
+  cl_int crc;
+  for (size_t i = 0; i < n_in; i++) {
+    mems[i] = clCreateBuffer(h.ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                             in[i].size, (void *)in[i].data, &crc);
+    MUST(crc == CL_SUCCESS, "clCreateBuffer: %d", crc);
   }
-  free(out.data);
-  acc->release(prep);
-  return rc;
+  for (size_t i = 0; i < n_out; i++) {
+    out_mems[i] = clCreateBuffer(h.ctx, CL_MEM_READ_WRITE, outs[i].size, NULL,
+                                 &crc);
+    MUST(crc == CL_SUCCESS, "clCreateBuffer: %d", crc);
+  }
+  acc_run_ctx rctx = {0};
+  rctx.n_states = 1;
+  rctx.dev_states = &st;
+  rctx.n_outputs = n_out;
+  rctx.dev_outputs = out_mems;
+  acc_output out = {0};
+  int rc = h.acc->opencl->run(h.state, h.queue, prep, in, mems, n_in, NULL,
+                              0, &rctx, &out, err, err_len);
+  for (size_t i = 0; !rc && i < n_out; i++)
+    MUST(clEnqueueReadBuffer(h.queue, out_mems[i], CL_TRUE, 0, outs[i].size,
+                             outs[i].data, 0, NULL, NULL) == CL_SUCCESS,
+         "read back");
+  for (size_t i = 0; i < n_in; i++) clReleaseMemObject(mems[i]);
+  for (size_t i = 0; i < n_out; i++) clReleaseMemObject(out_mems[i]);
+  return ops_finish(&h, rc, &out, prep, res);
 }
 
 static void ok(int rc, const char *path, const op *o, const char *err) {
   MUST(rc == 0, "%s: op %d on %u..%u slot %u: %s: %s", path, (int)o->op,
        o->first, o->end - 1, o->slot, ember_errname(rc), err);
-}
-
-static double rel(double a, double b) {
-  return fabs(a - b) / (fabs(b) > 1e-30 ? fabs(b) : 1e-30);
 }
 
 static const uint32_t first_of[2] = {0, SPLIT}, end_of[2] = {SPLIT, LAYERS};
@@ -244,14 +154,7 @@ static void forward_both(stage_pair *st, const float *x,
   acc_block in_cpu[2] = {{a[0][0].data, a[0][0].size}, {labels, B}};
   acc_block in_ocl[2] = {{a[1][0].data, a[1][0].size}, {labels, B}};
   both(&f2, st, 1, in_cpu, in_ocl, 2, pr, 1, res);
-  double r = rel(res[1].loss, res[0].loss);
-  CHECK(res[1].has_loss && r <= TOL, "%s: loss %.9g, cpu %.9g (relative "
-        "%.2g)", what, res[1].loss, res[0].loss, r);
-  CHECK(res[1].has_correct &&
-            abs((int)res[1].correct - (int)res[0].correct) <= 1,
-        "%s: correct %u, cpu %u", what, res[1].correct, res[0].correct);
-  printf("%s: loss %.7f (cpu %.7f), correct %u (cpu %u)\n", what,
-         res[1].loss, res[0].loss, res[1].correct, res[0].correct);
+  ops_expect_forward(what, &res[1], &res[0], TOL);
   for (int p = 0; p < 2; p++) {
     free(a[p][0].data);
     free(pr[p][0].data);
@@ -281,21 +184,9 @@ static void compare_params(stage_pair *st, int s, float **cpu_out,
   op g = {EMBER__CNN__OP__GET_PARAMS, first_of[s], end_of[s], 0, 0, 0, 0, 0,
           0, 0};
   both(&g, st, s, NULL, NULL, 0, p, 1, res);
-  const float *want = (const float *)(const void *)p[0][0].data;
-  const float *got = (const float *)(const void *)p[1][0].data;
-  size_t n = p[0][0].size / sizeof(float), worst = 0;
-  double d = 0, w = 0;
-  for (size_t i = 0; i < n; i++) {
-    double e = (double)got[i] - want[i];
-    d += e * e;
-    w += (double)want[i] * want[i];
-    if (fabs(e) > fabs((double)got[worst] - want[worst])) worst = i;
-  }
-  double r = sqrt(d / (w > 0 ? w : 1));
-  printf("stage %d: %zu parameters, relative difference %.3g (tolerance "
-         "%g)\n", s, n, r, TOL);
-  CHECK(r <= TOL, "stage %d parameters: relative difference %.3g; worst "
-        "[%zu] %.9g, cpu %.9g", s, r, worst, got[worst], want[worst]);
+  size_t n = p[0][0].size / sizeof(float);
+  ops_expect_params(s, (const float *)(const void *)p[1][0].data,
+                    (const float *)(const void *)p[0][0].data, n, TOL);
   *cpu_out = (float *)(void *)p[0][0].data;
   *n_out = n;
   free(p[1][0].data);
@@ -310,14 +201,14 @@ static void compare_params(stage_pair *st, int s, float **cpu_out,
  * UPDATE on both paths: every block and the parameters within TOL. */
 static void icp_step(const char *text, uint32_t c, uint32_t C, size_t nin,
                      size_t nout) {
-  char *keep = cfg;
-  size_t keep_len = cfg_len;
-  cfg = (char *)text;
-  cfg_len = strlen(text);
+  char *keep = h.cfg;
+  size_t keep_len = h.cfg_len;
+  h.cfg = (char *)text;
+  h.cfg_len = strlen(text);
   cnn_net *net = NULL;
   char err[512] = "";
-  MUST(cnn_cfg_parse(cfg, cfg_len, "net", &net, err, sizeof err) == 0, "%s",
-       err);
+  MUST(cnn_cfg_parse(h.cfg, h.cfg_len, h.name, &net, err, sizeof err) == 0,
+       "%s", err);
   const uint32_t cut[3] = {0, c, C};
   stage_pair st[2];
   for (int k = 0; k < 2; k++) {
@@ -327,7 +218,7 @@ static void icp_step(const char *text, uint32_t c, uint32_t C, size_t nin,
     st[k].size = (size_t)L.total;
     st[k].cpu = xcalloc(st[k].size, 1);
     cl_int rc;
-    st[k].ocl = clCreateBuffer(ctx, CL_MEM_READ_WRITE, st[k].size, NULL,
+    st[k].ocl = clCreateBuffer(h.ctx, CL_MEM_READ_WRITE, st[k].size, NULL,
                                &rc);
     MUST(rc == CL_SUCCESS, "clCreateBuffer: %d", rc);
     acc_mut_block none[2][2];
@@ -371,27 +262,18 @@ static void icp_step(const char *text, uint32_t c, uint32_t C, size_t nin,
   acc_mut_block *pairs[][2] = {{part[0], part[1]}, {y[0], y[1]},
                                {e1[0], e1[1]}, {e0[0], e0[1]}};
   for (size_t k = 0; k < 4; k++) {
-    const float *a = (const float *)(const void *)pairs[k][0][0].data;
-    const float *b = (const float *)(const void *)pairs[k][1][0].data;
-    size_t n = pairs[k][0][0].size / 4;
-    double d = 0, w = 0;
-    for (size_t i = 0; i < n; i++) {
-      d += ((double)b[i] - a[i]) * ((double)b[i] - a[i]);
-      w += (double)a[i] * a[i];
-    }
-    CHECK(sqrt(d / (w > 0 ? w : 1)) <= TOL, "%s relative difference %.3g",
-          blocks[k].what, sqrt(d / (w > 0 ? w : 1)));
+    double r = ops_rel_diff((const float *)(const void *)pairs[k][1][0].data,
+                            (const float *)(const void *)pairs[k][0][0].data,
+                            pairs[k][0][0].size / 4, NULL);
+    CHECK(r <= TOL, "%s relative difference %.3g", blocks[k].what, r);
   }
   {
     const float *a = (const float *)(const void *)e1[0][1].data;
     const float *b = (const float *)(const void *)e1[1][1].data;
-    double d = 0, w = 0;
-    for (size_t i = 0; i < B * nout; i++) {
-      d += ((double)b[i] - a[i]) * ((double)b[i] - a[i]);
-      w += (double)a[i] * a[i];
-    }
-    CHECK(w > 0 && sqrt(d / w) <= TOL, "dz relative difference %.3g",
-          sqrt(d / (w > 0 ? w : 1)));
+    size_t nonzero = 0;
+    for (size_t i = 0; i < B * nout; i++) nonzero += a[i] != 0;
+    double r = ops_rel_diff(b, a, B * nout, NULL);
+    CHECK(nonzero > 0 && r <= TOL, "dz relative difference %.3g", r);
   }
   for (int k = 0; k < 2; k++) {
     acc_mut_block none[2][2];
@@ -402,15 +284,10 @@ static void icp_step(const char *text, uint32_t c, uint32_t C, size_t nin,
     op g = {EMBER__CNN__OP__GET_PARAMS, 0, 1, 0, 0, 0, 0, 0, cut[k],
             cut[k + 1]};
     both(&g, st, k, NULL, NULL, 0, p, 1, res);
-    const float *a = (const float *)(const void *)p[0][0].data;
-    const float *b = (const float *)(const void *)p[1][0].data;
-    double d = 0, w = 0;
-    for (size_t i = 0; i < p[0][0].size / 4; i++) {
-      d += ((double)b[i] - a[i]) * ((double)b[i] - a[i]);
-      w += (double)a[i] * a[i];
-    }
-    CHECK(sqrt(d / (w > 0 ? w : 1)) <= TOL, "slice %d parameters: relative "
-          "difference %.3g", k, sqrt(d / (w > 0 ? w : 1)));
+    double r = ops_rel_diff((const float *)(const void *)p[1][0].data,
+                            (const float *)(const void *)p[0][0].data,
+                            p[0][0].size / 4, NULL);
+    CHECK(r <= TOL, "slice %d parameters: relative difference %.3g", k, r);
     free(p[0][0].data);
     free(p[1][0].data);
   }
@@ -425,58 +302,18 @@ static void icp_step(const char *text, uint32_t c, uint32_t C, size_t nin,
   }
   free(x), free(dy);
   cnn_net_destroy(net);
-  cfg = keep;
-  cfg_len = keep_len;
-}
-
-static char *read_text(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  MUST(f, "cannot open %s", path);
-  char *buf = xcalloc(1 << 16, 1);
-  *len = fread(buf, 1, (1 << 16) - 1, f);
-  fclose(f);
-  return buf;
-}
-
-static int open_device(void) {
-  cl_platform_id plats[8];
-  cl_uint np = 0;
-  if (clGetPlatformIDs(8, plats, &np) != CL_SUCCESS || np == 0) return 0;
-  for (cl_uint i = 0; i < np && i < 8; i++) {
-    cl_device_id d;
-    cl_uint nd = 0;
-    if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 1, &d, &nd) !=
-            CL_SUCCESS || nd == 0)
-      continue;
-    cl_int rc;
-    ctx = clCreateContext(NULL, 1, &d, NULL, NULL, &rc);
-    MUST(rc == CL_SUCCESS, "clCreateContext: %d", rc);
-    queue = clCreateCommandQueue(ctx, d, 0, &rc);
-    MUST(rc == CL_SUCCESS, "clCreateCommandQueue: %d", rc);
-    char name[256] = "", err[1024] = "";
-    clGetDeviceInfo(d, CL_DEVICE_NAME, sizeof name, name, NULL);
-    rc = acc->opencl->create(ctx, d, NULL, &ocl_state, err, sizeof err);
-    MUST(rc == 0, "create on %s: %s", name, err);
-    printf("device: %s\n", name);
-    return 1;
-  }
-  return 0;
+  h.cfg = keep;
+  h.cfg_len = keep_len;
 }
 
 int main(void) {
-  acc = acc_registry_find("cnn");
-  MUST(acc && acc->opencl, "no cnn accelerator with OpenCL");
-  if (!open_device()) {
-    printf("no OpenCL device: skipped\n");
-    return SKIP;
-  }
-  cfg = read_text(NET, &cfg_len);
+  if (!ops_open(&h, NET, "net", B, SLOTS, 0)) return SKIP;
   stage_pair st[2];
   for (int s = 0; s < 2; s++) {
-    st[s].size = state_size(first_of[s], end_of[s]);
+    st[s].size = ops_state_size(&h, first_of[s], end_of[s]);
     st[s].cpu = xcalloc(st[s].size, 1);
     cl_int rc;
-    st[s].ocl = clCreateBuffer(ctx, CL_MEM_READ_WRITE, st[s].size, NULL, &rc);
+    st[s].ocl = clCreateBuffer(h.ctx, CL_MEM_READ_WRITE, st[s].size, NULL, &rc);
     MUST(rc == CL_SUCCESS, "clCreateBuffer: %d", rc);
     acc_mut_block none[2][2];
     Ember__Cnn__Result res[2];
@@ -551,10 +388,7 @@ int main(void) {
            "[convolutional]\nfilters=3\nsize=3\npad=1\n"
            "activation=logistic\n[softmax]\n",
            1, 4, 100, 75);
-  acc->opencl->destroy(ocl_state);
-  clReleaseCommandQueue(queue);
-  clReleaseContext(ctx);
-  free(cfg);
+  ops_close(&h);
   if (failures) {
     printf("%d failure(s)\n", failures);
     return 1;
