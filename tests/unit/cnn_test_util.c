@@ -11,13 +11,18 @@
 #include <math.h>
 
 cnn_net *cnn_test_net(uint32_t h, uint32_t w, uint32_t c, const char *layers) {
-  char text[4096], err[256];
+  char text[4096];
   int n = snprintf(text, sizeof text,
                    "[net]\nheight=%u\nwidth=%u\nchannels=%u\n%s", h, w, c,
                    layers);
   assert_true(n > 0 && (size_t)n < sizeof text);
+  return cnn_test_parse(text);
+}
+
+cnn_net *cnn_test_parse(const char *text) {
+  char err[256];
   cnn_net *net = NULL;
-  int rc = cnn_cfg_parse(text, (size_t)n, "test", &net, err, sizeof err);
+  int rc = cnn_cfg_parse(text, strlen(text), "test", &net, err, sizeof err);
   if (rc) fail_msg("cnn_cfg_parse: %d %s\n%s", rc, err, text);
   return net;
 }

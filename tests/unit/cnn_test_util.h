@@ -12,6 +12,9 @@
  * the sections in layers (darknet .cfg text); fails the test on error. */
 cnn_net *cnn_test_net(uint32_t h, uint32_t w, uint32_t c, const char *layers);
 
+/* The network of the .cfg text (NUL-terminated); fails the test on error. */
+cnn_net *cnn_test_parse(const char *text);
+
 /* Uniform in [-1, 1), from a 64-bit LCG state. */
 double cnn_test_uniform(uint64_t *state);
 

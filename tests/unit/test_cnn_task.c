@@ -20,6 +20,7 @@
 #include "accelerators/cnn/cnn.pb-c.h"
 #include "cnn_cpu.h"
 #include "cnn_layout.h"
+#include "cnn_test_task.h"
 #include "cnn_test_util.h"
 #include "ember/ember_errors.h"
 
@@ -65,16 +66,8 @@ static uint8_t *params(Ember__Cnn__Op op, const char *net, uint32_t first,
   return buf;
 }
 
-static cnn_net *parse_net(void) {
-  cnn_net *net = NULL;
-  char err[256];
-  assert_int_equal(cnn_cfg_parse(NET, strlen(NET), "t", &net, err,
-                                 sizeof err), 0);
-  return net;
-}
-
 static cnn_layout layout_of(uint32_t first, uint32_t end, uint32_t batch) {
-  cnn_net *net = parse_net();
+  cnn_net *net = cnn_test_parse(NET);
   cnn_layout L;
   assert_int_equal(cnn_layout_compute(net, first, end, batch, 1, &L), 0);
   cnn_net_destroy(net);
@@ -95,38 +88,14 @@ static int run_op(Ember__Cnn__Op op, uint32_t first, uint32_t end,
                   const acc_block *in, size_t n_in, acc_mut_block *state,
                   acc_mut_block *outs, size_t n_out, Ember__Cnn__Result *res,
                   char *err, size_t err_len) {
-  const acc_descriptor *d = cnn();
   size_t len;
   uint8_t *p = params(op, NET, first, end, B, &len);
-  void *prep = NULL;
-  int rc = d->validate(p, len, in, n_in, &prep, err, err_len);
-  if (rc) fail_msg("validate: %s", err);
-  acc_task_shape shape = {n_out, &state->size, 1};
-  acc_task_plan plan;
-  rc = acc_plan_task(d, prep, &shape, 0, &plan, err, err_len);
-  if (rc) fail_msg("plan: %s", err);
-  for (size_t i = 0; i < n_out; i++) {
-    outs[i].size = plan.output_sizes[i];
-    outs[i].data = xcalloc(outs[i].size, 1);
-  }
-  acc_run_ctx ctx = {0};
-  ctx.states = state;
-  ctx.n_states = 1;
-  ctx.outputs = outs;
-  ctx.n_outputs = n_out;
-  acc_output out = {0};
-  rc = d->run_cpu(prep, in, n_in, &ctx, &out, err, err_len);
-  if (!rc) {
-    Ember__Cnn__Result *r =
-        ember__cnn__result__unpack(NULL, out.size, out.data);
-    assert_non_null(r);
-    if (res) *res = *r;
-    ember__cnn__result__free_unpacked(r, NULL);
-  }
-  free(out.data);
+  void *prep;
+  int rc = cnn_test_prepare(p, len, in, n_in, state->size, outs, n_out,
+                            &prep, err, err_len);
   free(p);
-  d->release(prep);
-  return rc;
+  if (rc) fail_msg("validate: %s", err);
+  return cnn_test_run(prep, in, n_in, state, outs, n_out, res, err, err_len);
 }
 
 static void ok_op(Ember__Cnn__Op op, uint32_t first, uint32_t end,
@@ -352,7 +321,7 @@ static void one_stage_equals_cnn_cpu(void **state) {
   ok_op(EMBER__CNN__OP__GET_PARAMS, 0, LAYERS, NULL, 0, &st, params0, 1,
         NULL);
 
-  cnn_net *net = parse_net();
+  cnn_net *net = cnn_test_parse(NET);
   char err[256];
   cnn_cpu_stage *s = NULL;
   assert_int_equal(cnn_cpu_stage_create(net, 0, LAYERS, B, &s, err,
@@ -506,7 +475,7 @@ static void set_get_and_cost(void **state) {
   acc_task_plan plan;
   assert_int_equal(acc_plan_task(cnn(), prep, &sh, 0, &plan, err,
                                  sizeof err), 0);
-  cnn_net *net = parse_net();
+  cnn_net *net = cnn_test_parse(NET);
   size_t nl;
   const cnn_layer *l = cnn_net_layers(net, &nl);
   uint64_t ops = 0;

@@ -32,6 +32,7 @@
 #include "accelerators/cnn/cnn.pb-c.h"
 #include "cnn_cpu.h"
 #include "cnn_layout.h"
+#include "cnn_test_task.h"
 #include "cnn_test_util.h"
 #include "ember/ember_errors.h"
 
@@ -98,16 +99,8 @@ static uint8_t *params_of(const task *t, size_t *len) {
   return buf;
 }
 
-static cnn_net *parse_net(void) {
-  cnn_net *net = NULL;
-  char err[256];
-  assert_int_equal(cnn_cfg_parse(NET, strlen(NET), "t", &net, err,
-                                 sizeof err), 0);
-  return net;
-}
-
 static cnn_layout layout_of(void) {
-  cnn_net *net = parse_net();
+  cnn_net *net = cnn_test_parse(NET);
   cnn_layout L;
   assert_int_equal(cnn_layout_compute(net, 0, LAYERS, B, SLOTS, &L), 0);
   cnn_net_destroy(net);
@@ -118,39 +111,14 @@ static cnn_layout layout_of(void) {
 static int run(const task *t, const acc_block *in, size_t n_in,
                acc_mut_block *state, acc_mut_block *outs, size_t n_out,
                Ember__Cnn__Result *res, char *err, size_t err_len) {
-  const acc_descriptor *d = acc_registry_find("cnn");
-  assert_non_null(d);
   size_t len;
   uint8_t *p = params_of(t, &len);
-  void *prep = NULL;
-  int rc = d->validate(p, len, in, n_in, &prep, err, err_len);
+  void *prep;
+  int rc = cnn_test_prepare(p, len, in, n_in, state->size, outs, n_out,
+                            &prep, err, err_len);
   free(p);
   if (rc) return rc;
-  acc_task_shape shape = {n_out, &state->size, 1};
-  acc_task_plan plan;
-  rc = acc_plan_task(d, prep, &shape, 0, &plan, err, err_len);
-  if (rc) fail_msg("plan: %s", err);
-  for (size_t i = 0; i < n_out; i++) {
-    outs[i].size = plan.output_sizes[i];
-    outs[i].data = xcalloc(outs[i].size, 1);
-  }
-  acc_run_ctx ctx = {0};
-  ctx.states = state;
-  ctx.n_states = 1;
-  ctx.outputs = outs;
-  ctx.n_outputs = n_out;
-  acc_output out = {0};
-  rc = d->run_cpu(prep, in, n_in, &ctx, &out, err, err_len);
-  if (!rc) {
-    Ember__Cnn__Result *r =
-        ember__cnn__result__unpack(NULL, out.size, out.data);
-    assert_non_null(r);
-    if (res) *res = *r;
-    ember__cnn__result__free_unpacked(r, NULL);
-  }
-  free(out.data);
-  d->release(prep);
-  return rc;
+  return cnn_test_run(prep, in, n_in, state, outs, n_out, res, err, err_len);
 }
 
 static void ok(const task *t, const acc_block *in, size_t n_in,
@@ -217,7 +185,7 @@ static void stage_floats(const cnn_net *net, cnn_cpu_stage *s, float *out,
 
 static void test_init_and_params(void **state) {
   (void)state;
-  cnn_net *net = parse_net();
+  cnn_net *net = cnn_test_parse(NET);
   cnn_layout L = layout_of();
   acc_mut_block st = {xcalloc(L.total, 1), L.total};
   task init = {EMBER__CNN__OP__INIT, 0, LAYERS, 0, 0, 0, 0, 0, 0};
@@ -254,7 +222,7 @@ static void test_init_and_params(void **state) {
 
 static void test_against_stage(void **state) {
   (void)state;
-  cnn_net *net = parse_net();
+  cnn_net *net = cnn_test_parse(NET);
   cnn_layout L = layout_of();
   assert_true(L.pass_stride > 0); /* the stage has dropout */
   acc_mut_block st = {xcalloc(L.total, 1), L.total};
