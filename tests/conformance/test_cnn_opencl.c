@@ -32,11 +32,10 @@
 #include <unistd.h>
 
 #include "cnn_net.h"
+#include "cnn_ocl_fixture.h"
 #include "cnn_opencl.h"
 #include "cnn_ref.h"
 #include "ember/ember_errors.h"
-
-#define SKIP 77
 
 static int failures;
 static long checks;
@@ -314,33 +313,14 @@ static void check_cache(cl_context ctx, cl_device_id dev) {
 }
 
 int main(void) {
-  cl_platform_id plats[8];
-  cl_uint np = 0, nd = 0;
-  cl_device_id dev = NULL;
-  if (clGetPlatformIDs(8, plats, &np) == CL_SUCCESS)
-    for (cl_uint p = 0; p < np && !dev; p++)
-      if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 1, &dev, &nd) !=
-          CL_SUCCESS)
-        dev = NULL;
-  if (!dev) {
-    printf("no OpenCL device: skipped\n");
-    return SKIP;
-  }
-  char dname[256] = "";
-  clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof dname - 1, dname, NULL);
-  printf("device: %s\n", dname);
-  cl_int cr;
-  cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &cr);
-  CHECK(cr == CL_SUCCESS, "clCreateContext %d", cr);
-  cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &cr);
-  CHECK(cr == CL_SUCCESS, "clCreateCommandQueue %d", cr);
-  if (failures) return 1;
-  cnn_ocl *o = NULL;
+  cnn_ocl_fixture f;
+  int rc = cnn_ocl_fixture_open(&f);
+  if (rc) return rc;
+  cnn_ocl *o = f.o;
+  cl_command_queue q = f.q;
   char err[4096] = "";
-  int rc = cnn_ocl_create(ctx, dev, NULL, &o, err, sizeof err);
-  CHECK(rc == 0, "cnn_ocl_create %d %s", rc, err);
-  if (rc) return 1;
-  CHECK(cnn_ocl_create(NULL, dev, NULL, &o, err, sizeof err) == EMBER_EINVAL,
+  CHECK(cnn_ocl_create(NULL, f.dev, NULL, &o, err, sizeof err) ==
+            EMBER_EINVAL,
         "NULL context accepted");
 
   static const struct {
@@ -392,11 +372,9 @@ int main(void) {
     check_stage(o, q, lenet, "lenet", 0, nl, 8, 1e-4);
     cnn_net_destroy(lenet);
   }
-  check_cache(ctx, dev);
+  check_cache(f.ctx, f.dev);
 
-  cnn_ocl_destroy(o);
-  clReleaseCommandQueue(q);
-  clReleaseContext(ctx);
+  cnn_ocl_fixture_close(&f);
   printf("%ld checks, %d failures\n", checks, failures);
   return failures ? 1 : 0;
 }

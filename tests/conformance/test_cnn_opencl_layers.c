@@ -18,19 +18,17 @@
  * allowed): outputs, parameters and the loss 1e-5, errors and gradients
  * 1e-4. Exit 77 (skipped) when no OpenCL device exists.
  */
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cnn_net.h"
+#include "cnn_ocl_fixture.h"
 #include "cnn_opencl.h"
 #include "cnn_stage_check.h"
 #include "ember/ember_errors.h"
 
-#define SKIP 77
 #define TOL_FP 1e-5
 #define TOL_GRAD 1e-4
 
@@ -101,39 +99,12 @@ static void check_range(cnn_ocl *o, cl_command_queue q, const char *name,
 }
 
 int main(void) {
-  cl_platform_id plats[8];
-  cl_uint np = 0, nd = 0;
-  cl_device_id dev = NULL;
-  if (clGetPlatformIDs(8, plats, &np) == CL_SUCCESS)
-    for (cl_uint p = 0; p < np && !dev; p++)
-      if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 1, &dev, &nd) !=
-          CL_SUCCESS)
-        dev = NULL;
-  if (!dev) {
-    printf("no OpenCL device: skipped\n");
-    return SKIP;
-  }
-  char dname[256] = "";
-  clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof dname - 1, dname, NULL);
-  printf("device: %s\n", dname);
-  cl_int cr;
-  cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &cr);
-  if (cr != CL_SUCCESS) {
-    printf("FAIL clCreateContext %d\n", cr);
-    return 1;
-  }
-  cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &cr);
-  if (cr != CL_SUCCESS) {
-    printf("FAIL clCreateCommandQueue %d\n", cr);
-    return 1;
-  }
-  cnn_ocl *o = NULL;
+  cnn_ocl_fixture f;
+  int rc = cnn_ocl_fixture_open(&f);
+  if (rc) return rc;
+  cnn_ocl *o = f.o;
+  cl_command_queue q = f.q;
   char err[4096] = "";
-  int rc = cnn_ocl_create(ctx, dev, NULL, &o, err, sizeof err);
-  if (rc) {
-    printf("FAIL cnn_ocl_create %d %s\n", rc, err);
-    return 1;
-  }
 
   /* single layers behind an identity max-pool, so that the stage [1, 2)
    * computes its input error; 6 channels make two blocks of cnn.cl's
@@ -231,9 +202,7 @@ int main(void) {
     }
     cnn_net_destroy(net);
   }
-  cnn_ocl_destroy(o);
-  clReleaseCommandQueue(q);
-  clReleaseContext(ctx);
+  cnn_ocl_fixture_close(&f);
   printf("%d failures\n", failures);
   return failures ? 1 : 0;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cnn_ref.h"
+#include "cnn_test_util.h"
 
 #define LR 0.05
 #define MOMENTUM 0.9
@@ -145,24 +146,12 @@ typedef struct checker {
   int failures;
 } checker;
 
-static double rel_err(const float *a, const double *b, size_t n) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < n; i++) {
-    double d = a[i] - b[i];
-    num += d * d;
-    den += b[i] * b[i];
-  }
-  return sqrt(num) / fmax(sqrt(den), 1e-30);
-}
-
 static void check(checker *c, const char *what, size_t layer, const float *a,
                   const double *b, size_t n, double tol) {
   if (!n) return;
-  double e = rel_err(a, b, n);
+  double e = cnn_test_rel_err_f(a, b, n);
   if (e <= tol) return;
-  size_t worst = 0;
-  for (size_t i = 1; i < n; i++)
-    if (fabs(a[i] - b[i]) > fabs(a[worst] - b[worst])) worst = i;
+  size_t worst = cnn_test_worst_f(a, b, n);
   printf("FAIL %s, layer %zu: %s relative error %.3g > %.1g (worst [%zu]: "
          "%.9g vs %.9g)\n", c->name, layer, what, e, tol, worst, a[worst],
          b[worst]);
