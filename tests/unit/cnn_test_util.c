@@ -32,6 +32,31 @@ double cnn_test_uniform(uint64_t *state) {
   return (double)(*state >> 11) / 4503599627370496.0 - 1.0;
 }
 
+double *cnn_test_fill(size_t n, uint64_t *rng, double scale, double shift) {
+  double *v = calloc(n ? n : 1, sizeof *v);
+  assert_non_null(v);
+  for (size_t i = 0; i < n; i++) v[i] = shift + scale * cnn_test_uniform(rng);
+  return v;
+}
+
+void cnn_test_check_fd(const char *what, size_t case_i,
+                       double (*f)(const void *arg), const void *arg,
+                       double *v, size_t n, const double *analytic, double h,
+                       double tol) {
+  for (size_t i = 0; i < n; i++) {
+    double keep = v[i];
+    v[i] = keep + h;
+    double fp = f(arg);
+    v[i] = keep - h;
+    double fm = f(arg);
+    v[i] = keep;
+    double num = (fp - fm) / (2 * h);
+    if (fabs(num - analytic[i]) > tol * fmax(1, fabs(analytic[i])))
+      fail_msg("case %zu %s[%zu]: finite difference %.12g, analytic %.12g",
+               case_i, what, i, num, analytic[i]);
+  }
+}
+
 double cnn_test_rel_err_f(const float *a, const double *b, size_t n) {
   double num = 0, den = 0;
   for (size_t i = 0; i < n; i++) {

@@ -18,6 +18,19 @@ cnn_net *cnn_test_parse(const char *text);
 /* Uniform in [-1, 1), from a 64-bit LCG state. */
 double cnn_test_uniform(uint64_t *state);
 
+/* n values shift + scale * cnn_test_uniform(rng), in a new array (the
+ * caller frees it). */
+double *cnn_test_fill(size_t n, uint64_t *rng, double scale, double shift);
+
+/* cnn_test_check_fd - analytic[i], for each i < n, against the central
+ * difference (f(v[i] + h) - f(v[i] - h)) / 2h of the objective f (given
+ * arg; it reads v); the test fails where they differ by more than tol *
+ * max(1, |analytic[i]|), naming case_i, what and i. v is left as it was. */
+void cnn_test_check_fd(const char *what, size_t case_i,
+                       double (*f)(const void *arg), const void *arg,
+                       double *v, size_t n, const double *analytic, double h,
+                       double tol);
+
 /* ||a - b|| / max(||b||, 1e-30), over n values. */
 double cnn_test_rel_err_f(const float *a, const double *b, size_t n);
 

@@ -51,38 +51,21 @@ static const layer_case cases[] = {
 
 #define BATCH 2
 
-static double objective(const cnn_layer *l, const double *x, const double *w,
-                        const double *b, const double *r, double *y) {
-  cnn_ref_forward(l, BATCH, x, w, b, y);
+/* The objective's operands: the layer, its input and parameters (what
+ * the differences change), r, and y for the output. */
+typedef struct fd_args {
+  const cnn_layer *l;
+  const double *x, *w, *b, *r;
+  double *y;
+} fd_args;
+
+static double objective(const void *arg) {
+  const fd_args *a = arg;
+  cnn_ref_forward(a->l, BATCH, a->x, a->w, a->b, a->y);
   double f = 0;
-  for (size_t i = 0; i < BATCH * cnn_ref_elems(l->out); i++) f += r[i] * y[i];
+  for (size_t i = 0; i < BATCH * cnn_ref_elems(a->l->out); i++)
+    f += a->r[i] * a->y[i];
   return f;
-}
-
-/* Check analytic[i] against the central difference of the objective in
- * v[i], for every i < n. */
-static void check_fd(const char *what, size_t case_i, const cnn_layer *l,
-                     double *x, double *w, double *b, const double *r,
-                     double *y, double *v, size_t n, const double *analytic) {
-  for (size_t i = 0; i < n; i++) {
-    double keep = v[i];
-    v[i] = keep + H;
-    double fp = objective(l, x, w, b, r, y);
-    v[i] = keep - H;
-    double fm = objective(l, x, w, b, r, y);
-    v[i] = keep;
-    double num = (fp - fm) / (2 * H);
-    if (fabs(num - analytic[i]) > TOL * fmax(1, fabs(analytic[i])))
-      fail_msg("case %zu %s[%zu]: finite difference %.12g, analytic %.12g",
-               case_i, what, i, num, analytic[i]);
-  }
-}
-
-static double *fill(size_t n, uint64_t *rng) {
-  double *v = calloc(n ? n : 1, sizeof *v);
-  assert_non_null(v);
-  for (size_t i = 0; i < n; i++) v[i] = cnn_test_uniform(rng);
-  return v;
 }
 
 static void test_layers(void **state) {
@@ -94,8 +77,10 @@ static void test_layers(void **state) {
     const cnn_layer *l = &cnn_net_layers(net, &nl)[0];
     uint64_t rng = 1234 + ci;
     size_t nx = BATCH * cnn_ref_elems(l->in), ny = BATCH * cnn_ref_elems(l->out);
-    double *x = fill(nx, &rng), *r = fill(ny, &rng);
-    double *w = fill(l->weights, &rng), *b = fill(l->biases, &rng);
+    double *x = cnn_test_fill(nx, &rng, 1, 0);
+    double *r = cnn_test_fill(ny, &rng, 1, 0);
+    double *w = cnn_test_fill(l->weights, &rng, 1, 0);
+    double *b = cnn_test_fill(l->biases, &rng, 1, 0);
     double *y = calloc(ny, sizeof *y), *dx = calloc(nx, sizeof *dx);
     double *dw = calloc(l->weights + 1, sizeof *dw);
     double *db = calloc(l->biases + 1, sizeof *db);
@@ -104,9 +89,10 @@ static void test_layers(void **state) {
     cnn_ref_forward(l, BATCH, x, w, b, y);
     cnn_ref_backward(l, BATCH, x, y, w, r, dx, l->weights ? dw : NULL,
                      l->biases ? db : NULL);
-    check_fd("dx", ci, l, x, w, b, r, yt, x, nx, dx);
-    check_fd("dw", ci, l, x, w, b, r, yt, w, l->weights, dw);
-    check_fd("db", ci, l, x, w, b, r, yt, b, l->biases, db);
+    fd_args a = {l, x, w, b, r, yt};
+    cnn_test_check_fd("dx", ci, objective, &a, x, nx, dx, H, TOL);
+    cnn_test_check_fd("dw", ci, objective, &a, w, l->weights, dw, H, TOL);
+    cnn_test_check_fd("db", ci, objective, &a, b, l->biases, db, H, TOL);
     /* PG accumulates: a second backward doubles the gradients */
     if (l->weights) {
       double dw0 = dw[0], db0 = db[0];

@@ -65,18 +65,11 @@ typedef struct params {
   cnn_ref_params p;
 } params;
 
-static double *fill(size_t n, uint64_t *rng, double scale, double shift) {
-  double *v = calloc(n ? n : 1, sizeof *v);
-  assert_non_null(v);
-  for (size_t i = 0; i < n; i++) v[i] = shift + scale * cnn_test_uniform(rng);
-  return v;
-}
-
 static void params_make(params *q, const cnn_layer *l, uint64_t *rng) {
-  q->w = fill(l->weights, rng, 1, 0);
-  q->b = fill(l->biases, rng, 1, 0);
-  q->s = fill(l->scales, rng, 0.5, 1);          /* scales near 1 */
-  q->roll = fill(l->rolling, rng, 0, 0);
+  q->w = cnn_test_fill(l->weights, rng, 1, 0);
+  q->b = cnn_test_fill(l->biases, rng, 1, 0);
+  q->s = cnn_test_fill(l->scales, rng, 0.5, 1);     /* scales near 1 */
+  q->roll = cnn_test_fill(l->rolling, rng, 0, 0);
   for (uint64_t c = 0; c < l->scales; c++) q->roll[l->scales + c] = 1;
   q->p = (cnn_ref_params){q->w, q->b, q->s, q->roll};
 }
@@ -87,31 +80,23 @@ static void params_free(params *q) {
 
 static const cnn_pass recompute = {CNN_MODE_RECOMPUTE, 7, 11, 2};
 
-static double objective(const cnn_layer *l, const double *x,
-                        const params *q, const double *r, double *y) {
-  cnn_ref_forward_pass(l, 4, BATCH, &recompute, x, &q->p, y);
-  double f = 0;
-  for (size_t i = 0; i < BATCH * cnn_ref_elems(l->out); i++) f += r[i] * y[i];
-  return f;
-}
+/* The objective's operands: the layer, its input and parameters (what
+ * the differences change), r, and y for the output. */
+typedef struct fd_args {
+  const cnn_layer *l;
+  const double *x;
+  const params *q;
+  const double *r;
+  double *y;
+} fd_args;
 
-/* analytic[i] against the central difference of the objective in v[i]. */
-static void check_fd(const char *what, size_t case_i, const cnn_layer *l,
-                     const double *x, const params *q, const double *r,
-                     double *y, double *v, size_t n,
-                     const double *analytic) {
-  for (size_t i = 0; i < n; i++) {
-    double keep = v[i];
-    v[i] = keep + H;
-    double fp = objective(l, x, q, r, y);
-    v[i] = keep - H;
-    double fm = objective(l, x, q, r, y);
-    v[i] = keep;
-    double num = (fp - fm) / (2 * H);
-    if (fabs(num - analytic[i]) > TOL * fmax(1, fabs(analytic[i])))
-      fail_msg("case %zu %s[%zu]: finite difference %.12g, analytic %.12g",
-               case_i, what, i, num, analytic[i]);
-  }
+static double objective(const void *arg) {
+  const fd_args *a = arg;
+  cnn_ref_forward_pass(a->l, 4, BATCH, &recompute, a->x, &a->q->p, a->y);
+  double f = 0;
+  for (size_t i = 0; i < BATCH * cnn_ref_elems(a->l->out); i++)
+    f += a->r[i] * a->y[i];
+  return f;
 }
 
 static void test_layers_fd(void **state) {
@@ -124,7 +109,8 @@ static void test_layers_fd(void **state) {
     uint64_t rng = 4321 + ci;
     size_t nx = BATCH * cnn_ref_elems(l->in);
     size_t ny = BATCH * cnn_ref_elems(l->out);
-    double *x = fill(nx, &rng, 1, 0), *r = fill(ny, &rng, 1, 0);
+    double *x = cnn_test_fill(nx, &rng, 1, 0);
+    double *r = cnn_test_fill(ny, &rng, 1, 0);
     params q;
     params_make(&q, l, &rng);
     double *y = calloc(ny, sizeof *y), *yt = calloc(ny, sizeof *yt);
@@ -137,10 +123,12 @@ static void test_layers_fd(void **state) {
     cnn_ref_backward_pass(l, 4, BATCH, &recompute, x, y, &q.p, r, dx,
                           l->weights ? dw : NULL, l->biases ? db : NULL,
                           l->scales ? ds : NULL);
-    check_fd("dx", ci, l, x, &q, r, yt, x, nx, dx);
-    check_fd("dw", ci, l, x, &q, r, yt, q.w, l->weights, dw);
-    check_fd("db", ci, l, x, &q, r, yt, q.b, l->biases, db);
-    check_fd("dscales", ci, l, x, &q, r, yt, q.s, l->scales, ds);
+    fd_args a = {l, x, &q, r, yt};
+    cnn_test_check_fd("dx", ci, objective, &a, x, nx, dx, H, TOL);
+    cnn_test_check_fd("dw", ci, objective, &a, q.w, l->weights, dw, H, TOL);
+    cnn_test_check_fd("db", ci, objective, &a, q.b, l->biases, db, H, TOL);
+    cnn_test_check_fd("dscales", ci, objective, &a, q.s, l->scales, ds, H,
+                      TOL);
     /* PG accumulates: a second backward doubles the gradients */
     if (l->scales) {
       double ds0 = ds[0], db0 = db[0];
