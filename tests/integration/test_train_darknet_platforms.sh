@@ -23,7 +23,8 @@
 #
 # When this machine has an OpenCL device (opencl_devices.sh), the opencl
 # platform must serve cnn, or the test fails; without one the test runs
-# the rest and then exits 77, which ctest reports as skipped.
+# the rest and then exits 77, which ctest reports as skipped (cnn_kinds,
+# train_nam.sh).
 set -u
 EMBER=$1
 NAM=$2
@@ -48,39 +49,11 @@ trap 'exit 1' INT TERM
 unset EMBER_NAM EMBER_RECONNECT_WINDOW_MS
 failures=0
 
-. "$(dirname "$0")/opencl_devices.sh"
+. "$(dirname "$0")/train_nam.sh"
 
 SOCK=$WORK/nam.sock
-OMP_NUM_THREADS=1 "$NAM" --config "$SRC/deploy/nam.conf.example" \
-  --set "listen=unix:$SOCK" --set log_level=notice --set metrics_listen= \
-  --set cpu_workers=2 --set "opencl.cache_dir=$BIN/kernel-cache" \
-  --set fpga-emu.boards=4 --set "fpga-emu.bitstreams=cnn" \
-  --set fpga-emu.reprogram_time=0 >"$WORK/nam.log" 2>&1 &
-PIDS="$PIDS $!"
-tries=0
-until "$EMBER" accelerators --nam "unix:$SOCK" >"$WORK/acc" 2>/dev/null; do
-  tries=$((tries + 1))
-  if [ $tries -gt 600 ]; then
-    echo "FAIL: ember-nam did not come up:" >&2
-    cat "$WORK/nam.log" >&2
-    exit 1
-  fi
-  sleep 0.05
-done
-
-kinds="cpu fpga-emu"
-opencl_missing=0
-if grep -q '^cnn .*opencl' "$WORK/acc"; then
-  kinds="$kinds opencl"
-elif opencl_devices >/dev/null; then
-  echo "FAIL: this machine has an OpenCL device ($(opencl_devices))," \
-       "but the NAM's opencl platform does not serve cnn:" >&2
-  cat "$WORK/acc" >&2
-  failures=$((failures + 1))
-else
-  echo "no OpenCL device on this machine: the opencl runs are skipped"
-  opencl_missing=1
-fi
+start_nam "$SOCK" "$WORK/nam.log"
+cnn_kinds
 
 # run NAME KIND SEED [ARGS...]: train, then check the platform kind of
 # every stage and the final test accuracy against FLOOR

@@ -18,7 +18,8 @@
 #
 # When this machine has an OpenCL device (opencl_devices.sh), the opencl
 # platform must serve cnn, or the test fails; without one the test runs
-# the rest and then exits 77, which ctest reports as skipped.
+# the rest and then exits 77, which ctest reports as skipped (cnn_kinds,
+# train_nam.sh).
 set -u
 EMBER=$1
 NAM=$2
@@ -37,25 +38,6 @@ trap 'exit 1' INT TERM
 unset EMBER_NAM EMBER_RECONNECT_WINDOW_MS
 failures=0
 
-start_nam() { # socket log
-  OMP_NUM_THREADS=1 "$NAM" --config "$SRC/deploy/nam.conf.example" \
-    --set "listen=unix:$1" --set log_level=notice --set metrics_listen= \
-    --set cpu_workers=2 --set "opencl.cache_dir=$BIN/kernel-cache" \
-    --set fpga-emu.boards=4 --set "fpga-emu.bitstreams=cnn" \
-    --set fpga-emu.reprogram_time=0 >"$2" 2>&1 &
-  PIDS="$PIDS $!"
-  tries=0
-  until "$EMBER" accelerators --nam "unix:$1" >"$WORK/acc" 2>/dev/null; do
-    tries=$((tries + 1))
-    if [ $tries -gt 600 ]; then
-      echo "FAIL: ember-nam did not come up:" >&2
-      cat "$2" >&2
-      exit 1
-    fi
-    sleep 0.05
-  done
-}
-
 # Under a sanitizer (EMBER_TEST_SANITIZED=1, which ctest sets in such
 # builds) every configuration runs 2 epochs instead of 10: each path once,
 # bit for bit as before; the sanitizers look for memory errors and races,
@@ -63,7 +45,7 @@ start_nam() { # socket log
 EPOCHS=10
 [ "${EMBER_TEST_SANITIZED:-0}" = 1 ] && EPOCHS=2
 . "$(dirname "$0")/train_runs.sh"
-. "$(dirname "$0")/opencl_devices.sh"
+. "$(dirname "$0")/train_nam.sh"
 
 # same A B [TOL N]: the loss after the last of the first N epochs (all)
 # epochs within TOL (1e-5) relative, the issue's figure, and every epoch's
@@ -112,19 +94,7 @@ same_bits() {
 
 SOCK=$WORK/nam.sock
 start_nam "$SOCK" "$WORK/nam.log"
-kinds="cpu fpga-emu"
-opencl_missing=0
-if grep -q '^cnn .*opencl' "$WORK/acc"; then
-  kinds="$kinds opencl"
-elif opencl_devices >/dev/null; then
-  echo "FAIL: this machine has an OpenCL device ($(opencl_devices))," \
-       "but the NAM's opencl platform does not serve cnn:" >&2
-  cat "$WORK/acc" >&2
-  failures=$((failures + 1))
-else
-  echo "no OpenCL device on this machine: the opencl runs are skipped"
-  opencl_missing=1
-fi
+cnn_kinds
 # whole layers (--layers-only): every stage count computes what one stage
 # does, bit for bit
 for kind in $kinds; do
