@@ -27,6 +27,16 @@ cnn_net *cnn_test_parse(const char *text) {
   return net;
 }
 
+cnn_net *cnn_test_layer_net(uint32_t h, uint32_t w, uint32_t c,
+                            const char *layer) {
+  char cfg[512];
+  int n = snprintf(cfg, sizeof cfg,
+                   "[maxpool]\nsize=1\nstride=1\npadding=0\n%s[softmax]\n",
+                   layer);
+  assert_true(n > 0 && (size_t)n < sizeof cfg);
+  return cnn_test_net(h, w, c, cfg);
+}
+
 double cnn_test_uniform(uint64_t *state) {
   *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
   return (double)(*state >> 11) / 4503599627370496.0 - 1.0;

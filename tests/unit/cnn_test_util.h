@@ -15,6 +15,11 @@ cnn_net *cnn_test_net(uint32_t h, uint32_t w, uint32_t c, const char *layers);
 /* The network of the .cfg text (NUL-terminated); fails the test on error. */
 cnn_net *cnn_test_parse(const char *text);
 
+/* cnn_test_net of an identity max-pool (size 1, so that the stage [1, 2)
+ * computes its input error), the sections in layer, and a softmax. */
+cnn_net *cnn_test_layer_net(uint32_t h, uint32_t w, uint32_t c,
+                            const char *layer);
+
 /* Uniform in [-1, 1), from a 64-bit LCG state. */
 double cnn_test_uniform(uint64_t *state);
 

@@ -264,12 +264,10 @@ static const struct {
 static void test_single_layers(void **state) {
   (void)state;
   for (size_t i = 0; i < sizeof layer_cases / sizeof layer_cases[0]; i++) {
-    char cfg[512], name[32];
-    snprintf(cfg, sizeof cfg, "[maxpool]\nsize=1\nstride=1\npadding=0\n%s"
-             "[softmax]\n", layer_cases[i].cfg);
+    char name[32];
     snprintf(name, sizeof name, "case %zu", i);
-    cnn_net *net = cnn_test_net(layer_cases[i].h, layer_cases[i].w,
-                                layer_cases[i].c, cfg);
+    cnn_net *net = cnn_test_layer_net(layer_cases[i].h, layer_cases[i].w,
+                                      layer_cases[i].c, layer_cases[i].cfg);
     compare_stage(name, net, 1, 2, 3, 7 + i);
     cnn_net_destroy(net);
   }

@@ -102,11 +102,10 @@ static const struct {
 static void test_single_layers(void **state) {
   (void)state;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char cfg[512], name[32];
-    snprintf(cfg, sizeof cfg, "[maxpool]\nsize=1\nstride=1\npadding=0\n%s"
-             "[softmax]\n", cases[i].cfg);
+    char name[32];
     snprintf(name, sizeof name, "case %zu", i);
-    cnn_net *net = cnn_test_net(cases[i].h, cases[i].w, cases[i].c, cfg);
+    cnn_net *net = cnn_test_layer_net(cases[i].h, cases[i].w, cases[i].c,
+                                      cases[i].cfg);
     check_range(name, net, 1, 2, 3, 17 + i);
     cnn_net_destroy(net);
   }
