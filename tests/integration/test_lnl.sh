@@ -8,7 +8,7 @@
 #              board carries every built-in accelerator, plf included):
 #              --platform cpu, fpga-emu, opencl and any platform. Double
 #              must match beagle_double_lnl within 1e-10 relative (about
-#              1e-12 seen), single beagle_single_lnl (the double value
+#              5e-15 seen), single beagle_single_lnl (the double value
 #              where the table has none) within 1e-5 (about 3e-7 seen).
 #              The largest error of each is printed. On a machine with an
 #              OpenCL device (opencl_devices.sh) the NAM's opencl platform
