@@ -54,6 +54,8 @@ struct nam_cache_entry {
   int pending;                 /* out: not written yet */
   int lost;                    /* out, state: contents untrusted */
   int claimed;                 /* state: claims held (tasks, a read) */
+  unsigned tasks;              /* state: tasks naming it, queued or
+                                  running (restore waits for them) */
   int held;                    /* state: a read or snapshot holds it */
   int host_loading;            /* the host bytes are being read back */
   unsigned readers;            /* reads waiting for a claim to end */
@@ -571,6 +573,25 @@ void nam_block_cache_unhold(nam_block_cache *c, nam_block_hold *e) {
   pthread_mutex_unlock(&c->lock);
 }
 
+int nam_block_cache_hold_state(nam_block_cache *c, uint64_t app, uint64_t id,
+                               nam_block_hold **ref, nam_block_info *info) {
+  int rc = nam_block_cache_hold(c, app, id, ref, info);
+  if (rc) return rc;
+  pthread_mutex_lock(&c->lock);
+  if ((*ref)->kind == NAM_BLOCK_STATE) (*ref)->tasks++;
+  pthread_mutex_unlock(&c->lock);
+  return 0;
+}
+
+void nam_block_cache_unhold_state(nam_block_cache *c, nam_block_hold *e) {
+  if (!e) return;
+  pthread_mutex_lock(&c->lock);
+  /* a block's kind never changes: only state holds counted a task */
+  if (e->kind == NAM_BLOCK_STATE && e->tasks > 0) e->tasks--;
+  unbusy(c, e);
+  pthread_mutex_unlock(&c->lock);
+}
+
 void nam_block_cache_ref_info(nam_block_cache *c, const nam_block_hold *e,
                               nam_block_info *info) {
   pthread_mutex_lock(&c->lock);
@@ -918,9 +939,12 @@ int nam_block_cache_restore(nam_block_cache *c, uint64_t app, uint64_t id,
                             uint64_t *version) {
   pthread_mutex_lock(&c->lock);
   nam_cache_entry *e = find(c, app, id);
+  /* busy while a task that names it is queued or running: a restore
+   * between a task's submit and its run would change the bytes the app
+   * submitted it on; the app waits for its tasks, then restores */
   int rc = !e ? EMBER_ENOTFOUND
            : e->kind != NAM_BLOCK_STATE ? EMBER_EINVAL
-           : e->claimed ? EMBER_EBUSY : 0;
+           : e->claimed || e->tasks > 0 ? EMBER_EBUSY : 0;
   if (rc == 0) {
     e->busy++;
     /* a device snapshot comes back where it is; else the host bytes do,

@@ -234,6 +234,13 @@ typedef struct nam_block_info {
 int nam_block_cache_hold(nam_block_cache *cache, uint64_t app, uint64_t id,
                          nam_block_hold **ref, nam_block_info *info);
 void nam_block_cache_unhold(nam_block_cache *cache, nam_block_hold *ref);
+/* nam_block_cache_hold_state - hold as a task's state: as hold, and a
+ * state block counts the task until unhold_state (restore is EMBER_EBUSY
+ * while any task that names the block is queued or running). */
+int nam_block_cache_hold_state(nam_block_cache *cache, uint64_t app,
+                               uint64_t id, nam_block_hold **ref,
+                               nam_block_info *info);
+void nam_block_cache_unhold_state(nam_block_cache *cache, nam_block_hold *ref);
 /* nam_block_cache_info - a snapshot of a held block. */
 void nam_block_cache_ref_info(nam_block_cache *cache, const nam_block_hold *ref,
                               nam_block_info *info);
@@ -325,8 +332,9 @@ int nam_block_cache_read(nam_block_cache *cache, uint64_t app, uint64_t id,
 
 /* nam_block_cache_restore - a state block goes back to its host bytes (its
  * last synced version): the device copy is freed, it is no longer lost,
- * and its next task uploads it again. EMBER_EBUSY while a task holds it,
- * EMBER_EINVAL for a block that is not state, EMBER_ENOTFOUND. */
+ * and its next task uploads it again. EMBER_EBUSY while a task that names
+ * it is queued or running (hold_state) or a read holds it, EMBER_EINVAL
+ * for a block that is not state, EMBER_ENOTFOUND. */
 int nam_block_cache_restore(nam_block_cache *cache, uint64_t app, uint64_t id,
                             uint64_t *version);
 

@@ -268,7 +268,8 @@ static int resolve_blocks(nam_engine *e, nam_task *t,
   size_t state_sizes[ACC_MAX_STATES];
   for (size_t i = 0; i < spec->n_states; i++) {
     uint64_t id = spec->state_ids[i];
-    if (nam_block_cache_hold(e->cache, t->app, id, &t->state_refs[i], &info))
+    if (nam_block_cache_hold_state(e->cache, t->app, id, &t->state_refs[i],
+                                   &info))
       return refuse(spec, EMBER_ENOTFOUND, "state %zu: block %llu not found",
                     i, (unsigned long long)id);
     t->n_states = i + 1;

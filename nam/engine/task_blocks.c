@@ -230,7 +230,7 @@ void nam_task_drop_refs(nam_engine *e, nam_task *t) {
   }
   t->n_outputs = 0;
   for (size_t i = 0; i < t->n_states; i++) {
-    nam_block_cache_unhold(e->cache, t->state_refs[i]);
+    nam_block_cache_unhold_state(e->cache, t->state_refs[i]);
     t->state_refs[i] = NULL;
   }
   t->n_states = 0;

@@ -217,7 +217,9 @@ class Block:
 
     def restore(self):
         """State blocks: go back to the last synced version (or the first
-        bytes) after a failure (EMBER_ESTATE); returns that version."""
+        bytes) after a failure (EMBER_ESTATE); returns that version.
+        Raises EMBER_EBUSY while a task that names the block is queued or
+        running: wait for them first."""
         ver = ctypes.c_uint64()
         check(lib.ember_block_restore(self._handle(), ctypes.byref(ver)))
         self.version = ver.value

@@ -29,6 +29,11 @@
  *                failed; restored, it runs again (on the cpu)
  *   refusals     unknown state id, an in-use output id, a state named as
  *                input, plan() refusing a bad shape
+ *   restore busy a restore while a task on the state is queued (not yet
+ *                running: the board is busy with another task) is
+ *                EMBER_EBUSY, as while one runs; once the task completed
+ *                the restore goes through, and the task ran on the bytes
+ *                it was submitted on
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -566,6 +571,94 @@ static void test_refusals(void **state) {
   nam_engine_destroy(e);
 }
 
+/* Submit one tally task without waiting for it. */
+static nam_task *submit_task(nam_engine *e, const task_args *a, waiter *w) {
+  uint8_t params[8];
+  memcpy(params, &a->k, 8);
+  void *prepared = NULL;
+  char err[256] = "";
+  assert_int_equal(acc_tally_descriptor.validate(params, 8, a->inputs,
+                                                 a->n_inputs, &prepared, err,
+                                                 sizeof err),
+                   0);
+  nam_task_spec spec = {
+    .acc = &acc_tally_descriptor, .prepared = prepared,
+    .inputs = a->inputs, .n_inputs = a->n_inputs, .app = APP,
+    .block_ids = a->in_ids, .platform_kind = a->platform,
+    .output_ids = a->out_ids, .n_outputs = a->n_outputs,
+    .state_ids = a->state_ids, .n_states = a->n_states,
+    .done = on_done, .user = w, .err = err, .err_len = sizeof err,
+  };
+  nam_task *t = NULL;
+  int rc = nam_engine_submit(e, &spec, &t);
+  if (rc) fail_msg("submit: %s (%s)", ember_strerror(rc), err);
+  return t;
+}
+
+static void wait_task(waiter *w) {
+  pthread_mutex_lock(&w->mu);
+  while (!w->done) pthread_cond_wait(&w->cv, &w->mu);
+  pthread_mutex_unlock(&w->mu);
+}
+
+static void test_restore_busy_while_queued(void **state) {
+  (void)state;
+  /* one board, one task at a time, real clock and a slow link: a 4 MiB
+   * task without state holds it for about 200 ms */
+  ejob_board(&board, "fpga0");
+  snprintf(board.bitstreams[0], sizeof board.bitstreams[0], "tally");
+  board.n_bitstreams = 1;
+  board.virtual_clock = 0;
+  board.pcie_gbps = 0.04;
+  board.reprogram_ms = 0;
+  nam_engine_config cfg = {
+    .no_cpu = 1, .pipeline_depth = 1, .fpga = &board, .n_fpga = 1,
+    .accelerators = accels, .n_accelerators = 1, .fail_threshold = 1000,
+  };
+  nam_engine *e = NULL;
+  assert_int_equal(nam_engine_create(&cfg, &e), 0);
+  static uint64_t bytes[N], want[N];
+  put_state(e, bytes);
+  enum { BIG = 512 * 1024 };
+  uint64_t *big = calloc(BIG, sizeof *big);
+  assert_non_null(big);
+  acc_block blk = {(const uint8_t *)big, BIG * sizeof *big};
+  uint64_t in_id = 29, out = 30, sid = STATE_ID;
+  assert_int_equal(nam_block_cache_put(nam_engine_block_cache(e), APP, in_id,
+                                       0, big, blk.size, NULL, NULL),
+                   0);
+  task_args slow = {.k = 1, .in_ids = &in_id, .inputs = &blk, .n_inputs = 1,
+                    .out_ids = &out, .n_outputs = 1, .platform = "fpga-emu"};
+  task_args on_state = {.k = 1, .state_ids = &sid, .n_states = 1,
+                        .platform = "fpga-emu"};
+  waiter w1 = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+  waiter w2 = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+  nam_task *t1 = submit_task(e, &slow, &w1);
+  nam_task *t2 = submit_task(e, &on_state, &w2);
+  /* the state's task waits behind the slow one: queued, not running */
+  nam_block_op_result r = block_op(e, NAM_BLOCK_RESTORE, STATE_ID);
+  assert_int_equal(r.status, EMBER_EBUSY);
+  pthread_mutex_lock(&w2.mu);
+  int done_early = w2.done;
+  pthread_mutex_unlock(&w2.mu);
+  assert_false(done_early); /* it was still queued when refused */
+  wait_task(&w1);
+  wait_task(&w2);
+  assert_int_equal(nam_task_status(t1), 0);
+  assert_int_equal(nam_task_status(t2), 0);
+  reference(want, 1);
+  expect_read(e, STATE_ID, want, 1, "the state after its queued task");
+  /* nothing queued on it now: the restore goes back to its first bytes */
+  r = block_op(e, NAM_BLOCK_RESTORE, STATE_ID);
+  assert_int_equal(r.status, 0);
+  reference(want, 0);
+  expect_read(e, STATE_ID, want, 0, "restored state");
+  nam_task_free(t1);
+  nam_task_free(t2);
+  free(big);
+  nam_engine_destroy(e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_state_cpu),
@@ -577,6 +670,7 @@ int main(void) {
       cmocka_unit_test(test_state_hang),
       cmocka_unit_test(test_state_disabled),
       cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_restore_busy_while_queued),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -222,8 +222,10 @@ int ember_block_sync(ember_block *block, uint64_t *version);
 
 /* ember_block_restore - take a state block back to its last synced
  * version: it is trusted again, and its next task uploads it anew.
- * *version (may be NULL) gets that version. EMBER_EBUSY while a task runs
- * on it; EMBER_EINVAL for a block that is not state. */
+ * *version (may be NULL) gets that version. EMBER_EBUSY while a task that
+ * names the block is queued or running (a restore never changes the bytes
+ * a submitted task runs on: wait for your tasks on it to complete, then
+ * restore); EMBER_EINVAL for a block that is not state. */
 int ember_block_restore(ember_block *block, uint64_t *version);
 
 /* ------------------------------------------------------------------------ */
