@@ -18,11 +18,24 @@ float *cpu_mem_data(const_dnnl_memory_t m) {
   return p;
 }
 
-static int exec(cnn_cpu_stage *s, dnnl_primitive_t p, int nargs,
-                const dnnl_exec_arg_t *args) {
-  return dnnl_primitive_execute(p, s->stream, nargs, args) == dnnl_success
+/* Run p with its arguments and the stage's scratch (cnn_cpu_internal.h:
+ * every primitive of the stage is created for it; one that needs none
+ * ignores it). */
+static int exec_with(cnn_cpu_stage *s, dnnl_primitive_t p, int nargs,
+                     const dnnl_exec_arg_t *args, dnnl_memory_t scratch) {
+  dnnl_exec_arg_t all[CPU_STEP_MAX_ARGS + 1];
+  if (nargs < 0 || nargs > CPU_STEP_MAX_ARGS) return EMBER_EINTERNAL;
+  for (int i = 0; i < nargs; i++) all[i] = args[i];
+  all[nargs] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, scratch};
+  return dnnl_primitive_execute(p, s->stream, nargs + 1, all) ==
+                 dnnl_success
              ? 0
              : EMBER_EPLATFORM;
+}
+
+static int exec(cnn_cpu_stage *s, dnnl_primitive_t p, int nargs,
+                const dnnl_exec_arg_t *args) {
+  return exec_with(s, p, nargs, args, s->scratch);
 }
 
 static int exec_reorder(cnn_cpu_stage *s, dnnl_primitive_t p,
@@ -241,15 +254,37 @@ static int copy_params(cnn_cpu_stage *s, cpu_layer *l, dnnl_memory_t w,
   dnnl_memory_get_memory_desc(to_stage ? w : canon, &dmd);
   dnnl_primitive_desc_t pd;
   dnnl_primitive_t p = NULL;
+  dnnl_memory_t scratch = s->scratch, own = NULL;
+  void *own_buf = NULL;
   int rc = EMBER_EPLATFORM;
   if (dnnl_reorder_primitive_desc_create(&pd, smd, s->engine, dmd, s->engine,
-                                         NULL) == dnnl_success) {
-    if (dnnl_primitive_create(&p, pd) == dnnl_success)
-      rc = exec_reorder(s, p, to_stage ? canon : w, to_stage ? w : canon);
+                                         s->attr) == dnnl_success) {
+    /* a reorder that asks for more scratch than the stage has gets its
+     * own (plain reorders of weights ask for none) */
+    const dnnl_memory_desc_t *scr =
+        dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t need = scr ? dnnl_memory_desc_get_size(scr) : 0;
+    if (need > s->scratch_size) {
+      own_buf = need <= CNN_CPU_MAX_SCRATCH_BYTES
+                    ? aligned_alloc(64, (need + 63) & ~(size_t)63)
+                    : NULL;
+      if (own_buf &&
+          dnnl_memory_create(&own, scr, s->engine, own_buf) == dnnl_success)
+        scratch = own;
+      else
+        rc = EMBER_ENOMEM;
+    }
+    if (rc != EMBER_ENOMEM && dnnl_primitive_create(&p, pd) == dnnl_success) {
+      dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, to_stage ? canon : w},
+                                 {DNNL_ARG_TO, to_stage ? w : canon}};
+      rc = exec_with(s, p, 2, args, scratch);
+    }
     dnnl_primitive_desc_destroy(pd);
   }
   if (!rc && dnnl_stream_wait(s->stream) != dnnl_success) rc = EMBER_EPLATFORM;
   if (p) dnnl_primitive_destroy(p);
+  if (own) dnnl_memory_destroy(own);
+  free(own_buf);
   dnnl_memory_destroy(canon);
   /* biases are plain vectors in every layout oneDNN picks for them */
   size_t nb = l->l.biases * sizeof(float);

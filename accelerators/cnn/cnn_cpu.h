@@ -22,7 +22,9 @@
  * Threads: oneDNN as Debian builds it (libdnnl2 2.6) runs its primitives
  * on OpenMP (DNNL_CPU_RUNTIME_OMP, libgomp): a call uses the OpenMP team
  * of the calling thread, OMP_NUM_THREADS threads by default. A stage is
- * used by one thread at a time; distinct stages are independent.
+ * used by one thread at a time, any thread: it was built on one thread
+ * need not run on it (its primitives' scratchpad is the stage's own, not
+ * oneDNN's per-thread one); distinct stages are independent.
  */
 #ifndef CNN_CPU_H
 #define CNN_CPU_H
@@ -34,6 +36,13 @@
 #include "cnn_pass.h"
 
 typedef struct cnn_cpu_stage cnn_cpu_stage;
+
+/* The most scratch a stage's oneDNN primitives may ask for (the largest
+ * one's: they share it). A gemm convolution (oneDNN's pick where its jit
+ * kernels do not apply, e.g. padding at least the kernel's size) asks for
+ * its input unrolled, C x K x K x OH x OW floats per thread: LeNet's conv2
+ * about 1 MiB, a hostile layer terabytes. */
+#define CNN_CPU_MAX_SCRATCH_BYTES (1ull << 30)
 
 /*
  * cnn_cpu_stage_create - the stage of layers first .. end-1 of net.
@@ -47,11 +56,15 @@ typedef struct cnn_cpu_stage cnn_cpu_stage;
  *                is 0)
  * Weights and biases start at 0, momentum and gradients at 0. The error at
  * the stage's input is computed unless first is 0.
+ * Every layer's shapes are checked against the arithmetic oneDNN applies
+ * before anything reaches it.
  * Returns 0, EMBER_EINVAL (bad arguments), EMBER_EPARAM (a layer this back
  * end does not run: a convolution, max-pool or avg-pool after a connected
- * layer in the same stage, a max-pool window wholly in padding, or a
- * shape oneDNN has no implementation for), EMBER_ENOMEM or
- * EMBER_EPLATFORM (another oneDNN failure, named in err).
+ * layer in the same stage, a max-pool window wholly in padding, shapes
+ * that do not chain or follow from the layer's kernel, stride and
+ * padding, or a shape oneDNN has no implementation for), EMBER_ETOOBIG
+ * (a primitive asks for more than CNN_CPU_MAX_SCRATCH_BYTES of scratch),
+ * EMBER_ENOMEM or EMBER_EPLATFORM (another oneDNN failure, named in err).
  */
 int cnn_cpu_stage_create(const cnn_net *net, size_t first, size_t end,
                          uint32_t batch, cnn_cpu_stage **out, char *err,
@@ -91,6 +104,13 @@ int cnn_cpu_ocp_slice_create(const cnn_net *net, size_t layer,
 
 /* cnn_cpu_stage_destroy - free a stage; NULL is a no-op. */
 void cnn_cpu_stage_destroy(cnn_cpu_stage *stage);
+
+/* cnn_cpu_stage_bytes - the bytes the stage holds in buffers of its own:
+ * its oneDNN memories (tensors, errors, parameters, momentum, gradients,
+ * workspaces, reorder copies) and its scratchpad; what keeping it costs
+ * (oneDNN's primitives themselves, jit code and descriptors, not
+ * counted). */
+size_t cnn_cpu_stage_bytes(const cnn_cpu_stage *stage);
 
 /* The stage's batch, and its first layer's input and last layer's output
  * shapes (per sample). */

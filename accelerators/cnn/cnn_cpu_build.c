@@ -76,6 +76,7 @@ static int new_mem(build *b, const dnnl_memory_desc_t *md, dnnl_memory_t *m) {
   }
   s->bufs[s->nmems] = buf;
   s->mems[s->nmems++] = *m;
+  s->bytes += size ? size : 64;
   return 0;
 }
 
@@ -86,6 +87,18 @@ static int new_prim(build *b, dnnl_primitive_desc_t pd, cpu_layer *l,
   cnn_cpu_stage *s = b->s;
   int rc = grow(b, (void **)&s->prims, &s->cap_prims, s->nprims,
                 sizeof *s->prims);
+  /* the stage's scratch serves every primitive: the largest one's size */
+  const dnnl_memory_desc_t *smd =
+      dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  size_t scratch = smd ? dnnl_memory_desc_get_size(smd) : 0;
+  if (!rc && scratch > CNN_CPU_MAX_SCRATCH_BYTES) {
+    const char *name = NULL;
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name);
+    rc = fail(b, EMBER_ETOOBIG, "oneDNN's %s asks for %zu bytes of "
+              "scratch, more than a stage's %llu", name ? name : "primitive",
+              scratch, (unsigned long long)CNN_CPU_MAX_SCRATCH_BYTES);
+  }
+  if (!rc && scratch > s->scratch_size) s->scratch_size = scratch;
   dnnl_status_t st = rc ? dnnl_success : dnnl_primitive_create(p, pd);
   if (!rc && st == dnnl_success && l) {
     const char *name = NULL;
@@ -132,7 +145,7 @@ static int add_sum(build *b, bool backward, cpu_layer *l, dnnl_memory_t dst,
   const dnnl_memory_desc_t srcs[2] = {*md, *md};
   const float scales[2] = {ka, kb};
   dnnl_primitive_desc_t pd;
-  DN(dnnl_sum_primitive_desc_create(&pd, md, 2, scales, srcs, NULL,
+  DN(dnnl_sum_primitive_desc_create(&pd, md, 2, scales, srcs, b->s->attr,
                                     b->s->engine),
      what);
   dnnl_primitive_t p;
@@ -161,7 +174,7 @@ static int reorder(build *b, dnnl_memory_t src, dnnl_memory_t dst, int list,
   dnnl_memory_get_memory_desc(dst, &dmd);
   dnnl_primitive_desc_t pd;
   DN(dnnl_reorder_primitive_desc_create(&pd, smd, b->s->engine, dmd,
-                                        b->s->engine, NULL),
+                                        b->s->engine, b->s->attr),
      "reorder");
   dnnl_primitive_t p;
   TRY(new_prim(b, pd, NULL, &p));
@@ -249,7 +262,7 @@ static int act_forward(build *b, size_t j, dnnl_primitive_desc_t *fwd_pd) {
   DN(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_training, alg, &t->md,
                                     alpha, 0.f),
      "activation forward");
-  DN(dnnl_primitive_desc_create(fwd_pd, &d, NULL, s->engine, NULL),
+  DN(dnnl_primitive_desc_create(fwd_pd, &d, s->attr, s->engine, NULL),
      "activation forward");
   dnnl_primitive_desc_t keep;
   DN(dnnl_primitive_desc_clone(&keep, *fwd_pd), "activation forward");
@@ -269,7 +282,7 @@ static int act_backward(build *b, size_t j, const_dnnl_primitive_desc_t hint,
   DN(dnnl_eltwise_backward_desc_init(&d, alg, &t->md, &t->md, alpha, 0.f),
      "activation backward");
   dnnl_primitive_desc_t pd;
-  DN(dnnl_primitive_desc_create(&pd, &d, NULL, s->engine, hint),
+  DN(dnnl_primitive_desc_create(&pd, &d, s->attr, s->engine, hint),
      "activation backward");
   dnnl_primitive_t p;
   TRY(new_prim(b, pd, NULL, &p));
@@ -326,7 +339,7 @@ static int bn_forward(build *b, size_t j, const dnnl_memory_desc_t *md,
   DN(dnnl_batch_normalization_forward_desc_init(
          &d, dnnl_forward_training, md, (float)CNN_BN_EPS, flags),
      "batch normalization forward");
-  DN(dnnl_primitive_desc_create(bwd_hint, &d, NULL, s->engine, NULL),
+  DN(dnnl_primitive_desc_create(bwd_hint, &d, s->attr, s->engine, NULL),
      "batch normalization forward");
   DN(dnnl_primitive_desc_clone(&keep, *bwd_hint), "batch normalization");
   TRY(new_prim(b, keep, L, &p));
@@ -346,7 +359,7 @@ static int bn_forward(build *b, size_t j, const dnnl_memory_desc_t *md,
          &d, dnnl_forward_inference, md, (float)CNN_BN_EPS,
          flags | dnnl_use_global_stats),
      "batch normalization inference");
-  DN(dnnl_primitive_desc_create(&pd, &d, NULL, s->engine, NULL),
+  DN(dnnl_primitive_desc_create(&pd, &d, s->attr, s->engine, NULL),
      "batch normalization inference");
   TRY(new_prim(b, pd, NULL, &p));
   dnnl_exec_arg_t infer[6] = {{DNNL_ARG_SRC, L->z},
@@ -375,7 +388,7 @@ static int bn_backward(build *b, size_t j, const dnnl_memory_desc_t *md,
          &d, dnnl_backward, md, md, (float)CNN_BN_EPS,
          dnnl_use_scale | dnnl_use_shift),
      "batch normalization backward");
-  DN(dnnl_primitive_desc_create(&pd, &d, NULL, s->engine, hint),
+  DN(dnnl_primitive_desc_create(&pd, &d, s->attr, s->engine, hint),
      "batch normalization backward");
   /* the last two are chosen per backward (cnn_cpu.c) */
   dnnl_exec_arg_t args[9] = {{DNNL_ARG_SRC, L->z},
@@ -462,7 +475,8 @@ static int build_weighted(build *b, size_t j) {
     fd = &ipd;
   }
   dnnl_primitive_desc_t fpd;
-  DN(dnnl_primitive_desc_create(&fpd, fd, NULL, s->engine, NULL), "forward");
+  DN(dnnl_primitive_desc_create(&fpd, fd, s->attr, s->engine, NULL),
+     "forward");
   dnnl_memory_desc_t src_md = *query(fpd, dnnl_query_src_md);
   dnnl_memory_desc_t w_md = *query(fpd, dnnl_query_weights_md);
   dnnl_memory_desc_t dst_md = *query(fpd, dnnl_query_dst_md);
@@ -522,7 +536,7 @@ static int build_weighted(build *b, size_t j) {
                                                          &dst_any);
     }
     if (st == dnnl_success)
-      st = dnnl_primitive_desc_create(&wpd, fd, NULL, s->engine, fpd);
+      st = dnnl_primitive_desc_create(&wpd, fd, s->attr, s->engine, fpd);
     if (st != dnnl_success) rc = dnnl_fail(b, st, "backward weights");
   }
   if (!rc) {
@@ -571,7 +585,7 @@ static int build_weighted(build *b, size_t j) {
                                                       &dst_any);
     }
     if (st == dnnl_success)
-      st = dnnl_primitive_desc_create(&dpd, fd, NULL, s->engine, fpd);
+      st = dnnl_primitive_desc_create(&dpd, fd, s->attr, s->engine, fpd);
     if (st != dnnl_success) rc = dnnl_fail(b, st, "backward data");
     dnnl_memory_desc_t wbd_md = w_md, dsrc_md = src_md;
     dnnl_memory_t d_ddst = NULL, dsrc = s->t[j].diff;
@@ -629,7 +643,8 @@ static int build_pool(build *b, size_t j, dnnl_alg_kind_t alg,
                                     &dst_any, strides, kernel, pl, pr),
      fwd_what);
   dnnl_primitive_desc_t fpd, keep = NULL;
-  DN(dnnl_primitive_desc_create(&fpd, &d, NULL, s->engine, NULL), fwd_what);
+  DN(dnnl_primitive_desc_create(&fpd, &d, s->attr, s->engine, NULL),
+     fwd_what);
   dnnl_memory_desc_t dst_md = *query(fpd, dnnl_query_dst_md);
   dnnl_memory_t ws = NULL;
   dnnl_primitive_t p;
@@ -650,7 +665,7 @@ static int build_pool(build *b, size_t j, dnnl_alg_kind_t alg,
     dnnl_status_t st = dnnl_pooling_backward_desc_init(
         &d, alg, &t->md, &dst_md, strides, kernel, pl, pr);
     if (st == dnnl_success)
-      st = dnnl_primitive_desc_create(&bpd, &d, NULL, s->engine, fpd);
+      st = dnnl_primitive_desc_create(&bpd, &d, s->attr, s->engine, fpd);
     if (st != dnnl_success) rc = dnnl_fail(b, st, bwd_what);
     if (!rc) rc = new_prim(b, bpd, L, &p);
     if (!rc) {
@@ -699,7 +714,8 @@ static int build_dropout(build *b, size_t j) {
   DN(dnnl_binary_desc_init(&bd, dnnl_binary_mul, &md, &md, &md),
      "dropout");
   dnnl_primitive_desc_t pd;
-  DN(dnnl_primitive_desc_create(&pd, &bd, NULL, s->engine, NULL), "dropout");
+  DN(dnnl_primitive_desc_create(&pd, &bd, s->attr, s->engine, NULL),
+     "dropout");
   dnnl_primitive_t p;
   TRY(new_prim(b, pd, L, &p));
   dnnl_exec_arg_t fwd[3] = {{DNNL_ARG_SRC_0, src},
@@ -754,7 +770,7 @@ static int build_softmax(build *b, size_t j) {
   DN(dnnl_softmax_forward_desc_init(&d, dnnl_forward_training, &t->md, 1),
      "softmax forward");
   dnnl_primitive_desc_t pd;
-  DN(dnnl_primitive_desc_create(&pd, &d, NULL, s->engine, NULL),
+  DN(dnnl_primitive_desc_create(&pd, &d, s->attr, s->engine, NULL),
      "softmax forward");
   dnnl_memory_desc_t dst_md = *query(pd, dnnl_query_dst_md);
   dnnl_primitive_t p;
@@ -813,6 +829,78 @@ static int build_boundaries_out(build *b) {
   return reorder(b, s->dout_plain, t->diff, -1, NULL, &s->dout_reo);
 }
 
+static bool same_shape(cnn_shape a, cnn_shape b) {
+  return a.h == b.h && a.w == b.w && a.c == b.c;
+}
+
+/* Layer j's shapes as oneDNN will see them, before any of it does: its
+ * input is the previous layer's output, and its output follows from the
+ * input by the arithmetic oneDNN checks its descriptors with (a
+ * convolution: (in + 2 padding - size) / stride + 1 with the kernel
+ * inside the padded input; a max-pool: see build_maxpool; a connected
+ * layer and the avg-pool 1 x 1; the others keep their input's). A
+ * network from cnn_cfg_parse and a slice from cnn_layer_slice pass; a
+ * layer that does not is refused here with its numbers, never handed to
+ * oneDNN. */
+static int check_shapes(build *b, size_t j) {
+  const cnn_layer *l = &b->s->layers[j].l;
+  cnn_shape in = l->in, out = l->out;
+  if (in.h < 1 || in.w < 1 || in.c < 1 || out.h < 1 || out.w < 1 ||
+      out.c < 1 || in.h > CNN_MAX_SIDE || in.w > CNN_MAX_SIDE ||
+      out.h > CNN_MAX_SIDE || out.w > CNN_MAX_SIDE ||
+      in.c > CNN_MAX_OUTPUTS || out.c > CNN_MAX_OUTPUTS)
+    return fail(b, EMBER_EPARAM, "shape %ux%ux%u -> %ux%ux%u out of range",
+                in.h, in.w, in.c, out.h, out.w, out.c);
+  if (j > 0 && !same_shape(in, b->s->layers[j - 1].l.out))
+    return fail(b, EMBER_EPARAM, "input %ux%ux%u is not the previous "
+                "layer's output", in.h, in.w, in.c);
+  uint64_t pad = l->padding, k = l->size, st = l->stride;
+  cnn_shape want = in;
+  switch (l->kind) {
+  case CNN_LAYER_CONV:
+  case CNN_LAYER_MAXPOOL:
+    if (l->kind == CNN_LAYER_CONV) pad *= 2;
+    if (k < 1 || st < 1 || k > CNN_MAX_KERNEL || st > CNN_MAX_KERNEL ||
+        l->padding > CNN_MAX_KERNEL || in.h + pad < k || in.w + pad < k)
+      return fail(b, EMBER_EPARAM, "a %llux%llu window at stride %llu does "
+                  "not fit in %ux%u padded by %llu",
+                  (unsigned long long)k, (unsigned long long)k,
+                  (unsigned long long)st, in.h, in.w,
+                  (unsigned long long)pad);
+    want.h = (uint32_t)((in.h + pad - k) / st + 1);
+    want.w = (uint32_t)((in.w + pad - k) / st + 1);
+    if (l->kind == CNN_LAYER_CONV) want.c = out.c;
+    break;
+  case CNN_LAYER_CONNECTED:
+    want = (cnn_shape){1, 1, out.c};
+    break;
+  case CNN_LAYER_AVGPOOL:
+    want = (cnn_shape){1, 1, in.c};
+    break;
+  case CNN_LAYER_DROPOUT:
+  case CNN_LAYER_SOFTMAX:
+    break;
+  default:
+    return fail(b, EMBER_EPARAM, "unknown layer kind %d", (int)l->kind);
+  }
+  if (!same_shape(out, want))
+    return fail(b, EMBER_EPARAM, "output %ux%ux%u, where %ux%ux%u follows "
+                "from its input %ux%ux%u", out.h, out.w, out.c, want.h,
+                want.w, want.c, in.h, in.w, in.c);
+  return 0;
+}
+
+/* The scratch every primitive of the stage executes with (the largest
+ * size any asked for, at least one byte). */
+static int build_scratch(build *b) {
+  cnn_cpu_stage *s = b->s;
+  dnnl_memory_desc_t md;
+  dnnl_dims_t d = {(dnnl_dim_t)(s->scratch_size ? s->scratch_size : 1)};
+  DN(dnnl_memory_desc_init_by_tag(&md, 1, d, dnnl_u8, dnnl_a),
+     "memory_desc");
+  return new_mem(b, &md, &s->scratch);
+}
+
 /* A stage of count layers (copies of layers[0 .. count), the network's
  * layers first .. first+count-1), the error at its input computed when
  * eb_in. */
@@ -841,10 +929,17 @@ static int create(const cnn_layer *layers, size_t first, size_t count,
   if (!rc && dnnl_stream_create(&s->stream, s->engine,
                                 dnnl_stream_default_flags) != dnnl_success)
     rc = fail(&b, EMBER_EPLATFORM, "oneDNN stream");
+  if (!rc && (dnnl_primitive_attr_create(&s->attr) != dnnl_success ||
+              dnnl_primitive_attr_set_scratchpad_mode(
+                  s->attr, dnnl_scratchpad_mode_user) != dnnl_success))
+    rc = fail(&b, EMBER_EPLATFORM, "oneDNN primitive attributes");
   for (size_t j = 0; !rc && j < s->count; j++) {
     s->layers[j].l = layers[j];
     s->layers[j].index = first + j;
+    b.layer = first + j;
+    rc = check_shapes(&b, j);
   }
+  b.layer = first;
   if (!rc) rc = build_boundaries_in(&b);
   for (size_t j = 0; !rc && j < s->count; j++) {
     cpu_layer *L = &s->layers[j];
@@ -860,6 +955,7 @@ static int create(const cnn_layer *layers, size_t first, size_t count,
   }
   b.layer = first + count - 1;
   if (!rc) rc = build_boundaries_out(&b);
+  if (!rc) rc = build_scratch(&b);
   if (rc) {
     cnn_cpu_stage_destroy(s);
     return rc;
@@ -917,6 +1013,10 @@ int cnn_cpu_ocp_slice_create(const cnn_net *net, size_t layer,
                       err_len);
 }
 
+size_t cnn_cpu_stage_bytes(const cnn_cpu_stage *s) {
+  return s ? s->bytes : 0;
+}
+
 void cnn_cpu_stage_destroy(cnn_cpu_stage *s) {
   if (!s) return;
   for (size_t i = 0; i < s->nprims; i++) dnnl_primitive_destroy(s->prims[i]);
@@ -925,6 +1025,7 @@ void cnn_cpu_stage_destroy(cnn_cpu_stage *s) {
     free(s->bufs[i]);
   }
   free(s->bufs);
+  if (s->attr) dnnl_primitive_attr_destroy(s->attr);
   if (s->stream) dnnl_stream_destroy(s->stream);
   if (s->engine) dnnl_engine_destroy(s->engine);
   free(s->prims);

@@ -80,6 +80,17 @@ typedef struct cpu_layer {
 struct cnn_cpu_stage {
   dnnl_engine_t engine;
   dnnl_stream_t stream;
+  /* every primitive is created with attr, whose scratchpad mode is the
+   * user's: the stage's own scratch (the largest any of its primitives
+   * asks for; they run one at a time) goes with every execution. oneDNN's
+   * default scratchpad is per thread, the creating thread's: a stage built
+   * on one worker thread and run on another (the pool hands stages to
+   * any) would run a gemm convolution in another thread's scratchpad,
+   * smaller or none */
+  dnnl_primitive_attr_t attr;
+  dnnl_memory_t scratch;
+  size_t scratch_size;       /* bytes the largest primitive asks for */
+  size_t bytes;              /* of the stage's buffers, scratch included */
   uint32_t batch;
   size_t first, count;       /* layers first .. first+count-1 of the net */
   bool eb_in;                /* error at the stage's input computed */
