@@ -829,65 +829,12 @@ static int build_boundaries_out(build *b) {
   return reorder(b, s->dout_plain, t->diff, -1, NULL, &s->dout_reo);
 }
 
-static bool same_shape(cnn_shape a, cnn_shape b) {
-  return a.h == b.h && a.w == b.w && a.c == b.c;
-}
-
-/* Layer j's shapes as oneDNN will see them, before any of it does: its
- * input is the previous layer's output, and its output follows from the
- * input by the arithmetic oneDNN checks its descriptors with (a
- * convolution: (in + 2 padding - size) / stride + 1 with the kernel
- * inside the padded input; a max-pool: see build_maxpool; a connected
- * layer and the avg-pool 1 x 1; the others keep their input's). A
- * network from cnn_cfg_parse and a slice from cnn_layer_slice pass; a
- * layer that does not is refused here with its numbers, never handed to
- * oneDNN. */
+/* Layer j's shapes (cnn_layer_check) before oneDNN sees any of them. */
 static int check_shapes(build *b, size_t j) {
-  const cnn_layer *l = &b->s->layers[j].l;
-  cnn_shape in = l->in, out = l->out;
-  if (in.h < 1 || in.w < 1 || in.c < 1 || out.h < 1 || out.w < 1 ||
-      out.c < 1 || in.h > CNN_MAX_SIDE || in.w > CNN_MAX_SIDE ||
-      out.h > CNN_MAX_SIDE || out.w > CNN_MAX_SIDE ||
-      in.c > CNN_MAX_OUTPUTS || out.c > CNN_MAX_OUTPUTS)
-    return fail(b, EMBER_EPARAM, "shape %ux%ux%u -> %ux%ux%u out of range",
-                in.h, in.w, in.c, out.h, out.w, out.c);
-  if (j > 0 && !same_shape(in, b->s->layers[j - 1].l.out))
-    return fail(b, EMBER_EPARAM, "input %ux%ux%u is not the previous "
-                "layer's output", in.h, in.w, in.c);
-  uint64_t pad = l->padding, k = l->size, st = l->stride;
-  cnn_shape want = in;
-  switch (l->kind) {
-  case CNN_LAYER_CONV:
-  case CNN_LAYER_MAXPOOL:
-    if (l->kind == CNN_LAYER_CONV) pad *= 2;
-    if (k < 1 || st < 1 || k > CNN_MAX_KERNEL || st > CNN_MAX_KERNEL ||
-        l->padding > CNN_MAX_KERNEL || in.h + pad < k || in.w + pad < k)
-      return fail(b, EMBER_EPARAM, "a %llux%llu window at stride %llu does "
-                  "not fit in %ux%u padded by %llu",
-                  (unsigned long long)k, (unsigned long long)k,
-                  (unsigned long long)st, in.h, in.w,
-                  (unsigned long long)pad);
-    want.h = (uint32_t)((in.h + pad - k) / st + 1);
-    want.w = (uint32_t)((in.w + pad - k) / st + 1);
-    if (l->kind == CNN_LAYER_CONV) want.c = out.c;
-    break;
-  case CNN_LAYER_CONNECTED:
-    want = (cnn_shape){1, 1, out.c};
-    break;
-  case CNN_LAYER_AVGPOOL:
-    want = (cnn_shape){1, 1, in.c};
-    break;
-  case CNN_LAYER_DROPOUT:
-  case CNN_LAYER_SOFTMAX:
-    break;
-  default:
-    return fail(b, EMBER_EPARAM, "unknown layer kind %d", (int)l->kind);
-  }
-  if (!same_shape(out, want))
-    return fail(b, EMBER_EPARAM, "output %ux%ux%u, where %ux%ux%u follows "
-                "from its input %ux%ux%u", out.h, out.w, out.c, want.h,
-                want.w, want.c, in.h, in.w, in.c);
-  return 0;
+  char why[200];
+  const cnn_shape *prev = j ? &b->s->layers[j - 1].l.out : NULL;
+  int rc = cnn_layer_check(&b->s->layers[j].l, prev, why, sizeof why);
+  return rc ? fail(b, rc, "%s", why) : 0;
 }
 
 /* The scratch every primitive of the stage executes with (the largest

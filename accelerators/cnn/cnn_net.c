@@ -134,6 +134,68 @@ int cnn_layer_slice(const cnn_layer *l, uint32_t channels, int outputs,
   return 0;
 }
 
+static bool same_shape(cnn_shape a, cnn_shape b) {
+  return a.h == b.h && a.w == b.w && a.c == b.c;
+}
+
+int cnn_layer_check(const cnn_layer *l, const cnn_shape *prev, char *why,
+                    size_t why_len) {
+  cnn_shape in = l->in, out = l->out;
+  if (in.h < 1 || in.w < 1 || in.c < 1 || out.h < 1 || out.w < 1 ||
+      out.c < 1 || in.h > CNN_MAX_SIDE || in.w > CNN_MAX_SIDE ||
+      out.h > CNN_MAX_SIDE || out.w > CNN_MAX_SIDE ||
+      in.c > CNN_MAX_OUTPUTS || out.c > CNN_MAX_OUTPUTS ||
+      elements(in) > CNN_MAX_ACTIVATIONS ||
+      elements(out) > CNN_MAX_ACTIVATIONS) {
+    why_fmt(why, why_len, "shape %ux%ux%u -> %ux%ux%u out of range", in.h,
+            in.w, in.c, out.h, out.w, out.c);
+    return EMBER_EPARAM;
+  }
+  if (prev && !same_shape(in, *prev)) {
+    why_fmt(why, why_len, "input %ux%ux%u is not the previous layer's "
+            "output %ux%ux%u", in.h, in.w, in.c, prev->h, prev->w, prev->c);
+    return EMBER_EPARAM;
+  }
+  uint64_t pad = l->padding, k = l->size, st = l->stride;
+  cnn_shape want = in;
+  switch (l->kind) {
+  case CNN_LAYER_CONV:
+  case CNN_LAYER_MAXPOOL:
+    if (l->kind == CNN_LAYER_CONV) pad *= 2;
+    if (k < 1 || st < 1 || k > CNN_MAX_KERNEL || st > CNN_MAX_KERNEL ||
+        l->padding > CNN_MAX_KERNEL || in.h + pad < k || in.w + pad < k) {
+      why_fmt(why, why_len, "a %llux%llu window at stride %llu does not fit "
+              "in %ux%u padded by %llu", (unsigned long long)k,
+              (unsigned long long)k, (unsigned long long)st, in.h, in.w,
+              (unsigned long long)pad);
+      return EMBER_EPARAM;
+    }
+    want.h = (uint32_t)((in.h + pad - k) / st + 1);
+    want.w = (uint32_t)((in.w + pad - k) / st + 1);
+    if (l->kind == CNN_LAYER_CONV) want.c = out.c;
+    break;
+  case CNN_LAYER_CONNECTED:
+    want = (cnn_shape){1, 1, out.c};
+    break;
+  case CNN_LAYER_AVGPOOL:
+    want = (cnn_shape){1, 1, in.c};
+    break;
+  case CNN_LAYER_DROPOUT:
+  case CNN_LAYER_SOFTMAX:
+    break;
+  default:
+    why_fmt(why, why_len, "unknown layer kind %d", (int)l->kind);
+    return EMBER_EPARAM;
+  }
+  if (!same_shape(out, want)) {
+    why_fmt(why, why_len, "output %ux%ux%u, where %ux%ux%u follows from its "
+            "input %ux%ux%u", out.h, out.w, out.c, want.h, want.w, want.c,
+            in.h, in.w, in.c);
+    return EMBER_EPARAM;
+  }
+  return 0;
+}
+
 cnn_net *cnn_net_new(void) {
   return calloc(1, sizeof(cnn_net));
 }

@@ -325,6 +325,23 @@ int cnn_layer_slice(const cnn_layer *l, uint32_t channels, int outputs,
                     cnn_layer *out);
 
 /*
+ * cnn_layer_check - l's shapes as a back end builds on them, checked
+ * before oneDNN or cnn.cl sees any: every side and count within the
+ * limits above; its input prev (NULL: not checked), the previous layer's
+ * output; its output what follows from its input by darknet's arithmetic,
+ * which oneDNN's descriptors and cnn.cl's kernels apply too: a
+ * convolution's (in + 2 padding - size) / stride + 1 per side, a
+ * max-pool's (in + padding - size) / stride + 1, the window inside the
+ * padded input (a window may lie wholly in padding, e.g. padding at least
+ * the kernel's size); a connected layer's and the avg-pool's 1 x 1; the
+ * others keep their input's. Layers of cnn_cfg_parse and
+ * cnn_layer_slice pass. Returns 0, or EMBER_EPARAM with the numbers in
+ * why.
+ */
+int cnn_layer_check(const cnn_layer *l, const cnn_shape *prev, char *why,
+                    size_t why_len);
+
+/*
  * cnn_net_format - the network as text: a line for the input and the
  * training settings, one line per layer (index, kind, input -> output
  * shape, kernel/stride/padding, activation, parameters, FP multiply-adds),

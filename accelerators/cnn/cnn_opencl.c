@@ -351,6 +351,17 @@ static int create_stage(cnn_ocl *o, cl_command_queue queue,
                         const cnn_layer *layers, size_t count, size_t first,
                         bool input_error, uint32_t batch, cnn_ocl_stage **out,
                         char *err, size_t err_len) {
+  /* the shapes cnn.cl's kernels index by, before any buffer is sized */
+  for (size_t i = 0; i < count; i++) {
+    char why[200];
+    int bad = cnn_layer_check(&layers[i], i ? &layers[i - 1].out : NULL,
+                              why, sizeof why);
+    if (bad) {
+      seterr(err, err_len, "cnn opencl stage: layer %zu: %s", first + i,
+             why);
+      return bad;
+    }
+  }
   cnn_ocl_stage *s = calloc(1, sizeof *s);
   if (!s) return EMBER_ENOMEM;
   s->o = o;

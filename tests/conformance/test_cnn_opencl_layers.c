@@ -130,6 +130,20 @@ int main(void) {
       {7, 5, 6, "[avgpool]\n"},
       {6, 5, 4, "[dropout]\nprobability=0.4\n"},
       {3, 2, 3, "[dropout]\nprobability=0.1\n"},
+      /* padding at least the kernel's size (issue 25): windows wholly in
+       * padding, outputs that are the bias alone */
+      {6, 5, 3, "[convolutional]\nfilters=4\nsize=1\npadding=1\n"
+                "activation=relu\n"},
+      {5, 5, 2, "[convolutional]\nfilters=3\nsize=1\npadding=2\n"
+                "activation=leaky\n"},
+      {7, 6, 3, "[convolutional]\nfilters=5\nsize=3\npadding=3\n"
+                "activation=logistic\n"},
+      {8, 7, 6, "[convolutional]\nfilters=6\nsize=3\npadding=3\n"
+                "stride=2\nactivation=relu\n"},
+      {6, 6, 4, "[convolutional]\nfilters=6\nsize=3\npadding=3\n"
+                "batch_normalize=1\nactivation=leaky\n"},
+      {4, 5, 2, "[convolutional]\nfilters=3\nsize=2\npadding=5\n"
+                "stride=3\nactivation=linear\n"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char cfg[512], name[32];

@@ -297,6 +297,55 @@ static void test_padding_fits(void **state) {
   cnn_net_destroy(n);
 }
 
+/* cnn_layer_check: every layer a network is read into passes, padding
+ * at least the kernel's size included (issue 25: windows wholly in
+ * padding); one whose shapes do not follow, or chain, is refused with its
+ * numbers. */
+static void test_layer_check(void **state) {
+  (void)state;
+  cnn_net *n = parse_ok("[net]\nheight=5\nwidth=4\nchannels=2\n"
+                        "[convolutional]\nfilters=3\nsize=1\npadding=2\n"
+                        "[convolutional]\nfilters=4\nsize=3\npadding=3\n"
+                        "stride=2\n"
+                        "[maxpool]\nsize=2\nstride=2\n"
+                        "[dropout]\n[avgpool]\n"
+                        "[connected]\noutput=3\n[softmax]\n");
+  size_t count;
+  const cnn_layer *l = cnn_net_layers(n, &count);
+  char why[200];
+  assert_shape(l[0].out, 9, 8, 3);
+  assert_shape(l[1].out, 7, 6, 4);
+  for (size_t i = 0; i < count; i++)
+    if (cnn_layer_check(&l[i], i ? &l[i - 1].out : NULL, why, sizeof why))
+      fail_msg("layer %zu refused: %s", i, why);
+  cnn_layer bad = l[1];
+  bad.out.h++;
+  assert_int_equal(cnn_layer_check(&bad, NULL, why, sizeof why),
+                   EMBER_EPARAM);
+  assert_contains(why, "output 8x6x4, where 7x6x4 follows from its input "
+                       "9x8x3");
+  assert_int_equal(cnn_layer_check(&l[2], &l[0].out, why, sizeof why),
+                   EMBER_EPARAM);
+  assert_contains(why, "input 7x6x4 is not the previous layer's output "
+                       "9x8x3");
+  bad = l[0];
+  bad.size = 14;
+  assert_int_equal(cnn_layer_check(&bad, NULL, why, sizeof why),
+                   EMBER_EPARAM);
+  assert_contains(why, "a 14x14 window at stride 1 does not fit in 5x4 "
+                       "padded by 4");
+  bad = l[5];
+  bad.out.w = 2;
+  assert_int_equal(cnn_layer_check(&bad, NULL, why, sizeof why),
+                   EMBER_EPARAM);
+  bad = l[3];
+  bad.out.c = 0;
+  assert_int_equal(cnn_layer_check(&bad, NULL, why, sizeof why),
+                   EMBER_EPARAM);
+  assert_contains(why, "out of range");
+  cnn_net_destroy(n);
+}
+
 /* ---- limits ------------------------------------------------------------------ */
 static void test_limits(void **state) {
   (void)state;
@@ -774,6 +823,7 @@ int main(void) {
       cmocka_unit_test(test_defaults),
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_padding_fits),
+      cmocka_unit_test(test_layer_check),
       cmocka_unit_test(test_limits),
       cmocka_unit_test(test_files),
       cmocka_unit_test(test_format),
