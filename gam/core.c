@@ -11,8 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "clock.h"
 #include "ember/ember_errors.h"
+#include "lease_proof.h"
 #include "log.h"
 
 static uint64_t now_ms(void) { return lease_now_unix_ms(); }
@@ -488,13 +491,35 @@ out:
   return rc;
 }
 
-int gam_core_release(gam_core *c, const Ember__Release *m, char *err,
-                     size_t err_len) {
+/* May this connection act on app_id? Its own app, or one whose key signs
+ * m->proof over the connection's challenge. Anything else is the same
+ * refusal whether the app exists or not, and costs the same signature
+ * check: a stranger learns nothing about other apps. */
+static bool release_allowed(gam_core *c, const gam_app *a,
+                            const gam_requester *who,
+                            const Ember__Release *m) {
+  if (m->app_id != 0 && m->app_id == who->app_id) return true;
+  if (!m->has_proof || !who->challenge) return false;
+  const uint8_t *pk = a && a->has_key ? a->key : c->decoy_key;
+  bool proved = lease_release_verify(pk, sizeof c->decoy_key, who->challenge,
+                                     m->app_id, m->proof.data,
+                                     m->proof.len) == 0;
+  return proved && a && a->has_key;
+}
+
+int gam_core_release(gam_core *c, const gam_requester *who,
+                     const Ember__Release *m, char *err, size_t err_len) {
   pthread_mutex_lock(&c->lock);
   int rc = 0;
   gam_app *a = core_find_app(c, m->app_id);
-  if (!a) {
-    rc = say(err, err_len, EMBER_ENOTFOUND, "no app %llu",
+  if (!release_allowed(c, a, who, m)) {
+    rc = say(err, err_len, EMBER_EDENIED,
+             "app %llu is not this connection's (another app's Release "
+             "needs the proof of its key)", (unsigned long long)m->app_id);
+    goto out;
+  }
+  if (!a) {  /* this connection's own app, ended meanwhile */
+    rc = say(err, err_len, EMBER_ENOTFOUND, "app %llu has ended",
              (unsigned long long)m->app_id);
     goto out;
   }
@@ -502,19 +527,33 @@ int gam_core_release(gam_core *c, const Ember__Release *m, char *err,
     rc = core_app_end(c, a, "released");
     goto out;
   }
-  for (size_t i = 0; i < m->n_lease_ids && rc == 0; i++) {
-    gam_lease *l = NULL;
-    for (size_t j = 0; j < a->n_leases && !l; j++)
-      if (a->leases[j]->id == m->lease_ids[i]) l = a->leases[j];
-    if (!l)
+  /* every id is checked before any lease ends: all or none */
+  for (size_t i = 0; i < m->n_lease_ids; i++) {
+    bool held = false;
+    for (size_t j = 0; j < a->n_leases && !held; j++)
+      held = a->leases[j]->id == m->lease_ids[i];
+    if (!held) {
       rc = say(err, err_len, EMBER_ENOTFOUND, "app %llu holds no lease %llu",
                (unsigned long long)a->id, (unsigned long long)m->lease_ids[i]);
-    else
-      rc = core_lease_end(c, l, "released");
+      goto out;
+    }
   }
+  for (size_t i = 0; i < m->n_lease_ids && rc == 0; i++)
+    for (size_t j = 0; j < a->n_leases; j++)  /* a repeated id: gone */
+      if (a->leases[j]->id == m->lease_ids[i]) {
+        rc = core_lease_end(c, a->leases[j], "released");
+        break;
+      }
 out:
   core_unlock(c);
   return rc;
+}
+
+bool gam_core_app_live(gam_core *c, uint64_t app_id) {
+  pthread_mutex_lock(&c->lock);
+  bool live = core_find_app(c, app_id) != NULL;
+  core_unlock(c);
+  return live;
 }
 
 void gam_core_app_disconnected(gam_core *c, uint64_t app_id) {
@@ -636,6 +675,14 @@ int gam_core_create(const gam_core_options *o, gam_store *store,
   c->store = store;
   c->w = o->writer;
   c->started_ns = clock_now_ns();
+  /* a key no app has, checked against when a Release names an app that
+   * is not there (release_allowed) */
+  uint8_t decoy_sk[LEASE_APP_SK_BYTES];
+  if (lease_app_keypair(c->decoy_key, decoy_sk) != 0) {
+    gam_core_destroy(c);
+    return say(err, err_len, EMBER_EINTERNAL, "libsodium failed to start");
+  }
+  sodium_memzero(decoy_sk, sizeof decoy_sk);
   c->version = strdup(o->version ? o->version : "");
   if (o->policy.n_rules) {
     c->rules = calloc(o->policy.n_rules, sizeof *c->rules);

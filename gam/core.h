@@ -112,8 +112,23 @@ void gam_core_ack_clear(Ember__HeartbeatAck *ack);
  * (Allocation) or when its wait runs out. */
 int gam_core_acquire(gam_core *c, const Ember__Acquire *m, uint64_t *app_id,
                      char *err, size_t err_len);
-int gam_core_release(gam_core *c, const Ember__Release *m, char *err,
-                     size_t err_len);
+/* Who sends a request: the app its connection's Acquire made (0: none)
+ * and the challenge that connection's Welcome carried (NULL: none). */
+typedef struct gam_requester {
+  uint64_t app_id;
+  const uint8_t *challenge;        /* 32 bytes */
+} gam_requester;
+
+/* Ends leases of app m->app_id (all of them when m lists none, and the
+ * app). It must be who's own app, or m->proof must be its key's signature
+ * over who's challenge (proto/lease_proof.h); otherwise EMBER_EDENIED with
+ * the same message whether that app exists or not. EMBER_ENOTFOUND: who's
+ * own app has ended, or it holds a listed lease not (then none ends). The
+ * app hears of each lease ended through the outbox (LeaseEnded). */
+int gam_core_release(gam_core *c, const gam_requester *who,
+                     const Ember__Release *m, char *err, size_t err_len);
+/* Whether app_id has not ended (its connection holds something). */
+bool gam_core_app_live(gam_core *c, uint64_t app_id);
 /* The app's connection closed: a pending app ends; a running one keeps
  * its leases for app_grace (it may come back and Release them), then they
  * end (gam_core_tick). */

@@ -102,6 +102,7 @@ struct gam_core {
   void (*wake)(void *user);
   void *wake_user;
   uint64_t started_ns;
+  uint8_t decoy_key[32];   /* Release proofs for absent apps check this */
   gam_core_counters n;
 };
 

@@ -110,9 +110,10 @@ int core_lease_end(gam_core *c, gam_lease *l, const char *reason) {
   node->n_leases--;
   core_sync_sched(c, node);
   push_ended(node, l->id, l->expires_unix_ms);
-  /* apps are told of ends they did not ask for */
-  if (a->connected && strcmp(reason, "released") != 0 &&
-      a->state != GAM_APP_PENDING) {
+  /* the app hears of every end, whatever the reason (a Release proven by
+   * its key on another connection included); a pending app has not been
+   * told of its leases yet */
+  if (a->connected && a->state != GAM_APP_PENDING) {
     Ember__LeaseEnded m = EMBER__LEASE_ENDED__INIT;
     m.lease_id = l->id;
     m.node = node->id;

@@ -349,7 +349,8 @@ static void handle_release(gam_conn *c, const Ember__Release *m) {
     send_error(c, EMBER_EPROTO, "a NAM connection cannot release leases");
     return;
   }
-  int rc = gam_core_release(c->srv->core, m, err, sizeof err);
+  gam_requester who = {.app_id = c->app_id, .challenge = c->challenge};
+  int rc = gam_core_release(c->srv->core, &who, m, err, sizeof err);
   if (rc) send_error(c, rc, "release: %s", err);
   else if (m->n_lease_ids == 0 && m->app_id == c->app_id)
     c->app_id = 0;  /* ended: the connection may acquire again */

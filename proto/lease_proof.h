@@ -10,6 +10,15 @@
  *
  * so a lease copied to another process, or read off the wire, is useless
  * without the key that never leaves the app.
+ *
+ * The same key proves to the GAM that a Release on a connection other than
+ * the one whose Acquire made the app comes from the app (its connection
+ * broke, and it gives its leases back within app_grace): Release.proof is
+ * the signature of
+ *
+ *   "ember-release" || challenge || app id (8 bytes, little-endian)
+ *
+ * where challenge is the one in the GAM's Welcome on that connection.
  */
 #ifndef EMBER_PROTO_LEASE_PROOF_H
 #define EMBER_PROTO_LEASE_PROOF_H
@@ -42,5 +51,17 @@ void lease_proof_sign(const uint8_t sk[LEASE_APP_SK_BYTES],
 int lease_proof_verify(const uint8_t *pk, size_t pk_len,
                        const uint8_t challenge[LEASE_CHALLENGE_BYTES],
                        uint64_t lease_id, const uint8_t *sig, size_t sig_len);
+
+/* lease_release_sign - the Release.proof for app_id on the GAM connection
+ * whose Welcome carried challenge. */
+void lease_release_sign(const uint8_t sk[LEASE_APP_SK_BYTES],
+                        const uint8_t challenge[LEASE_CHALLENGE_BYTES],
+                        uint64_t app_id, uint8_t sig[LEASE_PROOF_BYTES]);
+
+/* lease_release_verify - 0 when sig (from the wire, sig_len bytes) is that
+ * proof under pk (the app's key from its Acquire), else EMBER_EDENIED. */
+int lease_release_verify(const uint8_t *pk, size_t pk_len,
+                         const uint8_t challenge[LEASE_CHALLENGE_BYTES],
+                         uint64_t app_id, const uint8_t *sig, size_t sig_len);
 
 #endif

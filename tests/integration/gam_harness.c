@@ -1,7 +1,9 @@
 /* gam_harness.c - the real ember-gam for integration tests. */
 #include "gam_harness.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -22,7 +24,12 @@
 #include "lease.h"
 #include "node_auth.h"
 
-#define GAM_BIN EMBER_BINARY_DIR "/gam/ember-gam"
+#define GAM_BUILT_BIN EMBER_BINARY_DIR "/gam/ember-gam"
+
+static const char *gam_bin(void) {
+  const char *b = getenv("EMBER_TEST_GAM_BIN");
+  return b && b[0] ? b : GAM_BUILT_BIN;
+}
 
 static int notify_ready(gam_proc *g) {
   for (int waited = 0; waited < 10000; waited += 100) {
@@ -55,7 +62,7 @@ static int spawn(gam_proc *g) {
   snprintf(s[5], sizeof s[5], "log_level=debug");
   const char *argv[64];
   size_t n = 0;
-  argv[n++] = GAM_BIN;
+  argv[n++] = gam_bin();
   for (int i = 0; i < 6; i++) {
     argv[n++] = "--set";
     argv[n++] = s[i];
@@ -74,7 +81,7 @@ static int spawn(gam_proc *g) {
       dup2(fileno(log), 2);
     }
     setenv("NOTIFY_SOCKET", g->notify_path, 1);
-    execv(GAM_BIN, (char *const *)argv);
+    execv(gam_bin(), (char *const *)argv);
     _exit(127);
   }
   g->pid = pid;
@@ -95,7 +102,7 @@ int gam_start(gam_proc *g, const char *const *sets) {
     g->sets[g->n_sets] = sets[g->n_sets];
   /* the key through the daemon itself, as an admin would make it */
   char cmd[700];
-  snprintf(cmd, sizeof cmd, "%s --create-key %s", GAM_BIN, g->key_path);
+  snprintf(cmd, sizeof cmd, "%s --create-key %s", gam_bin(), g->key_path);
   if (system(cmd) != 0) return -1;
   int fd = open(g->token_path, O_WRONLY | O_CREAT | O_EXCL, 0600);
   if (fd < 0 || write(fd, GAM_TEST_TOKEN "\n", sizeof GAM_TEST_TOKEN) < 0) {
@@ -253,6 +260,63 @@ int gam_connect_challenge(const gam_proc *g, uint8_t challenge[32]) {
     return -1;
   }
   return fd;
+}
+
+int gam_connect_from(const gam_proc *g, const char *from) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  struct sockaddr_in src = {.sin_family = AF_INET};
+  struct sockaddr_in dst = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)g->port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  if ((from && (inet_pton(AF_INET, from, &src.sin_addr) != 1 ||
+                bind(fd, (struct sockaddr *)&src, sizeof src) != 0)) ||
+      (connect(fd, (struct sockaddr *)&dst, sizeof dst) != 0 &&
+       errno != EINPROGRESS)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* ---- /proc */
+
+int gam_figures_get(const gam_proc *g, gam_figures *out) {
+  char path[64], line[512];
+  memset(out, 0, sizeof *out);
+  snprintf(path, sizeof path, "/proc/%d/status", (int)g->pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, "VmRSS:", 6) == 0)
+      out->rss_mib = strtod(line + 6, NULL) / 1024.0;
+  fclose(f);
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)g->pid);
+  f = fopen(path, "r");
+  if (!f) return -1;
+  char stat_line[1024];
+  size_t n = fread(stat_line, 1, sizeof stat_line - 1, f);
+  fclose(f);
+  stat_line[n] = '\0';
+  const char *p = strrchr(stat_line, ')');  /* the name may hold spaces */
+  unsigned long long utime = 0, stime = 0;
+  if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu "
+                          "%llu", &utime, &stime) != 2)
+    return -1;
+  out->cpu_s = (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+  snprintf(path, sizeof path, "/proc/%d/fd", (int)g->pid);
+  DIR *d = opendir(path);
+  if (!d) return -1;
+  for (struct dirent *e; (e = readdir(d));) {
+    char link[600], target[64];
+    snprintf(link, sizeof link, "%s/%s", path, e->d_name);
+    ssize_t k = readlink(link, target, sizeof target - 1);
+    if (k > 0 && strncmp(target, "socket:", 7) == 0) out->sockets++;
+  }
+  closedir(d);
+  struct stat st;
+  out->log_bytes = stat(g->log_path, &st) == 0 ? (long)st.st_size : 0;
+  return 0;
 }
 
 /* ---- admin API */

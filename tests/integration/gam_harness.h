@@ -28,7 +28,9 @@ typedef struct gam_proc {
   size_t n_sets;
 } gam_proc;
 
-/* Start with extra --set items (NULL-terminated, may be NULL). */
+/* Start with extra --set items (NULL-terminated, may be NULL). The binary
+ * is the build's ember-gam, or $EMBER_TEST_GAM_BIN (to run a test against
+ * another build, e.g. the one before a fix). */
 int gam_start(gam_proc *g, const char *const *sets);
 /* Start again on the same directory, ports and database. */
 int gam_restart(gam_proc *g);
@@ -63,6 +65,22 @@ json_t *gam_http(const gam_proc *g, const char *method, const char *path,
 json_t *gam_node(const gam_proc *g, const char *id);
 /* Whether the JSON string array has s. */
 int json_has_string(const json_t *array, const char *s);
+
+/* ---- what the daemon holds, from /proc (attack tests print and bound
+ * these) */
+typedef struct gam_figures {
+  double rss_mib;       /* VmRSS */
+  double cpu_s;         /* user + system since it started */
+  unsigned sockets;     /* open socket descriptors (listeners included) */
+  long log_bytes;       /* its log file's size */
+} gam_figures;
+/* 0, or -1 when /proc cannot be read. */
+int gam_figures_get(const gam_proc *g, gam_figures *out);
+
+/* A connection to g's protocol port from source address `from`
+ * ("127.0.0.N"; NULL: any), non-blocking, its connect under way; the fd
+ * or -1. */
+int gam_connect_from(const gam_proc *g, const char *from);
 
 /* The admin token the harness wrote. */
 #define GAM_TEST_TOKEN "test-token-0123456789"
