@@ -56,6 +56,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "conn_stats.h"
 #include "core_admin.h"
 #include "lease.h"
 #include "policy.h"
@@ -74,6 +75,9 @@ typedef struct gam_core_options {
   lease_key key;
   const char *version;
   gam_writer *writer;              /* commits the changes (required) */
+  /* the protocol port's connections, rendered in /metrics (NULL: none);
+   * it must outlive the core */
+  const gam_conn_stats *conn_stats;
 } gam_core_options;
 
 /* A frame for an app, already packed. */

@@ -18,6 +18,52 @@ static void counter(FILE *f, const char *name, const char *help, uint64_t v) {
   fprintf(f, "%s %llu\n", name, (unsigned long long)v);
 }
 
+const char *const gam_refusal_names[GAM_REFUSED_N] = {
+  [GAM_REFUSED_MAX_CONNECTIONS] = "max_connections",
+  [GAM_REFUSED_PER_ADDRESS] = "per_address",
+  [GAM_REFUSED_STARTUPS_PER_ADDRESS] = "startups_per_address",
+  [GAM_REFUSED_STARTUPS] = "startups",
+  [GAM_REFUSED_NO_MEMORY] = "no_memory",
+};
+
+const char *const gam_closing_names[GAM_CLOSED_N] = {
+  [GAM_CLOSED_HANDSHAKE_TIMEOUT] = "handshake_timeout",
+  [GAM_CLOSED_FRAME_TIMEOUT] = "frame_timeout",
+  [GAM_CLOSED_IDLE_TIMEOUT] = "idle_timeout",
+  [GAM_CLOSED_SEND_STALL] = "send_stall",
+  [GAM_CLOSED_EVICTED] = "startups_dropped",
+  [GAM_CLOSED_TOO_BIG] = "frame_too_big",
+  [GAM_CLOSED_BUFFERS_FULL] = "read_buffers_full",
+};
+
+/* The protocol port's connections (atomics: no lock needed). */
+static void conn_metrics(FILE *f, const gam_conn_stats *s) {
+  family(f, "ember_gam_connections", "gauge",
+         "Connections to the protocol port, by state (handshake: no Hello "
+         "yet).");
+  uint64_t open = atomic_load(&s->open), startups = atomic_load(&s->startups);
+  fprintf(f, "ember_gam_connections{state=\"handshake\"} %llu\n",
+          (unsigned long long)startups);
+  fprintf(f, "ember_gam_connections{state=\"open\"} %llu\n",
+          (unsigned long long)(open > startups ? open - startups : 0));
+  family(f, "ember_gam_read_buffer_bytes", "gauge",
+         "Bytes of partly received frames held (max_read_buffers).");
+  fprintf(f, "ember_gam_read_buffer_bytes %llu\n",
+          (unsigned long long)atomic_load(&s->read_buffered));
+  family(f, "ember_gam_connections_refused_total", "counter",
+         "Connections refused at accept, by the limit that refused them.");
+  for (int i = 0; i < GAM_REFUSED_N; i++)
+    fprintf(f, "ember_gam_connections_refused_total{reason=\"%s\"} %llu\n",
+            gam_refusal_names[i],
+            (unsigned long long)atomic_load(&s->refused[i]));
+  family(f, "ember_gam_connections_closed_total", "counter",
+         "Connections the GAM closed, by reason (timeouts and limits).");
+  for (int i = 0; i < GAM_CLOSED_N; i++)
+    fprintf(f, "ember_gam_connections_closed_total{reason=\"%s\"} %llu\n",
+            gam_closing_names[i],
+            (unsigned long long)atomic_load(&s->closed[i]));
+}
+
 int gam_core_metrics_text(gam_core *c, char **text, size_t *len) {
   char *buf = NULL;
   size_t size = 0;
@@ -106,6 +152,7 @@ int gam_core_metrics_text(gam_core *c, char **text, size_t *len) {
   fprintf(f, "ember_gam_build_info{version=\"%s\",protocol=\"%d\"} 1\n",
           c->version ? c->version : "", PROTO_VERSION);
   core_unlock(c);
+  if (c->opt.conn_stats) conn_metrics(f, c->opt.conn_stats);
   process_metrics_write(f);  /* /proc reads: outside the core's lock */
   if (fclose(f) != 0) {
     free(buf);

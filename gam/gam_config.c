@@ -69,6 +69,36 @@ static int check_rule(const char *text, char *why, size_t len) {
   return 0;
 }
 
+int gam_startups_parse(const char *text, gam_startups *out, char *why,
+                       size_t why_len) {
+  unsigned long v[3];
+  char tail;
+  int n = sscanf(text, "%lu:%lu:%lu%c", &v[0], &v[1], &v[2], &tail);
+  if (n == 1 && sscanf(text, "%lu%c", &v[0], &tail) == 1) {
+    v[2] = v[0];  /* N alone: N at once, none dropped before */
+    v[1] = 100;
+  } else if (n != 3) {
+    return fail(why, why_len, "expected START:RATE:FULL (or FULL alone)");
+  }
+  for (const char *p = text; *p; p++)
+    if (!(*p >= '0' && *p <= '9') && *p != ':')
+      return fail(why, why_len, "expected START:RATE:FULL (or FULL alone)");
+  if (v[2] < 1 || v[2] > 1000000)
+    return fail(why, why_len, "FULL must be 1..1000000");
+  if (v[0] > v[2]) return fail(why, why_len, "START must be at most FULL");
+  if (v[1] > 100) return fail(why, why_len, "RATE is a percentage, 0..100");
+  if (out) {
+    out->start = (unsigned)v[0];
+    out->rate = (unsigned)v[1];
+    out->full = (unsigned)v[2];
+  }
+  return 0;
+}
+
+static int check_startups(const char *text, char *why, size_t len) {
+  return gam_startups_parse(text, NULL, why, len);
+}
+
 static const config_enum_value policies[] = {
   {"delay", GAM_POLICY_DELAY}, {"naive", GAM_POLICY_NAIVE},
   {"static", GAM_POLICY_STATIC}, {NULL, 0},
@@ -104,14 +134,18 @@ const config_entry gam_config_table[] = {
            "seconds), so that clients that send half a request cannot hold "
            "a slot."},
   {.name = "admin_max_connections", .type = CONFIG_INT,
-   .offset = AT(admin_max_connections, int), .def = "256", .min = 4,
+   .offset = AT(admin_max_connections, int), .def = "512", .min = 4,
    .max = 100000,
-   .help = "Admin API connections at once; more are closed at once."},
+   .help = "Admin API connections at once; more wait in the listen backlog "
+           "until one closes."},
   {.name = "admin_max_connections_per_ip", .type = CONFIG_INT,
-   .offset = AT(admin_max_connections_per_ip, int), .def = "32", .min = 0,
+   .offset = AT(admin_max_connections_per_ip, int), .def = "8", .min = 0,
    .max = 100000,
-   .help = "Admin API connections at once from one client address, so that "
-           "one client cannot take them all; 0 sets no limit."},
+   .help = "Admin API connections at once from one client address; more are "
+           "closed at once. Half-sent requests from N addresses hold at most "
+           "N times this many until admin_timeout: keep it well under "
+           "admin_max_connections / admin_threads, so that they cannot fill "
+           "the slots /healthz needs. 0 sets no limit."},
   {.name = "admin_threads", .type = CONFIG_INT,
    .offset = AT(admin_threads, int), .def = "4", .min = 1, .max = 64,
    .help = "Threads serving the admin API: a slow request (a big /metrics, "
@@ -187,6 +221,56 @@ const config_entry gam_config_table[] = {
    .offset = AT(max_connections, int), .def = "20000", .min = 1,
    .max = 1000000,
    .help = "NAM and app connections at once; more are refused."},
+  {.name = "max_connections_per_address", .type = CONFIG_INT,
+   .offset = AT(max_connections_per_address, int), .def = "256", .min = 0,
+   .max = 1000000,
+   .help = "Connections at once from one client address (NAMs, apps and "
+           "those not yet past Hello together); more are refused. 0 sets no "
+           "limit (a load generator on one host)."},
+  {.name = "max_startups", .type = CONFIG_STRING,
+   .offset = AT(max_startups, char *), .def = "100:30:400", .max = 64,
+   .check = check_startups,
+   .help = "START:RATE:FULL, as sshd's MaxStartups, for connections that "
+           "have not sent Hello yet: past START of them a new one is dropped "
+           "with probability RATE%, rising linearly to 100% at FULL (never "
+           "more than half of max_connections, so that there is always room "
+           "for connections past Hello). What is dropped is the oldest "
+           "connection from the address holding the most unfinished "
+           "handshakes, when that is more than the newcomer's own address "
+           "holds; else the newcomer."},
+  {.name = "max_startups_per_address", .type = CONFIG_INT,
+   .offset = AT(max_startups_per_address, int), .def = "32", .min = 0,
+   .max = 1000000,
+   .help = "Connections from one client address that have not sent Hello "
+           "yet; more are refused. 0 sets no limit."},
+  {.name = "handshake_timeout", .type = CONFIG_DURATION,
+   .offset = AT(handshake_timeout_ms, uint64_t), .def = "10s", .min = 100,
+   .max = 3600000,
+   .help = "A connection that has not sent its Hello this long after "
+           "connecting is sent an Error and closed. Before Hello a frame may "
+           "be at most 4 KiB (a Hello's most): a larger one is refused at its "
+           "length."},
+  {.name = "frame_timeout", .type = CONFIG_DURATION,
+   .offset = AT(frame_timeout_ms, uint64_t), .def = "10s", .min = 100,
+   .max = 3600000,
+   .help = "A frame whose first bytes came must be complete within this "
+           "long, and a peer that leaves more than 4 x max_frame of replies "
+           "unread (the GAM stops reading it meanwhile) must read them "
+           "within this long; else it is closed."},
+  {.name = "idle_timeout", .type = CONFIG_DURATION,
+   .offset = AT(idle_timeout_ms, uint64_t), .def = "60s", .min = 0,
+   .max = 86400000,
+   .help = "A connection past Hello that holds nothing (no node registered, "
+           "no app that has not ended) and sends nothing this long is "
+           "closed; a NAM's after max(this, lost_after heartbeats). Apps "
+           "waiting for or holding leases are never idle. 0 closes none."},
+  {.name = "max_read_buffers", .type = CONFIG_SIZE,
+   .offset = AT(max_read_buffers, uint64_t), .def = "64MiB", .min = 64 * KiB,
+   .max = INT64_C(1) << 40,
+   .help = "Bytes of partly received frames held for all connections at "
+           "once (each holds at most max_frame, counted before it is "
+           "allocated); a frame that would pass it is refused (EBUSY) and "
+           "its connection closed."},
   {.name = "log_level", .type = CONFIG_ENUM, .flags = CONFIG_RELOADABLE,
    .offset = AT(log_level, int), .def = "info", .enums = config_log_levels,
    .help = "Most detailed level of the messages logged to stderr (the "

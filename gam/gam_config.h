@@ -45,10 +45,27 @@ struct gam_config {
   uint64_t acquire_timeout_ms; /* acquire_timeout */
   uint64_t max_frame;         /* max_frame */
   int max_connections;        /* max_connections */
+  int max_connections_per_address; /* 0 = no limit */
+  char *max_startups;         /* max_startups: START:RATE:FULL */
+  int max_startups_per_address; /* 0 = no limit */
+  uint64_t handshake_timeout_ms; /* handshake_timeout */
+  uint64_t frame_timeout_ms;  /* frame_timeout */
+  uint64_t idle_timeout_ms;   /* idle_timeout: 0 = never */
+  uint64_t max_read_buffers;  /* max_read_buffers: bytes */
   int log_level;              /* log_level */
 };
 
 extern const config_entry gam_config_table[];
+
+/* max_startups: sshd's MaxStartups for connections before Hello. */
+typedef struct gam_startups {
+  unsigned start, rate, full;   /* rate: percent */
+} gam_startups;
+
+/* "START:RATE:FULL" or "FULL" (START = FULL) into out (may be NULL); 0 or
+ * EMBER_ECONFIG with the reason. */
+int gam_startups_parse(const char *text, gam_startups *out, char *why,
+                       size_t why_len);
 
 /* "HOST:PORT" (IPv4, [IPv6] or localhost) into a sockaddr; 0 or
  * EMBER_ECONFIG with the reason. */

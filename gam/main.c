@@ -32,6 +32,7 @@ typedef struct gam_daemon {
   gam_server *server;
   gam_admin_http *admin;
   lease_key key;             /* the cluster key: leases, NAMs' Register */
+  gam_conn_stats conn_stats; /* the protocol port's, for /metrics */
 } gam_daemon;
 
 /* static_partition's LABEL=NODE items, split in place into rules. */
@@ -47,24 +48,33 @@ static gam_static_rule *parse_rules(const config_list *l) {
 }
 
 /* One descriptor per connection: raise the soft limit toward
- * max_connections (the unit's LimitNOFILE sets the hard one). */
-static void raise_fd_limit(unsigned max_connections) {
+ * max_connections and the admin API's admin_max_connections (the unit's
+ * LimitNOFILE sets the hard one). */
+static void raise_fd_limit(unsigned max_connections, unsigned admin) {
   struct rlimit rl;
-  rlim_t want = (rlim_t)max_connections + 64;
+  rlim_t want = (rlim_t)max_connections + admin + 64;
   if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want) return;
   rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want
                     ? want : rl.rlim_max;
   if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want)
     log_warn("open files limited to %llu: fewer than max_connections = %u "
-             "NAMs and apps can connect", (unsigned long long)rl.rlim_cur,
-             max_connections);
+             "NAMs and apps and admin_max_connections = %u admin clients can "
+             "connect", (unsigned long long)rl.rlim_cur, max_connections,
+             admin);
 }
 
 static int start(void *user, uv_loop_t *loop) {
   gam_daemon *d = user;
   char err[1024];
   d->loop = loop;
-  raise_fd_limit((unsigned)d->cfg.max_connections);
+  raise_fd_limit((unsigned)d->cfg.max_connections,
+                 d->cfg.admin_listen[0]
+                     ? (unsigned)d->cfg.admin_max_connections : 0u);
+  gam_startups su;
+  if (gam_startups_parse(d->cfg.max_startups, &su, err, sizeof err) != 0) {
+    log_err("max_startups: %s", err);  /* the table checked it already */
+    return -1;
+  }
   gam_core_options o = {0};
   int rc = lease_key_load(d->cfg.cluster_key_file, &d->key, err, sizeof err);
   if (rc) {
@@ -102,6 +112,7 @@ static int start(void *user, uv_loop_t *loop) {
   o.acquire_timeout_ms = d->cfg.acquire_timeout_ms;
   o.app_grace_ms = d->cfg.app_grace_ms;
   o.version = EMBER_VERSION;
+  o.conn_stats = &d->conn_stats;
   rc = gam_core_create(&o, d->store, &d->core, err, sizeof err);
   /* the core copied the rules; the strings are the config's */
   free(rules);
@@ -118,6 +129,16 @@ static int start(void *user, uv_loop_t *loop) {
     .nam_silent_ms = d->cfg.heartbeat_interval_ms * (uint64_t)d->cfg.lost_after,
     .key = &d->key,
     .writer = d->writer,
+    .max_per_address = (unsigned)d->cfg.max_connections_per_address,
+    .startups_start = su.start,
+    .startups_rate = su.rate,
+    .startups_full = su.full,
+    .startups_per_address = (unsigned)d->cfg.max_startups_per_address,
+    .handshake_ms = d->cfg.handshake_timeout_ms,
+    .frame_ms = d->cfg.frame_timeout_ms,
+    .idle_ms = d->cfg.idle_timeout_ms,
+    .max_read_buffers = d->cfg.max_read_buffers,
+    .stats = &d->conn_stats,
   };
   if (gam_server_start(d->loop, d->core, &so, &d->server, err, sizeof err)) {
     log_err("cannot listen: %s", err);
@@ -179,7 +200,11 @@ static const daemon_spec gam_spec = {
   .about = "The ember global accelerator manager: NAMs register (proving\n"
            "they hold the cluster key) and heartbeat, apps acquire nodes by\n"
            "label (delay scheduling by accelerator affinity) and get leases\n"
-           "bound to their own key, admins use the HTTP API (emberctl).",
+           "bound to their own key, which only they can release, admins use\n"
+           "the HTTP API (emberctl). Connections that have not said Hello\n"
+           "have a budget of their own (max_startups), each client address\n"
+           "a limit, and the handshake, frames and idle connections\n"
+           "timeouts.",
   .signals = "Signals: SIGTERM/SIGINT exit (state is always on disk); SIGHUP\n"
              "rereads the config file and applies the reloadable keys.",
   .default_path = GAM_CONFIG_DEFAULT_PATH,

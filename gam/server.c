@@ -4,7 +4,7 @@
  * admin's change on the HTTP thread may produce) and the writer's
  * "committed up to k" arrive through uv_async_t handles.
  */
-#include "server.h"
+#include "server_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,84 +13,64 @@
 #include <unistd.h>
 
 #include "ember/ember_errors.h"
-#include "frame.h"
 #include "gam_config.h"
 #include "log.h"
-#include "node_auth.h"
 
-enum conn_role { ROLE_NEW, ROLE_NAM, ROLE_APP };
-
-/* A frame waiting for its change to be committed. */
-typedef struct held_frame {
-  uint64_t need;             /* the change it acknowledges */
-  uint8_t *data;             /* header + payload */
-  size_t len;
-  struct held_frame *next;
-} held_frame;
-
-typedef struct gam_conn {
-  uv_tcp_t tcp;
-  gam_server *srv;
-  proto_reader reader;
-  int greeted;
-  int closing;
-  enum conn_role role;
-  char node[129];            /* ROLE_NAM: the node it registered */
-  uint64_t app_id;           /* ROLE_APP */
-  char peer[64];
-  uint8_t challenge[NODE_AUTH_CHALLENGE_BYTES]; /* sent in Welcome */
-  uint64_t last_frame_ms;    /* uv_now of its newest frame */
-  struct gam_conn *prev, *next;
-  held_frame *held, *held_tail;        /* in order */
-  struct gam_conn *wait_prev, *wait_next; /* in gam_server.waiting */
-} gam_conn;
-
-struct gam_server {
-  uv_loop_t *loop;
-  gam_core *core;
-  gam_server_options opt;
-  uv_tcp_t listener;
-  uv_async_t outbox;
-  uv_async_t durable;        /* the writer committed (or failed) */
-  uv_timer_t tick;
-  gam_conn *conns;
-  gam_conn *waiting;         /* connections holding frames */
-  uint64_t frame_seq;        /* the newest change before this frame */
-  unsigned n_conns;
-  int closed_handles;
-  /* Every read lands here first: a connection keeps a buffer of its own
-   * (proto_reader, 64 KiB at least) only while it holds part of a frame,
-   * so 10,000 idle NAMs do not pin 640 MiB. */
-  uint8_t read_buf[64 << 10];
-};
+/* Replies a peer may leave unread before the GAM stops reading it. */
+#define SEND_QUEUE_FACTOR 4
 
 typedef struct write_req {
   uv_write_t req;
+  gam_conn *c;
   uint8_t *data;
 } write_req;
 
-static void on_written(uv_write_t *req, int status) {
-  write_req *w = (write_req *)req;
-  free(w->data);
-  free(w);
+static void read_resume(gam_conn *c);
+
+/* What a write costs beyond its bytes: its request and the allocator's. */
+#define WRITE_OVERHEAD (sizeof(write_req) + 64)
+
+/* Memory c's peer holds in replies it has not taken: written and queued
+ * (with each write's request), or held. */
+static size_t conn_queued(const gam_conn *c) {
+  return c->tcp.write_queue_size + c->held_bytes +
+         c->writes * WRITE_OVERHEAD;
 }
 
-static void conn_close(gam_conn *c, const char *why);
+static size_t send_queue_max(const gam_server *s) {
+  return SEND_QUEUE_FACTOR * s->opt.max_frame;
+}
+
+static void on_written(uv_write_t *req, int status) {
+  write_req *w = (write_req *)req;
+  gam_conn *c = w->c;
+  free(w->data);
+  free(w);
+  c->writes--;
+  /* a closing connection's writes end with UV_ECANCELED before its close
+   * callback frees it: c is still there */
+  if (status == 0 && c->paused && !c->closing &&
+      conn_queued(c) <= send_queue_max(c->srv) / 2)
+    read_resume(c);
+}
 
 static void write_now(gam_conn *c, uint8_t *data, size_t len) {
   write_req *w = malloc(sizeof *w);
   if (!w) {
     free(data);
-    conn_close(c, "out of memory");
+    gam_conn_close(c, "out of memory");
     return;
   }
+  w->c = c;
   w->data = data;
   uv_buf_t buf = uv_buf_init((char *)data, (unsigned)len);
   if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, on_written) != 0) {
     free(data);
     free(w);
-    conn_close(c, "write failed");
+    gam_conn_close(c, "write failed");
+    return;
   }
+  c->writes++;
 }
 
 static void wait_link(gam_conn *c) {
@@ -120,7 +100,7 @@ static void conn_write(gam_conn *c, uint8_t *data, size_t len, uint64_t need) {
   held_frame *h = malloc(sizeof *h);
   if (!h) {
     free(data);
-    conn_close(c, "out of memory");
+    gam_conn_close(c, "out of memory");
     return;
   }
   *h = (held_frame){.need = need, .data = data, .len = len};
@@ -130,6 +110,7 @@ static void conn_write(gam_conn *c, uint8_t *data, size_t len, uint64_t need) {
     wait_link(c);
   }
   c->held_tail = h;
+  c->held_bytes += len;
 }
 
 /* Frames whose changes are committed now leave. */
@@ -138,6 +119,7 @@ static void conn_release_held(gam_conn *c, uint64_t durable) {
     held_frame *h = c->held;
     c->held = h->next;
     if (!c->held) c->held_tail = NULL;
+    c->held_bytes -= h->len;
     write_now(c, h->data, h->len);
     free(h);
   }
@@ -153,6 +135,7 @@ static void conn_drop_held(gam_conn *c) {
     free(h);
   }
   c->held_tail = NULL;
+  c->held_bytes = 0;
   wait_unlink(c);
 }
 
@@ -163,20 +146,24 @@ static uint64_t reply_need(gam_conn *c) {
   return seq > c->srv->frame_seq ? seq : 0;
 }
 
+static void put_header(uint8_t *data, uint8_t type, size_t len) {
+  data[0] = (uint8_t)len;
+  data[1] = (uint8_t)(len >> 8);
+  data[2] = (uint8_t)(len >> 16);
+  data[3] = (uint8_t)(len >> 24);
+  data[4] = type;
+}
+
 /* Frame header + payload in one buffer, written (or held) asynchronously. */
 static void send_packed(gam_conn *c, uint8_t type, const uint8_t *payload,
                         size_t len, uint64_t need) {
   if (c->closing) return;
   uint8_t *data = malloc(PROTO_HEADER_SIZE + len);
   if (!data) {
-    conn_close(c, "out of memory");
+    gam_conn_close(c, "out of memory");
     return;
   }
-  data[0] = (uint8_t)len;
-  data[1] = (uint8_t)(len >> 8);
-  data[2] = (uint8_t)(len >> 16);
-  data[3] = (uint8_t)(len >> 24);
-  data[4] = type;
+  put_header(data, type, len);
   if (len) memcpy(data + PROTO_HEADER_SIZE, payload, len);
   conn_write(c, data, PROTO_HEADER_SIZE + len, need);
 }
@@ -187,7 +174,7 @@ static void send_msg_after(gam_conn *c, uint8_t type,
   uint8_t stack[512];
   uint8_t *buf = len <= sizeof stack ? stack : malloc(len);
   if (!buf) {
-    conn_close(c, "out of memory");
+    gam_conn_close(c, "out of memory");
     return;
   }
   protobuf_c_message_pack(m, buf);
@@ -213,13 +200,17 @@ static void send_error(gam_conn *c, int code, const char *fmt, ...) {
   send_msg(c, EMBER__MSG_TYPE__MSG_ERROR, &e.base);
 }
 
+size_t gam_conn_frame_limit(const gam_conn *c) {
+  return c->greeted ? c->srv->opt.max_frame : GAM_HELLO_MAX;
+}
+
 /* ------------------------------------------------------------ handling */
 
 static void handle_hello(gam_conn *c, const Ember__Hello *m) {
   if (m->protocol_version != PROTO_VERSION) {
     send_error(c, EMBER_EVERSION, "protocol version %u, this GAM speaks %u",
                m->protocol_version, PROTO_VERSION);
-    conn_close(c, "protocol version mismatch");
+    gam_conn_close(c, "protocol version mismatch");
     return;
   }
   Ember__Welcome w = EMBER__WELCOME__INIT;
@@ -229,14 +220,15 @@ static void handle_hello(gam_conn *c, const Ember__Hello *m) {
   w.max_frame = c->srv->opt.max_frame;
   if (node_auth_challenge(c->challenge) != 0) {
     send_error(c, EMBER_EINTERNAL, "no random bytes for a challenge");
-    conn_close(c, "libsodium failed");
+    gam_conn_close(c, "libsodium failed");
     return;
   }
   w.has_challenge = 1;
   w.challenge.data = c->challenge;
   w.challenge.len = sizeof c->challenge;
   send_msg(c, EMBER__MSG_TYPE__MSG_WELCOME, &w.base);
-  c->greeted = 1;
+  c->greeted = true;
+  gam_guard_greeted(c);
 }
 
 /* The live NAM connection other than c that registered node, or NULL. A
@@ -253,7 +245,7 @@ static gam_conn *node_holder(gam_conn *c, const char *node) {
              "a new registration from %s", node, o->peer,
              (unsigned long long)(uv_now(s->loop) - o->last_frame_ms),
              c->peer);
-    conn_close(o, "silent; its node registered again");
+    gam_conn_close(o, "silent; its node registered again");
     return NULL;
   }
   return NULL;
@@ -265,7 +257,7 @@ static void refuse_register(gam_conn *c, int code, const char *node,
   log_warn("register of node '%.128s' from %s refused: %s", node, c->peer,
            why);
   send_error(c, code, "register: %s", why);
-  conn_close(c, "register refused");
+  gam_conn_close(c, "register refused");
 }
 
 static void handle_register(gam_conn *c, const Ember__Register *m) {
@@ -359,11 +351,11 @@ static void handle_release(gam_conn *c, const Ember__Release *m) {
 static void handle_frame(gam_conn *c, const proto_frame *f) {
   if (!c->greeted && f->type != EMBER__MSG_TYPE__MSG_HELLO) {
     send_error(c, EMBER_EPROTO, "the first message must be Hello");
-    conn_close(c, "no Hello");
+    gam_conn_close(c, "no Hello");
     return;
   }
   c->srv->frame_seq = gam_core_last_change(c->srv->core);
-  c->last_frame_ms = uv_now(c->srv->loop);
+  c->last_frame_ms = c->active_ms = uv_now(c->srv->loop);
   ProtobufCMessage *m = proto_unpack(f);
   if (!m) {
     if (!proto_descriptor(f->type))
@@ -371,6 +363,7 @@ static void handle_frame(gam_conn *c, const proto_frame *f) {
     else
       send_error(c, EMBER_EFORMAT, "malformed %s message",
                  proto_type_name(f->type));
+    if (!c->greeted) gam_conn_close(c, "no Hello");
     return;
   }
   switch (f->type) {
@@ -399,93 +392,186 @@ static void handle_frame(gam_conn *c, const proto_frame *f) {
 
 /* ------------------------------------------------------------ plumbing */
 
-static void on_conn_closed(uv_handle_t *h) {
-  gam_conn *c = h->data;
-  proto_reader_free(&c->reader);
-  free(c);
+static void frame_free(gam_conn *c) {
+  if (!c->frame) return;
+  free(c->frame);
+  c->srv->read_buffered -= c->frame_size;
+  atomic_store(&c->srv->stats->read_buffered, c->srv->read_buffered);
+  c->frame = NULL;
+  c->frame_len = c->frame_size = 0;
 }
 
-static void conn_close(gam_conn *c, const char *why) {
+static void on_conn_closed(uv_handle_t *h) { free(h->data); }
+
+void gam_conn_close(gam_conn *c, const char *why) {
   if (c->closing) return;
-  c->closing = 1;
+  c->closing = true;
   gam_server *s = c->srv;
   log_debug("%s: closed (%s)", c->peer, why);
   if (c->role == ROLE_APP && c->app_id)
     gam_core_app_disconnected(s->core, c->app_id);
   conn_drop_held(c);
+  frame_free(c);
+  gam_guard_forget(c);
   if (c->prev) c->prev->next = c->next;
   else s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   s->n_conns--;
+  atomic_store(&s->stats->open, s->n_conns);
   uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+void gam_conn_drop(gam_conn *c, gam_closing reason, int code,
+                   const char *message) {
+  if (c->closing) return;
+  gam_guard_note_close(c->srv, reason);
+  send_error(c, code, "%s", message);
+  gam_conn_close(c, message);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   gam_conn *c = h->data;
-  if (c->reader.start == c->reader.end) {
-    *buf = uv_buf_init((char *)c->srv->read_buf, sizeof c->srv->read_buf);
+  if (c->frame) {  /* the rest of this frame, nothing past it */
+    *buf = uv_buf_init((char *)c->frame + c->frame_len,
+                       (unsigned)(c->frame_size - c->frame_len));
     return;
   }
-  size_t avail = 0;
-  int err = 0;
-  uint8_t *p = proto_reader_space(&c->reader, &avail, &err);
-  *buf = uv_buf_init((char *)p, p ? (unsigned)avail : 0);
+  /* the header's first bytes, if any, go first, then what comes */
+  uint8_t *shared = c->srv->read_buf;
+  memcpy(shared, c->head, c->head_len);
+  *buf = uv_buf_init((char *)shared + c->head_len,
+                     (unsigned)(sizeof c->srv->read_buf - c->head_len));
 }
 
-/* Handles the complete frames in r; 0, or -1 once c is closing. */
-static int handle_frames(gam_conn *c, proto_reader *r) {
+/* Stop reading c while its peer leaves its replies unread. */
+static void read_pause(gam_conn *c) {
+  if (c->paused || c->closing) return;
+  uv_read_stop((uv_stream_t *)&c->tcp);
+  c->paused = true;
+  c->paused_ms = uv_now(c->srv->loop);
+}
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
+
+static void read_resume(gam_conn *c) {
+  if (!c->paused || c->closing) return;
+  c->paused = false;
+  if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+    gam_conn_close(c, "cannot read");
+}
+
+static void too_big(gam_conn *c, size_t len) {
+  char msg[160];
+  snprintf(msg, sizeof msg, "a frame of %zu bytes is over the %zu-byte "
+           "limit%s", len, gam_conn_frame_limit(c),
+           c->greeted ? "" : " before Hello");
+  gam_conn_drop(c, GAM_CLOSED_TOO_BIG, EMBER_ETOOBIG, msg);
+}
+
+/* The bytes read_buf[0, len) after a read that did not land in c->frame:
+ * whole frames are handled from there; a frame's beginning stays with c,
+ * its header in c->head or, once that is whole, in a buffer of exactly
+ * its size. */
+static void take_shared(gam_conn *c, size_t len) {
+  gam_server *s = c->srv;
+  proto_reader view = {.buf = s->read_buf, .cap = sizeof s->read_buf,
+                       .end = len};
+  bool handled = false;
   proto_frame f;
-  int rc;
-  while (!c->closing && (rc = proto_reader_next(r, &f)) == 1)
+  int rc = 0;
+  while (!c->closing) {
+    view.max_frame = gam_conn_frame_limit(c);  /* Hello changes it */
+    if ((rc = proto_reader_next(&view, &f)) != 1) break;
+    handled = true;
     handle_frame(c, &f);
-  if (!c->closing && rc == EMBER_ETOOBIG) {
-    send_error(c, EMBER_ETOOBIG, "frame over the %zu-byte limit",
-               c->srv->opt.max_frame);
-    conn_close(c, "frame too big");
   }
-  return c->closing ? -1 : 0;
+  if (c->closing) return;
+  const uint8_t *rest = view.buf + view.start;
+  size_t left = view.end - view.start;
+  c->head_len = 0;
+  if (rc == EMBER_ETOOBIG) {
+    too_big(c, (size_t)rest[0] | (size_t)rest[1] << 8 |
+                   (size_t)rest[2] << 16 | (size_t)rest[3] << 24);
+    return;
+  }
+  if (left == 0) {
+    c->partial_ms = 0;
+    return;
+  }
+  if (handled || !c->partial_ms) c->partial_ms = uv_now(s->loop);
+  if (left < PROTO_HEADER_SIZE) {
+    memcpy(c->head, rest, left);
+    c->head_len = left;
+    return;
+  }
+  /* a header within the limit (proto_reader_next checked it): a buffer
+   * for the whole frame, counted before it is taken */
+  size_t size = PROTO_HEADER_SIZE + ((size_t)rest[0] | (size_t)rest[1] << 8 |
+                                     (size_t)rest[2] << 16 |
+                                     (size_t)rest[3] << 24);
+  if (s->read_buffered + size > s->opt.max_read_buffers) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "the GAM holds max_read_buffers (%llu bytes) "
+             "of partial frames already: try again",
+             (unsigned long long)s->opt.max_read_buffers);
+    gam_conn_drop(c, GAM_CLOSED_BUFFERS_FULL, EMBER_EBUSY, msg);
+    return;
+  }
+  c->frame = malloc(size);
+  if (!c->frame) {
+    gam_conn_close(c, "out of memory");
+    return;
+  }
+  s->read_buffered += size;
+  atomic_store(&s->stats->read_buffered, s->read_buffered);
+  c->frame_size = size;
+  c->frame_len = left;
+  memcpy(c->frame, rest, left);
 }
 
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   gam_conn *c = st->data;
   if (nread < 0) {
-    conn_close(c, nread == UV_EOF ? "peer closed" : uv_strerror((int)nread));
+    gam_conn_close(c, nread == UV_EOF ? "peer closed"
+                                      : uv_strerror((int)nread));
     return;
   }
-  if (nread == 0) return;
-  if ((uint8_t *)buf->base != c->srv->read_buf) {
-    proto_reader_commit(&c->reader, (size_t)nread);
-    if (handle_frames(c, &c->reader) == 0 &&
-        c->reader.start == c->reader.end) {
-      proto_reader_free(&c->reader);  /* whole frames again: drop it */
-      proto_reader_init(&c->reader, c->srv->opt.max_frame);
-    }
-    return;
+  if (nread == 0 || c->closing) return;
+  if (c->frame && (uint8_t *)buf->base == c->frame + c->frame_len) {
+    c->frame_len += (size_t)nread;
+    if (c->frame_len < c->frame_size) return;
+    /* whole: handled from the buffer, which then goes */
+    uint8_t *frame = c->frame;
+    size_t size = c->frame_size;
+    c->frame = NULL;
+    c->frame_len = c->frame_size = 0;
+    c->partial_ms = 0;
+    proto_frame f = {.type = frame[4], .payload = frame + PROTO_HEADER_SIZE,
+                     .len = size - PROTO_HEADER_SIZE};
+    handle_frame(c, &f);
+    free(frame);
+    c->srv->read_buffered -= size;
+    atomic_store(&c->srv->stats->read_buffered, c->srv->read_buffered);
+  } else {
+    take_shared(c, c->head_len + (size_t)nread);
   }
-  /* the shared buffer, read as a reader of its own; a partial frame at
-   * the end moves to the connection's reader */
-  proto_reader shared = {.buf = c->srv->read_buf,
-                         .cap = sizeof c->srv->read_buf,
-                         .end = (size_t)nread,
-                         .max_frame = c->srv->opt.max_frame};
-  if (handle_frames(c, &shared) != 0 || shared.start == shared.end) return;
-  if (proto_reader_feed(&c->reader, shared.buf + shared.start,
-                        shared.end - shared.start) != 0)
-    conn_close(c, "out of memory");
+  if (!c->closing && conn_queued(c) > send_queue_max(c->srv)) read_pause(c);
 }
 
 static void on_connection(uv_stream_t *listener, int status) {
   gam_server *s = listener->data;
   if (status < 0) {
-    log_warn("accept: %s", uv_strerror(status));
+    gam_guard_accept_failed(s, status);
     return;
   }
   gam_conn *c = calloc(1, sizeof *c);
-  if (!c) return;
+  if (!c) {
+    gam_guard_accept_failed(s, UV_ENOMEM);
+    return;
+  }
   c->srv = s;
   uv_tcp_init(s->loop, &c->tcp);
   c->tcp.data = c;
-  proto_reader_init(&c->reader, s->opt.max_frame);
   if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
     return;
@@ -493,11 +579,12 @@ static void on_connection(uv_stream_t *listener, int status) {
   struct sockaddr_storage ss;
   int len = sizeof ss;
   char host[48] = "?";
+  memset(&ss, 0, sizeof ss);
   if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
     uv_ip_name((struct sockaddr *)&ss, host, sizeof host);
   snprintf(c->peer, sizeof c->peer, "%s", host);
-  if (s->n_conns >= s->opt.max_connections) {
-    log_warn("refusing %s: %u connections already", c->peer, s->n_conns);
+  c->opened_ms = c->last_frame_ms = c->active_ms = uv_now(s->loop);
+  if (gam_guard_admit(s, c, &ss) != 0) {  /* refused: told, counted */
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
     return;
   }
@@ -505,8 +592,10 @@ static void on_connection(uv_stream_t *listener, int status) {
   if (s->conns) s->conns->prev = c;
   s->conns = c;
   s->n_conns++;
+  atomic_store(&s->stats->open, s->n_conns);
   uv_tcp_nodelay(&c->tcp, 1);
-  uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+  if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+    gam_conn_close(c, "cannot read");
 }
 
 static void on_outbox(uv_async_t *a) {
@@ -561,11 +650,16 @@ int gam_server_start(uv_loop_t *loop, gam_core *core,
   struct sockaddr_storage addr;
   int rc = gam_hostport_parse(o->listen, &addr, err, err_len);
   if (rc) return rc;
+  if (!o->stats) {
+    snprintf(err, err_len, "no connection statistics");
+    return EMBER_EINVAL;
+  }
   gam_server *s = calloc(1, sizeof *s);
   if (!s) return EMBER_ENOMEM;
   s->loop = loop;
   s->core = core;
   s->opt = *o;
+  s->stats = o->stats;
   uv_tcp_init(loop, &s->listener);
   s->listener.data = s;
   uv_async_init(loop, &s->outbox, on_outbox);
@@ -574,6 +668,7 @@ int gam_server_start(uv_loop_t *loop, gam_core *core,
   s->durable.data = s;
   uv_timer_init(loop, &s->tick);
   s->tick.data = s;
+  gam_guard_start(s);
   *out = s;
   int uv = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0);
   if (uv == 0) uv = uv_listen((uv_stream_t *)&s->listener, 4096, on_connection);
@@ -591,7 +686,8 @@ void gam_server_close(gam_server *s) {
   if (!s) return;
   gam_core_set_wake(s->core, NULL, NULL);
   gam_writer_set_notify(s->opt.writer, NULL, NULL);
-  while (s->conns) conn_close(s->conns, "shutting down");
+  while (s->conns) gam_conn_close(s->conns, "shutting down");
+  gam_guard_close(s);
   uv_close((uv_handle_t *)&s->listener, NULL);
   uv_close((uv_handle_t *)&s->outbox, NULL);
   uv_close((uv_handle_t *)&s->durable, NULL);

@@ -325,6 +325,8 @@ static int spawn_gam(const args *a, spawned *g) {
   SET("listen=%s", g->listen);
   SET("admin_listen=%s", g->admin);
   SET("heartbeat_interval=%ums", (unsigned)(1000.0 / a->o.rate + 0.5));
+  /* every simulated NAM and app comes from this one address */
+  SET("max_connections_per_address=0");
   for (int i = 0; i < a->n_gam_sets; i++) SET("%s", a->gam_sets[i]);
 #undef SET
   argv[n] = NULL;
@@ -799,7 +801,9 @@ static void usage(FILE *out) {
     "of one label, hold them a few seconds and release them. Measures each\n"
     "heartbeat's send->ack latency, and the GAM's CPU and RSS every second.\n"
     "\n"
-    "  --gam HOST:PORT         a running GAM's protocol address\n"
+    "  --gam HOST:PORT         a running GAM's protocol address (all the\n"
+    "                          load comes from one address: give that GAM\n"
+    "                          max_connections_per_address=0, as --spawn does)\n"
     "  --pid PID               that GAM's pid, to sample CPU and RSS\n"
     "  --key FILE              that GAM's cluster_key_file (NAMs register\n"
     "                          with it; required with --gam)\n"

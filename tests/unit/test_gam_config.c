@@ -114,8 +114,42 @@ static void labels(void **state) {
   assert_true(gam_label_valid(longest));
 }
 
+/* max_startups: START:RATE:FULL as sshd's MaxStartups, or FULL alone. */
+static void startups(void **state) {
+  gam_startups su;
+  char why[160];
+  assert_int_equal(gam_startups_parse("100:30:400", &su, why, sizeof why), 0);
+  assert_int_equal(su.start, 100);
+  assert_int_equal(su.rate, 30);
+  assert_int_equal(su.full, 400);
+  assert_int_equal(gam_startups_parse("50", &su, why, sizeof why), 0);
+  assert_int_equal(su.start, 50);
+  assert_int_equal(su.full, 50);
+  assert_int_equal(gam_startups_parse("0:0:1", &su, why, sizeof why), 0);
+  static const char *const bad[] = {
+    "", "10:20", "10:20:30:40", "-1:30:100", "10:101:100", "200:30:100",
+    "10:30:0", "10:30:2000000", "a:b:c", "10 :30:100", "10:30:100x",
+    "99999999999999999999999:1:2",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    if (gam_startups_parse(bad[i], &su, why, sizeof why) != EMBER_ECONFIG)
+      fail_msg("max_startups '%s' was taken", bad[i]);
+    assert_true(why[0] != '\0');
+  }
+  /* through the table */
+  struct gam_config cfg = {0};
+  assert_int_equal(config_init(gam_config_table, &cfg), 0);
+  char err[256];
+  assert_int_equal(config_set(gam_config_table, &cfg, "max_startups=10:50:20",
+                              err, sizeof err), 0);
+  assert_int_not_equal(config_set(gam_config_table, &cfg,
+                                  "max_startups=30:50:20", err, sizeof err), 0);
+  config_free(gam_config_table, &cfg);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+    cmocka_unit_test(startups),
     cmocka_unit_test(table_is_sound),
     cmocka_unit_test(example_in_sync),
     cmocka_unit_test(settings_are_checked),
