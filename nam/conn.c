@@ -39,7 +39,10 @@ static uint64_t now_ms(const nam_conn *c) { return uv_now(c->srv->loop); }
 
 static void update_poll(nam_conn *c) {
   if (c->closing) return;
-  int paused = c->inflight >= c->srv->limits.max_inflight || c->send_paused;
+  /* nothing more is read once a fatal Error is queued: its bytes would
+   * only pile up */
+  int paused = c->inflight >= c->srv->limits.max_inflight || c->send_paused ||
+               c->close_after_flush;
   int events = (paused ? 0 : UV_READABLE) |
                (c->out.len > c->out.sent ? UV_WRITABLE : 0);
   if (events != c->poll_events) {
@@ -165,7 +168,9 @@ static int close_after_flush_pending(nam_conn *c) {
 
 static void fatal(nam_conn *c, int code, const char *fmt, const char *detail) {
   nam_stats_protocol_error(&c->srv->metrics);
-  log_notice("client %s: %s", c->peer, detail);
+  /* before the handshake, anyone's junk: counted, logged only for debug */
+  LOG(c->admitted ? LOG_LVL_NOTICE : LOG_LVL_DEBUG, "client %s: %s", c->peer,
+      detail);
   send_error(c, code, 0, 0, fmt, detail);
   c->close_after_flush = 1; /* say why, then close */
 }
@@ -178,12 +183,9 @@ void nam_conn_refuse(nam_conn *c, int code, const char *detail) {
   flush(c);
 }
 
-void nam_conn_drop(nam_conn *c, int code, int warn, const char *why) {
+void nam_conn_drop(nam_conn *c, int code, int level, const char *why) {
   if (c->closing) return;
-  if (warn)
-    log_warn("client %s: %s", c->peer, why);
-  else
-    log_notice("client %s: %s", c->peer, why);
+  LOG(level, "client %s: %s", c->peer, why);
   send_error(c, code, 0, 0, "%s", why);
   /* one try: a client that does not read gets no more of our time */
   while (c->out.len > c->out.sent) {
@@ -197,6 +199,67 @@ void nam_conn_drop(nam_conn *c, int code, int warn, const char *why) {
 
 /* ---- connection life --------------------------------------------------- */
 
+/* Fds a client's frames may have waiting (max_client_fds). */
+static size_t fds_bound(const nam_conn *c) {
+  unsigned b = c->srv->limits.max_client_fds;
+  return b ? b : PROTO_MAX_FDS_PER_SEND;
+}
+
+/* The longest payload c may send now, checked at its length prefix
+ * before any room is made for it: a Hello until c is through its
+ * handshake; then max_frame as far as c's bytes allow: its blocks, its
+ * out blocks and the frame together within max_block_bytes (a chunk's
+ * worth always goes, so that a client at its limit can still release). */
+static size_t read_limit(const nam_conn *c) {
+  const nam_server_limits *l = &c->srv->limits;
+  if (!c->admitted)
+    return l->max_frame < PROTO_MAX_HELLO_FRAME ? l->max_frame
+                                                : PROTO_MAX_HELLO_FRAME;
+  uint64_t held = c->blocks.bytes + c->out_bytes;
+  uint64_t room = held < l->max_block_bytes ? l->max_block_bytes - held : 0;
+  if (room < PROTO_READ_CHUNK) room = PROTO_READ_CHUNK;
+  return room < l->max_frame ? (size_t)room : l->max_frame;
+}
+
+/* The fds c's frames have waiting are counted in the server's fds_held
+ * (with every client's socket) against max_fds: those that came past it
+ * are closed at once, and the PutBlock that claims one is refused. */
+static void count_fds(nam_conn *c) {
+  nam_server *s = c->srv;
+  size_t now = 0;
+  for (size_t i = 0; i < c->reader.nfds; i++)
+    if (c->reader.fds[i].fd >= 0) now++;
+  size_t refused = 0;
+  for (size_t i = c->reader.nfds; i-- > 0 && now > c->fds_counted &&
+                                  s->limits.max_fds &&
+                                  s->fds_held + (now - c->fds_counted) >
+                                      s->limits.max_fds;) {
+    if (c->reader.fds[i].fd < 0) continue;
+    proto_reader_refuse_fd(&c->reader, i);
+    now--;
+    refused++;
+  }
+  s->fds_held = s->fds_held - (unsigned)c->fds_counted + (unsigned)now;
+  c->fds_counted = now;
+  if (!refused) return;
+  uint64_t t = uv_now(s->loop);
+  if (s->fds_log_ms && t - s->fds_log_ms < 1000) {
+    s->fds_quiet += (unsigned)refused;
+    return;
+  }
+  log_warn("client %s: %zu file descriptors refused: the clients hold %u, "
+           "all that RLIMIT_NOFILE leaves them (%u more refused since the "
+           "last message)", c->peer, refused, s->fds_held, s->fds_quiet);
+  s->fds_log_ms = t;
+  s->fds_quiet = 0;
+}
+
+static void set_read_limits(nam_conn *c) {
+  c->reader.max_frame = read_limit(c);
+  /* a message's fds may come before the last one's frames are done */
+  c->reader.max_fds = fds_bound(c) + PROTO_MAX_FDS_PER_SEND;
+}
+
 void nam_conn_open(nam_server *s, int fd, int is_unix, const char *peer) {
   nam_conn *c = calloc(1, sizeof *c);
   if (!c) {
@@ -206,20 +269,42 @@ void nam_conn_open(nam_server *s, int fd, int is_unix, const char *peer) {
   c->srv = s;
   c->fd = fd;
   c->is_unix = is_unix;
+  nam_peer_key key;
+  char text[96];
+  nam_peer_key_of(fd, is_unix, &key, text, sizeof text);
+  if (nam_admit_open(s, c, &key) != 0) {
+    log_warn("client %s: out of memory", peer);
+    free(c);
+    close(fd);
+    return;
+  }
   c->app = ++s->next_app;
   snprintf(c->peer, sizeof c->peer, "%s", peer);
   c->opened_ms = c->active_ms = uv_now(s->loop);
   proto_reader_init(&c->reader, s->limits.max_frame);
+  set_read_limits(c);
   uv_poll_init(s->loop, &c->poll, fd);
   c->poll.data = c;
   c->next = s->conns;
   if (s->conns) s->conns->prev = c;
   s->conns = c;
   s->stats.clients++;
+  s->fds_held++; /* its socket */
   if (is_unix) s->clients_unix++; else s->clients_tcp++;
   nam_stats_connection(&s->metrics, is_unix);
-  log_info("client %s connected (%s)", peer, is_unix ? "unix" : "tcp");
+  /* info once its Hello is through: silent connections by the thousand
+   * would fill the log */
+  log_debug("client %s connected (%s)", peer, is_unix ? "unix" : "tcp");
   update_poll(c);
+}
+
+/* Through the handshake: a client from now on, with its frame limit. */
+static void admitted(nam_conn *c, const char *name) {
+  nam_admit_done(c);
+  set_read_limits(c);
+  log_info("client %s connected (%s)%s%s%s", c->peer,
+           c->is_unix ? "unix" : "tcp", name && name[0] ? " as '" : "",
+           name && name[0] ? name : "", name && name[0] ? "'" : "");
 }
 
 static void maybe_free(nam_conn *c) {
@@ -240,8 +325,9 @@ void nam_conn_close(nam_conn *c, const char *why) {
   if (c->closing) return;
   nam_server *s = c->srv;
   c->closing = 1;
-  log_info("client %s disconnected (%s), %u tasks in flight", c->peer, why,
-           c->inflight);
+  LOG(c->admitted ? LOG_LVL_INFO : LOG_LVL_DEBUG,
+      "client %s disconnected (%s), %u tasks in flight", c->peer, why,
+      c->inflight);
   uv_close((uv_handle_t *)&c->poll, on_handle_closed);
   close(c->fd);
   c->fd = -1;
@@ -249,6 +335,11 @@ void nam_conn_close(nam_conn *c, const char *why) {
   if (c->next) c->next->prev = c->prev;
   s->stats.clients--;
   if (c->is_unix) s->clients_unix--; else s->clients_tcp--;
+  nam_admit_close(c);
+  /* its buffer and the fds that came with it go now, not with its tasks */
+  proto_reader_free(&c->reader);
+  s->fds_held -= 1 + (unsigned)c->fds_counted;
+  c->fds_counted = 0;
   /* the client is gone: its blocks go once their tasks are done */
   nam_blocks_clear(&c->blocks);
   if (s->engine)
@@ -579,8 +670,9 @@ static int cache_block(nam_conn *c, nam_block *b) {
   return rc;
 }
 
-/* Returns 1 if m was adopted by the block (inline bytes), else 0. */
-static int handle_put_block(nam_conn *c, Ember__PutBlock *m) {
+/* Returns 1 if m was adopted by the block (inline bytes), else 0. at: the
+ * frame's offset in the stream (its memfd came with bytes up to there). */
+static int handle_put_block(nam_conn *c, Ember__PutBlock *m, uint64_t at) {
   nam_server *s = c->srv;
   int fd = -1;
   if (m->transport == EMBER__PUT_BLOCK__TRANSPORT__FD) {
@@ -590,7 +682,15 @@ static int handle_put_block(nam_conn *c, Ember__PutBlock *m) {
                  (unsigned long long)m->block_id);
       return 0;
     }
-    fd = proto_reader_pop_fd(&c->reader);
+    fd = proto_reader_take_fd(&c->reader, at);
+    count_fds(c);
+    if (fd == PROTO_FD_REFUSED) {
+      send_error(c, EMBER_EBUSY, 0, m->block_id,
+                 "block %llu: its memfd was refused: the NAM's clients hold "
+                 "all the file descriptors RLIMIT_NOFILE leaves them; try "
+                 "again later", (unsigned long long)m->block_id);
+      return 0;
+    }
     if (fd < 0) {
       fatal(c, EMBER_EPROTO, "%s", "PutBlock with fd transport but no fd came with it");
       return 0;
@@ -700,8 +800,7 @@ static void handle_hello(nam_conn *c, const Ember__Hello *m) {
   }
   c->greeted = 1;
   send_welcome(c);
-  if (m->client_name && m->client_name[0])
-    log_debug("client %s is '%s'", c->peer, m->client_name);
+  if (!nam_conn_lease_challenge(c)) admitted(c, m->client_name);
 }
 
 /* The answer to a lease's challenge; a good one gets the Welcome again. */
@@ -722,6 +821,7 @@ static void handle_lease_proof(nam_conn *c, const Ember__LeaseProof *m) {
   }
   log_info("client %s holds lease for label %s", c->peer,
            nam_conn_lease_label(c));
+  admitted(c, NULL);
   send_welcome(c);
 }
 
@@ -795,7 +895,7 @@ static void handle_frame(nam_conn *c, const proto_frame *f) {
     break;
   case EMBER__MSG_TYPE__MSG_LIST_ACCELERATORS: handle_list(c); break;
   case EMBER__MSG_TYPE__MSG_PUT_BLOCK:
-    adopted = handle_put_block(c, (Ember__PutBlock *)m);
+    adopted = handle_put_block(c, (Ember__PutBlock *)m, f->offset);
     break;
   case EMBER__MSG_TYPE__MSG_RELEASE_BLOCK: {
     uint64_t id = ((Ember__ReleaseBlock *)m)->block_id;
@@ -843,29 +943,88 @@ static void note_partial(nam_conn *c, int handled) {
     c->partial_ms = now_ms(c);
 }
 
+/* Why the frame at the front is refused at its length prefix. */
+static void refuse_long_frame(nam_conn *c) {
+  const nam_server_limits *l = &c->srv->limits;
+  size_t len = 0;
+  uint8_t type = 0;
+  proto_reader_head(&c->reader, &len, &type);
+  char detail[400];
+  int known = proto_descriptor(type) != NULL;
+  if (!c->admitted)
+    snprintf(detail, sizeof detail, "a %s%sframe of %zu bytes before the "
+             "handshake is done is over the limit (a Hello is at most %zu "
+             "bytes): closing the connection",
+             known ? proto_type_name(type) : "", known ? " " : "", len,
+             c->reader.max_frame);
+  else if (len > l->max_frame)
+    snprintf(detail, sizeof detail,
+             "frame over the limit (%zu bytes): closing the connection",
+             l->max_frame);
+  else
+    snprintf(detail, sizeof detail, "a %s frame of %zu bytes would take "
+             "this client's bytes (blocks %llu, out blocks %llu) over "
+             "max_block_bytes (%llu): closing the connection",
+             proto_type_name(type), len,
+             (unsigned long long)c->blocks.bytes,
+             (unsigned long long)c->out_bytes,
+             (unsigned long long)l->max_block_bytes);
+  fatal(c, EMBER_ETOOBIG, "%s", detail);
+}
+
 static void process_frames(nam_conn *c) {
   proto_frame f;
   int rc, handled = 0;
   /* without the engine (shutting down) frames wait; the sockets close */
   while (!c->closing && !c->close_after_flush && c->srv->engine &&
-         c->inflight < c->srv->limits.max_inflight && !c->send_paused &&
-         (rc = proto_reader_next(&c->reader, &f)) != 0) {
+         c->inflight < c->srv->limits.max_inflight && !c->send_paused) {
+    set_read_limits(c); /* a Hello, a block, a release changed them */
+    if ((rc = proto_reader_next(&c->reader, &f)) == 0) break;
     if (rc < 0) {
-      char detail[160];
-      snprintf(detail, sizeof detail,
-               "frame over the limit (%zu bytes): closing the connection",
-               c->srv->limits.max_frame);
-      fatal(c, rc, "%s", detail);
+      refuse_long_frame(c);
       return;
     }
     handle_frame(c, &f);
     handled = 1;
   }
-  if (!c->closing) note_partial(c, handled);
+  if (c->closing) return;
+  note_partial(c, handled);
+  /* fds that came with bytes now all taken and that no PutBlock claimed
+   * were never asked for */
+  size_t dropped = proto_reader_drop_fds(&c->reader, 0);
+  count_fds(c);
+  if (dropped)
+    log_debug("client %s: %zu file descriptors no PutBlock asked for: "
+              "closed", c->peer, dropped);
+  proto_reader_shrink(&c->reader); /* after a large frame */
+}
+
+/* After a read: fds before the handshake, or more than max_client_fds
+ * waiting for frames not yet complete, close the connection. */
+static int fds_ok(nam_conn *c) {
+  size_t n = c->reader.nfds;
+  if (n == 0) return 1;
+  char detail[200];
+  if (!c->admitted) {
+    snprintf(detail, sizeof detail, "%zu file descriptors before the "
+             "handshake is done: closing the connection", n);
+  } else if (n > fds_bound(c)) {
+    snprintf(detail, sizeof detail, "%zu file descriptors wait for frames "
+             "not yet complete, over max_client_fds (%zu): closing the "
+             "connection", n, fds_bound(c));
+    nam_stats_dropped(&c->srv->metrics, NAM_DROPPED_MAX_CLIENT_FDS);
+  } else {
+    return 1;
+  }
+  proto_reader_drop_fds(&c->reader, 1);
+  count_fds(c);
+  fatal(c, EMBER_EPROTO, "%s", detail);
+  return 0;
 }
 
 static void on_readable(nam_conn *c) {
   for (int i = 0; i < READS_PER_WAKEUP && !c->closing; i++) {
+    set_read_limits(c);
     ssize_t n = proto_recv(c->fd, &c->reader);
     if (n == -EAGAIN) break;
     if (n == 0) {
@@ -874,13 +1033,20 @@ static void on_readable(nam_conn *c) {
     }
     if (n < 0) {
       if (n == -EPROTO)
-        fatal(c, EMBER_EPROTO, "%s", "too many or truncated file descriptors");
+        fatal(c, EMBER_EPROTO, "%s", "file descriptors truncated (more than "
+              "16 in one message, or the NAM is out of descriptors)");
+      else if (n == -ETOOMANYREFS)
+        fatal(c, EMBER_EPROTO, "%s", "more file descriptors than "
+              "max_client_fds wait for frames not yet complete");
       else
         nam_conn_close(c, strerror((int)-n));
       break;
     }
     c->active_ms = now_ms(c);
+    count_fds(c);
+    if (!c->admitted && !fds_ok(c)) break;
     process_frames(c);
+    if (!c->closing && !c->close_after_flush && !fds_ok(c)) break;
     if (c->inflight >= c->srv->limits.max_inflight || c->close_after_flush ||
         c->send_paused)
       break; /* backpressure: leave the rest in the socket */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "ember/ember_errors.h"
+#include "log.h"
 
 static void check(nam_conn *c, uint64_t now) {
   const nam_server_limits *l = &c->srv->limits;
@@ -19,12 +20,15 @@ static void check(nam_conn *c, uint64_t now) {
              (unsigned long long)l->max_send_queue,
              (unsigned long long)(now - c->over_ms));
     nam_stats_dropped(&c->srv->metrics, NAM_DROPPED_SEND_STALL);
-    nam_conn_drop(c, EMBER_EBUSY, 1, why);
-  } else if (!c->greeted && now - c->opened_ms >= l->handshake_ms) {
-    snprintf(why, sizeof why, "no Hello within handshake_timeout (%llu ms): "
-             "closing", (unsigned long long)l->handshake_ms);
+    nam_conn_drop(c, EMBER_EBUSY, LOG_LVL_WARN, why);
+  } else if (!c->admitted && now - c->opened_ms >= l->handshake_ms) {
+    /* a lease's LeaseProof is part of the handshake */
+    snprintf(why, sizeof why, "no %s within handshake_timeout (%llu ms): "
+             "closing", c->greeted ? "LeaseProof" : "Hello",
+             (unsigned long long)l->handshake_ms);
     nam_stats_dropped(&c->srv->metrics, NAM_DROPPED_HANDSHAKE_TIMEOUT);
-    nam_conn_drop(c, EMBER_ETIMEDOUT, 0, why);
+    /* counted; silent connections by the hundred are no news for the log */
+    nam_conn_drop(c, EMBER_ETIMEDOUT, LOG_LVL_DEBUG, why);
   } else if (c->partial_ms && (c->poll_events & UV_READABLE) &&
              now - c->partial_ms >= l->frame_ms) {
     /* only while we read: a frame waiting on our backpressure is ours */
@@ -32,14 +36,14 @@ static void check(nam_conn *c, uint64_t now) {
              "(%llu ms, %zu bytes of it came): closing",
              (unsigned long long)l->frame_ms, c->reader.end - c->reader.start);
     nam_stats_dropped(&c->srv->metrics, NAM_DROPPED_FRAME_TIMEOUT);
-    nam_conn_drop(c, EMBER_ETIMEDOUT, 0, why);
-  } else if (l->idle_ms && c->greeted && !c->inflight && !c->ops_pending &&
+    nam_conn_drop(c, EMBER_ETIMEDOUT, LOG_LVL_NOTICE, why);
+  } else if (l->idle_ms && c->admitted && !c->inflight && !c->ops_pending &&
              !c->partial_ms && !c->send_paused /* then we do not read */ &&
              now - c->active_ms >= l->idle_ms) {
     snprintf(why, sizeof why, "idle for idle_timeout (%llu ms) with nothing "
              "in flight: closing", (unsigned long long)l->idle_ms);
     nam_stats_dropped(&c->srv->metrics, NAM_DROPPED_IDLE_TIMEOUT);
-    nam_conn_drop(c, EMBER_ETIMEDOUT, 0, why);
+    nam_conn_drop(c, EMBER_ETIMEDOUT, LOG_LVL_NOTICE, why);
   }
 }
 

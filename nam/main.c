@@ -3,9 +3,12 @@
  * the engine, listens, tells systemd when it is ready, and on SIGTERM drains
  * the tasks in flight before it exits. SIGHUP rereads the config file.
  */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <uv.h>
@@ -14,6 +17,7 @@
 #include "ember/ember_errors.h"
 #include "engine.h"
 #include "engine_setup.h"
+#include "frame.h"
 #include "gam_link.h"
 #include "lease_check.h"
 #include "log.h"
@@ -43,6 +47,82 @@ typedef struct nam_daemon {
   int draining;              /* SIGTERM came: /readyz says 503 */
 } nam_daemon;
 
+/* Descriptors the daemon keeps for itself besides its clients' (listeners,
+ * the log, the engine's devices and plugins, the GAM link, a memfd being
+ * mapped): a generous allowance. */
+#define NAM_OWN_FDS 128
+
+/* max_startups, with FULL kept below max_clients (at most three quarters
+ * of it): clients through their Hello always have room. */
+static void startups_of(const struct nam_config *cfg, nam_server_limits *l) {
+  unsigned start = 0, rate = 0, full = 0;
+  if (nam_startups_parse(cfg->max_startups, &start, &rate, &full, NULL, 0))
+    return; /* the table checked it */
+  unsigned cap = (unsigned)cfg->max_clients - (unsigned)cfg->max_clients / 4;
+  if (full > cap) {
+    log_notice("max_startups %s: FULL %u is over three quarters of "
+               "max_clients (%d): using %u", cfg->max_startups, full,
+               cfg->max_clients, cap);
+    full = cap;
+    if (start > full) start = full;
+  }
+  l->startups_start = start;
+  l->startups_rate = rate;
+  l->startups_full = full;
+}
+
+/* The descriptors max_clients clients may make the NAM hold: each its
+ * socket and max_client_fds waiting, one message's more while it is read,
+ * the metrics connections and the daemon's own. */
+static unsigned long long fds_needed(const struct nam_config *cfg) {
+  return (unsigned long long)cfg->max_clients * (1 + (unsigned)cfg->max_client_fds) +
+         PROTO_MAX_FDS_PER_SEND + (unsigned)cfg->metrics_max_connections +
+         NAM_OWN_FDS;
+}
+
+/* What RLIMIT_NOFILE leaves the clients (max_fds): all but the daemon's
+ * own and the metrics connections, or half of it when that is less. */
+static unsigned client_fds_of(const struct nam_config *cfg) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+    return 0;
+  unsigned long long own =
+      NAM_OWN_FDS + (unsigned long long)cfg->metrics_max_connections;
+  unsigned long long n = rl.rlim_cur > 2 * own ? rl.rlim_cur - own
+                                               : rl.rlim_cur / 2;
+  return n > UINT_MAX ? UINT_MAX : (unsigned)n;
+}
+
+/* RLIMIT_NOFILE: the soft limit goes up to the hard one (libuv polls with
+ * epoll: no select() limit to keep), and a warning says when even that is
+ * less than the limits need. */
+static void check_nofile(const struct nam_config *cfg, int raise) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  if (raise && rl.rlim_cur < rl.rlim_max) {
+    struct rlimit up = {.rlim_cur = rl.rlim_max, .rlim_max = rl.rlim_max};
+    if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+      rl = up;
+    else
+      log_warn("cannot raise RLIMIT_NOFILE from %llu to %llu: %s",
+               (unsigned long long)rl.rlim_cur,
+               (unsigned long long)rl.rlim_max, strerror(errno));
+  }
+  unsigned long long need = fds_needed(cfg);
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need)
+    log_warn("RLIMIT_NOFILE is %llu, but max_clients (%d) clients with "
+             "max_client_fds (%d) file descriptors each, %d metrics "
+             "connections and the NAM's own need %llu: raise LimitNOFILE "
+             "(ulimit -n) or lower max_clients; clients get at most %u "
+             "descriptors, and new ones are refused past that",
+             (unsigned long long)rl.rlim_cur, cfg->max_clients,
+             cfg->max_client_fds, cfg->metrics_max_connections, need,
+             client_fds_of(cfg));
+  else
+    log_info("RLIMIT_NOFILE %llu: room for the %llu descriptors the limits "
+             "need", (unsigned long long)rl.rlim_cur, need);
+}
+
 static nam_server_limits limits_of(const struct nam_config *cfg) {
   nam_server_limits l = {
     .max_frame = cfg->max_frame,
@@ -56,7 +136,12 @@ static nam_server_limits limits_of(const struct nam_config *cfg) {
     .handshake_ms = cfg->handshake_timeout_ms,
     .frame_ms = cfg->frame_timeout_ms,
     .idle_ms = cfg->idle_timeout_ms,
+    .max_client_fds = (unsigned)cfg->max_client_fds,
+    .max_fds = client_fds_of(cfg),
+    .max_clients_per_uid = (unsigned)cfg->max_clients_per_uid,
+    .max_clients_per_address = (unsigned)cfg->max_clients_per_address,
   };
+  startups_of(cfg, &l);
   return l;
 }
 
@@ -105,6 +190,7 @@ static void reload(void *user) {
   nam_daemon *d = user;
   nam_server_limits l = limits_of(&d->cfg);
   nam_server_set_limits(d->server, &l);
+  check_nofile(&d->cfg, 0);
   apply_fault_rates(d);
 }
 
@@ -238,6 +324,7 @@ static int start(void *user, uv_loop_t *loop) {
     snprintf(name, sizeof name, "%s", d->cfg.node_name);
   else if (gethostname(name, sizeof name) != 0)
     strcpy(name, "ember-nam");
+  check_nofile(&d->cfg, 1);
   nam_server_limits l = limits_of(&d->cfg);
   if (nam_server_create(d->loop, d->engine, &l, name, &d->server) != 0) return -1;
   for (size_t i = 0; i < d->cfg.listen.count; i++) {

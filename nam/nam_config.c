@@ -142,6 +142,36 @@ static int check_timing(const char *text, char *why, size_t len) {
   return nam_timing_parse(text, NULL, 0, NULL, NULL, why, len);
 }
 
+int nam_startups_parse(const char *text, unsigned *start, unsigned *rate,
+                       unsigned *full, char *why, size_t len) {
+  unsigned long v[3];
+  int n = 0;
+  const char *p = text;
+  for (;;) {
+    char *end;
+    if (*p < '0' || *p > '9') break;
+    v[n++] = strtoul(p, &end, 10);
+    p = end;
+    if (*p != ':' || n == 3) break;
+    p++;
+  }
+  if ((n != 1 && n != 3) || *p)
+    return fail(why, len, "expected START:RATE:FULL (e.g. 64:30:128) or "
+                "one number for both START and FULL");
+  if (n == 1) v[2] = v[0], v[1] = 100;
+  if (v[2] > 65536 || v[0] > v[2] || v[1] > 100)
+    return fail(why, len, "START at most FULL, FULL at most 65536, RATE a "
+                "percentage (0 to 100)");
+  if (start) *start = (unsigned)v[0];
+  if (rate) *rate = (unsigned)v[1];
+  if (full) *full = (unsigned)v[2];
+  return 0;
+}
+
+static int check_startups(const char *text, char *why, size_t len) {
+  return nam_startups_parse(text, NULL, NULL, NULL, why, len);
+}
+
 static const config_enum_value schedulers[] = {
   {"fcfs", 0}, {"fair", 1}, {NULL, 0},
 };
@@ -198,6 +228,41 @@ const config_entry nam_config_table[] = {
    .offset = AT(max_clients_tcp, int), .def = "192", .min = 1, .max = 65536,
    .help = "Clients connected at once on the TCP listeners; further TCP "
            "connections are refused (\"too many clients on tcp listener\")."},
+  {.name = "max_clients_per_uid", .type = CONFIG_INT,
+   .flags = CONFIG_RELOADABLE, .offset = AT(max_clients_per_uid, int),
+   .def = "128", .min = 0, .max = 65536,
+   .help = "Clients connected at once on the unix sockets from processes "
+           "of one user (the peer's uid); further connections from that "
+           "user are refused. 0 sets no limit."},
+  {.name = "max_clients_per_address", .type = CONFIG_INT,
+   .flags = CONFIG_RELOADABLE, .offset = AT(max_clients_per_address, int),
+   .def = "64", .min = 0, .max = 65536,
+   .help = "Clients connected at once on the TCP listeners from one "
+           "address; further connections from it are refused. 0 sets no "
+           "limit."},
+  {.name = "max_startups", .type = CONFIG_STRING, .flags = CONFIG_RELOADABLE,
+   .offset = AT(max_startups, char *), .def = "64:30:128", .max = 32,
+   .check = check_startups,
+   .help = "Connections that have not finished their Hello (and a lease's "
+           "LeaseProof), as sshd's MaxStartups START:RATE:FULL: from START "
+           "such connections on, each new connection drops one of them "
+           "with a chance of RATE percent, rising to 100 at FULL, so that "
+           "there are never more than FULL. The one dropped is the oldest "
+           "of the peer (uid or address) that holds the most: a client "
+           "that says Hello at once is served while others hold sockets "
+           "open in silence. FULL is kept below max_clients (at most three "
+           "quarters of it) so that clients through their Hello always "
+           "have room."},
+  {.name = "max_client_fds", .type = CONFIG_INT, .flags = CONFIG_RELOADABLE,
+   .offset = AT(max_client_fds, int), .def = "16", .min = 16, .max = 48,
+   .help = "File descriptors (a PutBlock's sealed memfds) a unix-socket "
+           "client may have waiting for frames not yet complete; more, and "
+           "it is sent an Error and closed. Descriptors that came with "
+           "other frames are closed as soon as those are read. The NAM "
+           "needs max_clients x (1 + max_client_fds) descriptors and some "
+           "of its own: it raises its soft RLIMIT_NOFILE to the hard limit "
+           "at start and warns when that is less (LimitNOFILE in the "
+           "systemd unit)."},
   {.name = "max_inflight", .type = CONFIG_INT, .flags = CONFIG_RELOADABLE,
    .offset = AT(max_inflight, int), .def = "64", .min = 1, .max = 65536,
    .help = "Tasks one client may have in flight; at this many the NAM stops "
@@ -357,6 +422,14 @@ const config_entry nam_config_table[] = {
            "change is refused, as are plugins of another ABI version, "
            "without the entry symbol or whose name is already served. "
            "Plugins run inside the daemon: a crashing plugin stops it."},
+  {.name = "accelerator_cache", .type = CONFIG_SIZE,
+   .offset = AT(accelerator_cache, uint64_t), .def = "256MiB", .min = 0,
+   .max = TiB,
+   .help = "Bytes each accelerator may keep between tasks for reuse: the "
+           "cnn accelerator's built CPU stages (their oneDNN memories, "
+           "workspaces and scratchpads), the least recently used dropped "
+           "first; a client's go when it disconnects. 0 keeps none (every "
+           "cnn task then builds its stage)."},
   {.name = "opencl.enabled", .type = CONFIG_BOOL,
    .offset = AT(opencl_enabled, bool), .def = "true",
    .help = "Make every device the OpenCL ICD loader finds a platform (pocl's "

@@ -43,6 +43,10 @@ struct nam_config {
   int max_clients;           /* max_clients: all listeners together */
   int max_clients_unix;      /* max_clients_unix: on the unix sockets */
   int max_clients_tcp;       /* max_clients_tcp: on the TCP listeners */
+  int max_clients_per_uid;   /* max_clients_per_uid: 0 = no limit */
+  int max_clients_per_address; /* max_clients_per_address: 0 = no limit */
+  char *max_startups;        /* max_startups: START:RATE:FULL */
+  int max_client_fds;        /* max_client_fds: fds waiting per client */
   int max_inflight;          /* max_inflight: tasks in flight per client */
   uint64_t max_block_bytes;  /* max_block_bytes: block bytes per client */
   uint64_t max_send_queue;   /* max_send_queue: bytes queued to one client */
@@ -74,6 +78,8 @@ struct nam_config {
   uint64_t task_timeout_ms;  /* task_timeout: 0 = timeout_factor x expected */
   int timeout_factor;        /* timeout_factor */
   char *plugin_dir;          /* plugin_dir: "" = no plugins */
+  uint64_t accelerator_cache; /* accelerator_cache: bytes kept between tasks
+                                 by each accelerator */
   /* [opencl] */
   bool opencl_enabled;       /* opencl.enabled */
   uint64_t opencl_max_memory; /* opencl.max_memory: 0 = the device's */
@@ -119,6 +125,11 @@ bool nam_label_valid(const char *label);
 /* nam_rate_parse - a fail_rate/hang_rate value: a decimal from 0 to 1.
  * Returns 0 or EMBER_ECONFIG (why may be NULL). */
 int nam_rate_parse(const char *text, double *out, char *why, size_t why_len);
+
+/* nam_startups_parse - a max_startups value "START:RATE:FULL" (or one
+ * number N: N:100:N). Returns 0 or EMBER_ECONFIG (why may be NULL). */
+int nam_startups_parse(const char *text, unsigned *start, unsigned *rate,
+                       unsigned *full, char *why, size_t why_len);
 
 /* nam_timing_parse - a fpga-emu.timing item "ACC:UNITS_PER_CYCLE:MHZ"
  * (e.g. "sw:256:250"). Returns 0 or EMBER_ECONFIG. */

@@ -44,6 +44,11 @@ void nam_server_forget_engine(nam_server *s) { s->engine = NULL; }
 
 static void on_tasks_done(uv_async_t *async) { nam_server_flush(async->data); }
 
+static void on_turn(uv_prepare_t *p) {
+  nam_server *s = p->data;
+  s->turn++;
+}
+
 int nam_server_create(uv_loop_t *loop, nam_engine *engine,
                       const nam_server_limits *limits, const char *name,
                       nam_server **out) {
@@ -56,6 +61,12 @@ int nam_server_create(uv_loop_t *loop, nam_engine *engine,
   pthread_mutex_init(&s->done_lock, NULL);
   uv_async_init(loop, &s->done_async, on_tasks_done);
   s->done_async.data = s;
+  uv_timer_init(loop, &s->accept_timer);
+  s->accept_timer.data = s;
+  uv_prepare_init(loop, &s->turn_prepare);
+  s->turn_prepare.data = s;
+  uv_prepare_start(&s->turn_prepare, on_turn);
+  uv_unref((uv_handle_t *)&s->turn_prepare); /* keeps no loop alive */
   nam_guard_start(s);
   *out = s;
   return 0;
@@ -68,6 +79,8 @@ void nam_server_set_limits(nam_server *s, const nam_server_limits *limits) {
 
 void nam_server_get_stats(nam_server *s, nam_server_stats *out) {
   *out = s->stats;
+  out->startups = s->n_startups;
+  out->fds = s->fds_held;
   out->block_bytes = 0;
   for (nam_conn *c = s->conns; c; c = c->next) out->block_bytes += c->blocks.bytes;
 }
@@ -82,28 +95,6 @@ unsigned nam_server_inflight(const nam_server *s, const acc_descriptor *acc) {
   for (size_t i = 0; i < NAM_MAX_PAIRS; i++)
     if (s->inflight_acc[i] == acc) return s->inflight_by_acc[i];
   return 0;
-}
-
-/* Which limit, if any, keeps a new client of this kind out: the text its
- * Error carries, and the limit in *limit; NULL: room. */
-static const char *full(const nam_server *s, int is_unix, char *text,
-                        size_t len, enum nam_stats_refusal *limit) {
-  const nam_server_limits *l = &s->limits;
-  if (is_unix && s->clients_unix >= l->max_clients_unix) {
-    snprintf(text, len, "too many clients on unix socket (%u)",
-             l->max_clients_unix);
-    *limit = NAM_REFUSED_MAX_CLIENTS_UNIX;
-  } else if (!is_unix && s->clients_tcp >= l->max_clients_tcp) {
-    snprintf(text, len, "too many clients on tcp listener (%u)",
-             l->max_clients_tcp);
-    *limit = NAM_REFUSED_MAX_CLIENTS_TCP;
-  } else if (s->stats.clients >= l->max_clients) {
-    snprintf(text, len, "too many clients (max_clients %u)", l->max_clients);
-    *limit = NAM_REFUSED_MAX_CLIENTS;
-  } else {
-    return NULL;
-  }
-  return text;
 }
 
 /* Tell a refused client why, as far as one send without waiting goes,
@@ -133,44 +124,95 @@ static void refuse(nam_server *s, int fd, const char *peer, const char *why) {
   s->refused_quiet = 0;
 }
 
+/* Connections waiting to be accepted (the kernel caps it at
+ * net.core.somaxconn): deep enough that silent connections reopened by
+ * the hundred leave room for a client that says Hello, which the NAM then
+ * takes in turn while they make way. */
+#define LISTEN_BACKLOG 4096
+
+/* How long accepting pauses when the process is out of descriptors: the
+ * listener stays readable, and trying again at once would spin (nginx
+ * and libuv-based servers pause likewise). */
+#define ACCEPT_PAUSE_MS 100
+
+static void start_accepting(nam_server *s);
+
+static void on_accept_timer(uv_timer_t *t) {
+  nam_server *s = t->data;
+  s->accept_paused = 0;
+  start_accepting(s);
+}
+
+/* accept failed with errno err for lack of descriptors or memory: stop
+ * polling the listeners for ACCEPT_PAUSE_MS (new clients wait in the
+ * backlog meanwhile), and say so at most once a second. */
+static void pause_accepting(nam_server *s, const listener *l, int err) {
+  for (size_t i = 0; i < s->n_listeners; i++)
+    uv_poll_stop(&s->listeners[i].poll);
+  s->accept_paused = 1;
+  uv_timer_start(&s->accept_timer, on_accept_timer, ACCEPT_PAUSE_MS, 0);
+  uint64_t now = uv_now(s->loop);
+  if (s->emfile_log_ms && now - s->emfile_log_ms < 1000) {
+    s->emfile_quiet++;
+    return;
+  }
+  log_warn("accept on %s: %s: not accepting for %d ms (%u more pauses "
+           "since the last message; %u clients, %u of them without Hello)",
+           l->is_unix ? l->path : "tcp", strerror(err), ACCEPT_PAUSE_MS,
+           s->emfile_quiet, s->stats.clients, s->n_startups);
+  s->emfile_log_ms = now;
+  s->emfile_quiet = 0;
+}
+
 static void on_accept(uv_poll_t *poll, int status, int events) {
   listener *l = poll->data;
   nam_server *s = l->srv;
-  for (int i = 0; i < 64; i++) {
-    struct sockaddr_storage addr;
-    socklen_t alen = sizeof addr;
-    int fd = accept4(l->fd, (struct sockaddr *)&addr, &alen,
-                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+  (void)status, (void)events;
+  /* one listener's round drops at most a quarter of the startups (at
+   * least one): the others' rounds in this turn find some to drop too */
+  s->pass_drops = 0;
+  for (int i = 0; i < 64 && !s->accept_paused; i++) {
+    unsigned most = s->n_startups / 4 ? s->n_startups / 4 : 1;
+    if (s->pass_drops >= most || nam_admit_wait(s, l->is_unix))
+      return; /* the rest in the next turn */
+    int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+      int err = errno;
+      if (err == EMFILE || err == ENFILE) {
+        /* a connection that never said Hello gives its descriptor to the
+         * one waiting; only when there is none does accepting pause */
+        if (nam_admit_drop_startup(s, "the NAM is out of file descriptors"))
+          continue;
+        pause_accepting(s, l, err);
+      } else if (err == ENOBUFS || err == ENOMEM) {
+        pause_accepting(s, l, err);
+      } else if (err != EAGAIN && err != EINTR && err != ECONNABORTED) {
         log_warn("accept on %s: %s", l->is_unix ? l->path : "tcp",
-                 strerror(errno));
+                 strerror(err));
+      }
       return;
     }
-    char peer[96] = "?";
-    if (l->is_unix) {
-      struct ucred cred;
-      socklen_t clen = sizeof cred;
-      if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
-        snprintf(peer, sizeof peer, "pid %d uid %d", (int)cred.pid,
-                 (int)cred.uid);
-    } else {
+    if (!l->is_unix) {
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      char host[64] = "", port[16] = "";
-      getnameinfo((struct sockaddr *)&addr, alen, host, sizeof host, port,
-                  sizeof port, NI_NUMERICHOST | NI_NUMERICSERV);
-      snprintf(peer, sizeof peer, "%s:%s", host, port);
     }
-    char why[96];
+    nam_peer_key key;
+    char peer[96];
+    nam_peer_key_of(fd, l->is_unix, &key, peer, sizeof peer);
+    char why[200];
     enum nam_stats_refusal limit;
-    if (full(s, l->is_unix, why, sizeof why, &limit)) {
+    if (nam_admit(s, l->is_unix, &key, why, sizeof why, &limit) != 0) {
       nam_stats_refused(&s->metrics, limit);
       refuse(s, fd, peer, why);
       continue;
     }
     nam_conn_open(s, fd, l->is_unix, peer);
   }
+}
+
+static void start_accepting(nam_server *s) {
+  for (size_t i = 0; i < s->n_listeners; i++)
+    uv_poll_start(&s->listeners[i].poll, UV_READABLE, on_accept);
 }
 
 static int listen_unix(nam_server *s, listener *l, const char *path,
@@ -214,7 +256,7 @@ static int listen_unix(nam_server *s, listener *l, const char *path,
     unlink(path);
   }
   if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
-      chmod(path, mode) != 0 || listen(fd, 128) != 0) {
+      chmod(path, mode) != 0 || listen(fd, LISTEN_BACKLOG) != 0) {
     snprintf(err, err_len, "unix:%s: %s", path, strerror(errno));
     close(fd);
     return EMBER_EIO;
@@ -255,7 +297,8 @@ static int listen_tcp(listener *l, const char *address, char *err,
                   0);
   int one = 1;
   if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-      bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+      bind(fd, res->ai_addr, res->ai_addrlen) != 0 ||
+      listen(fd, LISTEN_BACKLOG) != 0) {
     snprintf(err, err_len, "tcp:%s: %s", address, strerror(errno));
     if (fd >= 0) close(fd);
     freeaddrinfo(res);
@@ -288,12 +331,13 @@ int nam_server_listen(nam_server *s, const char *address, unsigned mode,
   if (rc) return rc;
   uv_poll_init(s->loop, &l->poll, l->fd);
   l->poll.data = l;
-  uv_poll_start(&l->poll, UV_READABLE, on_accept);
+  if (!s->accept_paused) uv_poll_start(&l->poll, UV_READABLE, on_accept);
   s->n_listeners++;
   return 0;
 }
 
 static void close_listeners(nam_server *s) {
+  uv_timer_stop(&s->accept_timer);
   for (size_t i = 0; i < s->n_listeners; i++) {
     listener *l = &s->listeners[i];
     uv_close((uv_handle_t *)&l->poll, NULL);
@@ -324,11 +368,14 @@ void nam_server_close(nam_server *s) {
   close_listeners(s);
   while (s->conns) nam_conn_close(s->conns, "server stopping");
   nam_guard_stop(s);
+  uv_close((uv_handle_t *)&s->accept_timer, NULL);
+  uv_close((uv_handle_t *)&s->turn_prepare, NULL);
   uv_close((uv_handle_t *)&s->done_async, NULL);
 }
 
 void nam_server_destroy(nam_server *s) {
   if (!s) return;
+  nam_admit_free(s);
   pthread_mutex_destroy(&s->done_lock);
   free(s);
 }

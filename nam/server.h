@@ -31,12 +31,27 @@ typedef struct nam_server_limits {
   uint64_t handshake_ms;     /* no Hello this long after connecting: closed */
   uint64_t frame_ms;         /* a frame begun and not complete: closed */
   uint64_t idle_ms;          /* nothing sent or in flight: closed; 0 never */
+  unsigned max_client_fds;   /* fds a client's frames may have pending
+                                (0: PROTO_MAX_FDS_PER_SEND) */
+  unsigned max_fds;          /* descriptors all clients together may make
+                                the NAM hold (sockets, fds pending): what
+                                RLIMIT_NOFILE leaves after the daemon's
+                                own; 0: no bound */
+  unsigned max_clients_per_uid;     /* unix sockets, per peer uid; 0: none */
+  unsigned max_clients_per_address; /* TCP, per client address; 0: none */
+  /* connections not through their Hello (sshd's MaxStartups): from
+   * startups_start on, each new one drops the oldest of the peer holding
+   * the most with a chance that rises from startups_rate percent to 100
+   * at startups_full (0: no such budget) */
+  unsigned startups_start, startups_rate, startups_full;
 } nam_server_limits;
 
 /* What the server holds now, for limits, Stats replies and gauges (the
  * counters live in the daemon's stats struct, stats.h). */
 typedef struct nam_server_stats {
   unsigned clients;
+  unsigned startups;   /* of them, not through their Hello yet */
+  unsigned fds;        /* their sockets and fds waiting (max_fds) */
   unsigned inflight;
   uint64_t block_bytes;
 } nam_server_stats;

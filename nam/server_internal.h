@@ -13,8 +13,24 @@
 
 
 #define NAM_MAX_LISTENERS 8
+#define NAM_PEER_BUCKETS 256
 
 typedef struct nam_conn nam_conn;
+
+/* Who is at the other end, for the per-peer limits (conn_admit.c): a uid
+ * on the unix sockets (SO_PEERCRED), an address on TCP (IPv4-mapped IPv6
+ * addresses count as IPv4). */
+typedef struct nam_peer_key {
+  uint8_t bytes[17]; /* [0]: 'u' uid, '4' IPv4, '6' IPv6, '?' unknown */
+} nam_peer_key;
+
+typedef struct nam_peer {
+  nam_peer_key key;
+  char name[64];       /* "uid 1000", "10.0.0.7": for messages */
+  unsigned conns;      /* its connections */
+  unsigned startups;   /* of them, not yet through their Hello */
+  struct nam_peer *next; /* hash chain */
+} nam_peer;
 
 /* A task as the server tracks it: which client, which blocks it pins. */
 typedef struct conn_task {
@@ -47,6 +63,8 @@ struct nam_conn {
   uv_poll_t poll;
   int poll_events;
   int greeted;
+  int admitted;         /* through its Hello (and LeaseProof): no longer one
+                           of the server's startups */
   int close_after_flush; /* a fatal Error is queued: close once sent */
   int closing;          /* no more I/O; freed when nothing is in flight */
   int handle_closed;
@@ -59,6 +77,10 @@ struct nam_conn {
   uint64_t out_bytes;   /* its tasks' out blocks, held on the NAM */
   uint64_t app;         /* namespace of its blocks in the engine's cache */
   char peer[96];
+  nam_peer *peer_of;    /* its entry in the per-peer counts */
+  nam_conn *sprev, *snext; /* the server's startups, oldest first */
+  uint64_t opened_turn; /* the loop's turn it was accepted in */
+  size_t fds_counted;   /* its fds waiting, as counted in fds_held */
   /* the guards against clients that hold the NAM (conn_guard.c), uv_now ms */
   uint64_t opened_ms;   /* accepted: handshake_timeout */
   uint64_t active_ms;   /* last bytes received or task finished: idle_timeout */
@@ -100,10 +122,30 @@ struct nam_server {
   uint64_t next_app;        /* each connection is an app: its cache namespace */
   nam_server_stats stats;   /* clients, tasks in flight */
   unsigned clients_unix, clients_tcp; /* by listener kind: their own limits */
+  unsigned fds_held;        /* clients' sockets and fds waiting: max_fds */
+  uint64_t fds_log_ms;      /* fds refused for max_fds: logged once a second */
+  unsigned fds_quiet;
+  /* conn_admit.c: connections by peer, and those not through their Hello
+   * yet (the startups), oldest first */
+  nam_peer *peers[NAM_PEER_BUCKETS];
+  uint64_t peer_seed;
+  nam_conn *startups_head, *startups_tail;
+  unsigned n_startups;
+  uint64_t rng;             /* random early drop */
+  unsigned pass_drops;      /* startups dropped in this round of accepts */
+  uv_prepare_t turn_prepare; /* counts the loop's turns: */
+  uint64_t turn;            /* a startup is not dropped in its first one */
   uv_timer_t guard_timer;   /* conn_guard.c: timeouts of every connection */
   uint64_t guard_period_ms;
   uint64_t refused_log_ms;  /* refusals are logged at most once a second */
   unsigned refused_quiet;   /* refused since then, not logged */
+  uint64_t dropped_log_ms;  /* startups dropped for others: likewise */
+  unsigned dropped_quiet;
+  /* accepting paused after running out of descriptors (server.c) */
+  uv_timer_t accept_timer;
+  int accept_paused;
+  uint64_t emfile_log_ms;
+  unsigned emfile_quiet;
   nam_stats metrics;        /* counters for /metrics */
   uv_async_t done_async;
   pthread_mutex_t done_lock;
@@ -132,10 +174,36 @@ int nam_conn_error(nam_conn *c, int code, uint64_t task_id, uint64_t block_id,
 /* the connection may be freed once nothing is in flight */
 void nam_conn_maybe_free(nam_conn *c);
 
-/* Log why (a warning if warn, else a notice), send Error code with it as
- * far as it goes without waiting, and close now: for clients that may
- * never read. */
-void nam_conn_drop(nam_conn *c, int code, int warn, const char *why);
+/* Log why at level (LOG_LVL_*), send Error code with it as far as it goes
+ * without waiting, and close now: for clients that may never read. */
+void nam_conn_drop(nam_conn *c, int code, int level, const char *why);
+
+/* conn_admit.c: who may connect. The peer of a socket, its text for logs
+ * ("pid 12 uid 1000", "10.0.0.7:51234") in text. */
+void nam_peer_key_of(int fd, int is_unix, nam_peer_key *key, char *text,
+                     size_t text_len);
+/* nam_admit - room for a new connection of this kind from key: 0, perhaps
+ * after dropping a startup to make it (max_clients*, per-peer limits,
+ * max_startups), or the limit that is full in *limit with its text in
+ * why. */
+int nam_admit(nam_server *s, int is_unix, const nam_peer_key *key, char *why,
+              size_t why_len, enum nam_stats_refusal *limit);
+/* nam_admit_wait - before accepting one more of this kind: 1 when a
+ * limit of everyone's is full and only startups accepted in this or the
+ * last turn of the loop could make way (their Hello may not have been
+ * read yet): the connection waits in the backlog for the next turn. */
+int nam_admit_wait(const nam_server *s, int is_unix);
+/* A new connection (nam_conn_open): counted for its peer, one of the
+ * startups. EMBER_ENOMEM when its peer cannot be counted. */
+int nam_admit_open(nam_server *s, nam_conn *c, const nam_peer_key *key);
+/* c is through its Hello (and LeaseProof): no longer a startup. */
+void nam_admit_done(nam_conn *c);
+/* c closes: its counts go. */
+void nam_admit_close(nam_conn *c);
+/* nam_admit_drop_startup - out of descriptors: drop the oldest startup of
+ * the peer that holds the most. 1 if one was dropped, else 0. */
+int nam_admit_drop_startup(nam_server *s, const char *why);
+void nam_admit_free(nam_server *s);
 
 /* conn_guard.c: one timer closes connections past handshake_timeout,
  * frame_timeout, idle_timeout or send_stall_timeout */

@@ -270,7 +270,8 @@ static void render_counters(FILE *f, const nam_stats *st) {
           (unsigned long long)st->leases_refused);
 
   static const char *const refusal[NAM_REFUSED_N] = {
-      "max_clients_unix", "max_clients_tcp", "max_clients"};
+      "max_clients_unix", "max_clients_tcp", "max_clients",
+      "max_clients_per_uid", "max_clients_per_address", "nofile"};
   nam_stats_family(f, "connections_refused_total", "counter",
          "Connections refused at accept, by the limit that was full.");
   for (int i = 0; i < NAM_REFUSED_N; i++)
@@ -278,10 +279,12 @@ static void render_counters(FILE *f, const nam_stats *st) {
             refusal[i], (unsigned long long)st->refused[i]);
   static const char *const drop[NAM_DROPPED_N] = {
       "send_stall_timeout", "handshake_timeout", "frame_timeout",
-      "idle_timeout"};
+      "idle_timeout", "max_startups", "nofile", "max_client_fds"};
   nam_stats_family(f, "connections_dropped_total", "counter",
          "Connections the NAM closed for a limit: replies left unread past "
-         "send_stall_timeout, no Hello, a frame not finished, idle.");
+         "send_stall_timeout, no Hello, a frame not finished, idle, a "
+         "connection without Hello dropped for a newer one (max_startups, "
+         "or out of descriptors), file descriptors over max_client_fds.");
   for (int i = 0; i < NAM_DROPPED_N; i++)
     fprintf(f, "ember_nam_connections_dropped_total{limit=\"%s\"} %llu\n",
             drop[i], (unsigned long long)st->dropped[i]);
@@ -316,6 +319,13 @@ static void render_gauges(FILE *f, nam_server *server, nam_engine *engine) {
   fprintf(f, ",protocol=\"%d\"} 1\n", PROTO_VERSION);
   nam_stats_family(f, "clients", "gauge", "Clients connected now.");
   fprintf(f, "ember_nam_clients %u\n", ss.clients);
+  nam_stats_family(f, "clients_without_hello", "gauge",
+         "Connections not through their Hello yet (max_startups).");
+  fprintf(f, "ember_nam_clients_without_hello %u\n", ss.startups);
+  nam_stats_family(f, "client_fds", "gauge",
+         "File descriptors the clients make the NAM hold: their sockets "
+         "and the fds that came with frames not yet read.");
+  fprintf(f, "ember_nam_client_fds %u\n", ss.fds);
   nam_stats_family(f, "tasks_in_flight", "gauge",
          "Tasks received and not yet finished, all clients.");
   fprintf(f, "ember_nam_tasks_in_flight %u\n", ss.inflight);

@@ -71,6 +71,9 @@ enum nam_stats_refusal {
   NAM_REFUSED_MAX_CLIENTS_UNIX,
   NAM_REFUSED_MAX_CLIENTS_TCP,
   NAM_REFUSED_MAX_CLIENTS,
+  NAM_REFUSED_PER_UID,
+  NAM_REFUSED_PER_ADDRESS,
+  NAM_REFUSED_NOFILE,         /* the clients' share of RLIMIT_NOFILE */
   NAM_REFUSED_N
 };
 enum nam_stats_drop {
@@ -78,6 +81,9 @@ enum nam_stats_drop {
   NAM_DROPPED_HANDSHAKE_TIMEOUT,
   NAM_DROPPED_FRAME_TIMEOUT,
   NAM_DROPPED_IDLE_TIMEOUT,
+  NAM_DROPPED_MAX_STARTUPS,   /* a startup that made way for a newer one */
+  NAM_DROPPED_NOFILE,         /* a startup that made way: out of descriptors */
+  NAM_DROPPED_MAX_CLIENT_FDS,
   NAM_DROPPED_N
 };
 

@@ -4,12 +4,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "ember/ember_errors.h"
 
-#define READ_CHUNK ((size_t)64 << 10)
+#define READ_CHUNK PROTO_READ_CHUNK
 
 static const struct {
   const char *name;
@@ -65,9 +66,43 @@ void proto_reader_init(proto_reader *r, size_t max_frame) {
   r->max_frame = max_frame ? max_frame : PROTO_DEFAULT_MAX_FRAME;
 }
 
+/* Buffers up to READ_CHUNK come from malloc; larger ones (a large frame)
+ * are mappings of their own, so that giving one back returns its pages
+ * to the system at once, whatever the allocator would keep. */
+static void buf_free(uint8_t *buf, size_t cap) {
+  if (cap > READ_CHUNK)
+    munmap(buf, cap);
+  else
+    free(buf);
+}
+
+/* A buffer of cap bytes holding the first keep bytes of buf (old_cap
+ * bytes); buf is given back unless this fails (NULL). */
+static uint8_t *buf_resize(uint8_t *buf, size_t old_cap, size_t cap,
+                           size_t keep) {
+  if (old_cap > READ_CHUNK && cap > READ_CHUNK) {
+    void *p = mremap(buf, old_cap, cap, MREMAP_MAYMOVE);
+    return p == MAP_FAILED ? NULL : p;
+  }
+  if (old_cap <= READ_CHUNK && cap <= READ_CHUNK) return realloc(buf, cap);
+  uint8_t *p;
+  if (cap > READ_CHUNK) {
+    void *m = mmap(NULL, cap, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    p = m == MAP_FAILED ? NULL : m;
+  } else {
+    p = malloc(cap);
+  }
+  if (!p) return NULL;
+  if (keep) memcpy(p, buf, keep);
+  buf_free(buf, old_cap);
+  return p;
+}
+
 void proto_reader_free(proto_reader *r) {
-  free(r->buf);
-  for (size_t i = 0; i < r->nfds; i++) close(r->fds[i]);
+  if (r->buf) buf_free(r->buf, r->cap);
+  for (size_t i = 0; i < r->nfds; i++)
+    if (r->fds[i].fd >= 0) close(r->fds[i].fd);
   memset(r, 0, sizeof *r);
 }
 
@@ -76,36 +111,76 @@ static uint32_t read_le32(const uint8_t *p) {
          (uint32_t)p[3] << 24;
 }
 
+/* The buffer without a large frame: a chunk, or less when no frame can be
+ * longer (before a handshake). */
+static size_t base_cap(const proto_reader *r) {
+  return r->max_frame < READ_CHUNK - PROTO_HEADER_SIZE
+             ? PROTO_HEADER_SIZE + r->max_frame : READ_CHUNK;
+}
+
+static void compact(proto_reader *r) {
+  if (r->start == 0) return;
+  memmove(r->buf, r->buf + r->start, r->end - r->start);
+  r->end -= r->start;
+  r->start = 0;
+}
+
 /* Make room for at least want more bytes after end. Growth is bounded by
  * the frame limit: callers only ask for what a checked header announced. */
 static int reserve(proto_reader *r, size_t want) {
   if (r->start > 0 && r->start == r->end) r->start = r->end = 0;
   if (r->cap - r->end >= want) return 0;
-  if (r->start > 0) { /* compact first */
-    memmove(r->buf, r->buf + r->start, r->end - r->start);
-    r->end -= r->start;
-    r->start = 0;
-    if (r->cap - r->end >= want) return 0;
-  }
+  compact(r);
+  if (r->cap - r->end >= want) return 0;
   size_t need = r->end + want;
-  size_t cap = r->cap ? r->cap : READ_CHUNK;
+  size_t cap = r->cap ? r->cap : base_cap(r);
   while (cap < need) cap *= 2;
-  uint8_t *buf = realloc(r->buf, cap);
+  uint8_t *buf = r->buf ? buf_resize(r->buf, r->cap, cap, r->end)
+                        : cap > READ_CHUNK ? buf_resize(NULL, 0, cap, 0)
+                                           : malloc(cap);
   if (!buf) return EMBER_ENOMEM;
   r->buf = buf;
   r->cap = cap;
   return 0;
 }
 
+int proto_reader_head(const proto_reader *r, size_t *len, uint8_t *type) {
+  if (r->end - r->start < PROTO_HEADER_SIZE) return 0;
+  if (len) *len = read_le32(r->buf + r->start);
+  if (type) *type = r->buf[r->start + 4];
+  return 1;
+}
+
+size_t proto_reader_held(const proto_reader *r) {
+  return r->cap > READ_CHUNK ? r->cap - READ_CHUNK : 0;
+}
+
+void proto_reader_shrink(proto_reader *r) {
+  size_t base = base_cap(r);
+  if (r->cap <= base) return;
+  size_t need = r->end - r->start, len;
+  if (proto_reader_head(r, &len, NULL) && PROTO_HEADER_SIZE + len > need)
+    need = PROTO_HEADER_SIZE + len; /* a large frame on its way: keep room */
+  if (need > base) return;
+  compact(r);
+  uint8_t *buf = buf_resize(r->buf, r->cap, base, r->end);
+  if (!buf) return; /* keep the larger one; the next shrink tries again */
+  r->buf = buf;
+  r->cap = base;
+}
+
 uint8_t *proto_reader_space(proto_reader *r, size_t *avail, int *err) {
-  size_t want = READ_CHUNK;
+  size_t want = base_cap(r);
   size_t have = r->end - r->start;
-  /* when a header is complete, make room for the whole (checked) frame */
+  /* when a header is complete, make room for the whole (checked) frame:
+   * from then on it is taken, whatever max_frame becomes */
   if (have >= PROTO_HEADER_SIZE) {
     size_t len = read_le32(r->buf + r->start);
-    if (len <= r->max_frame && PROTO_HEADER_SIZE + len > have &&
-        PROTO_HEADER_SIZE + len - have > want)
-      want = PROTO_HEADER_SIZE + len - have;
+    if ((len <= r->max_frame || r->taken) && PROTO_HEADER_SIZE + len > have) {
+      r->taken = 1;
+      if (PROTO_HEADER_SIZE + len - have > want)
+        want = PROTO_HEADER_SIZE + len - have;
+    }
   }
   int rc = reserve(r, want);
   if (rc) {
@@ -139,27 +214,66 @@ int proto_reader_next(proto_reader *r, proto_frame *out) {
   if (have < PROTO_HEADER_SIZE) return 0;
   const uint8_t *h = r->buf + r->start;
   size_t len = read_le32(h);
-  if (len > r->max_frame) return EMBER_ETOOBIG;
+  if (len > r->max_frame && !r->taken) return EMBER_ETOOBIG;
   if (have - PROTO_HEADER_SIZE < len) return 0;
   out->type = h[4];
   out->payload = h + PROTO_HEADER_SIZE;
   out->len = len;
+  out->offset = r->offset;
   r->start += PROTO_HEADER_SIZE + len;
+  r->offset += PROTO_HEADER_SIZE + len;
+  r->taken = 0;
   return 1;
 }
 
+static size_t max_fds(const proto_reader *r) {
+  return r->max_fds && r->max_fds < PROTO_MAX_PENDING_FDS
+             ? r->max_fds : PROTO_MAX_PENDING_FDS;
+}
+
+static void remove_fd(proto_reader *r, size_t i) {
+  memmove(r->fds + i, r->fds + i + 1, (r->nfds - i - 1) * sizeof r->fds[0]);
+  r->nfds--;
+}
+
 int proto_reader_push_fd(proto_reader *r, int fd) {
-  if (r->nfds >= PROTO_MAX_PENDING_FDS) return EMBER_ETOOBIG;
-  r->fds[r->nfds++] = fd;
+  if (r->nfds >= max_fds(r)) return EMBER_ETOOBIG;
+  r->fds[r->nfds++] = (proto_fd){.fd = fd, .from = 0, .to = UINT64_MAX};
   return 0;
 }
 
 int proto_reader_pop_fd(proto_reader *r) {
   if (r->nfds == 0) return -1;
-  int fd = r->fds[0];
-  memmove(r->fds, r->fds + 1, (r->nfds - 1) * sizeof r->fds[0]);
-  r->nfds--;
+  int fd = r->fds[0].fd;
+  remove_fd(r, 0);
   return fd;
+}
+
+int proto_reader_take_fd(proto_reader *r, uint64_t at) {
+  if (r->nfds == 0 || r->fds[0].from > at) return -1;
+  return proto_reader_pop_fd(r);
+}
+
+void proto_reader_refuse_fd(proto_reader *r, size_t i) {
+  if (i >= r->nfds || r->fds[i].fd < 0) return;
+  close(r->fds[i].fd);
+  r->fds[i].fd = PROTO_FD_REFUSED;
+}
+
+size_t proto_reader_drop_fds(proto_reader *r, int all) {
+  size_t closed = 0;
+  for (size_t i = 0; i < r->nfds;) {
+    if (all || r->fds[i].to <= r->offset) {
+      if (r->fds[i].fd >= 0) {
+        close(r->fds[i].fd);
+        closed++;
+      }
+      remove_fd(r, i);
+    } else {
+      i++;
+    }
+  }
+  return closed;
 }
 
 ssize_t proto_recv(int sock, proto_reader *r) {
@@ -180,20 +294,37 @@ ssize_t proto_recv(int sock, proto_reader *r) {
     n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   } while (n < 0 && errno == EINTR);
   if (n < 0) return -errno;
-  int bad = (msg.msg_flags & MSG_CTRUNC) != 0;
+  /* where these bytes lie in the stream; a read that did not fill the room
+   * ended where a message did (the kernel stops only there, or after the
+   * message that carried fds), one that filled it may have stopped inside
+   * one, whose end a later read bounds */
+  uint64_t from = r->offset + (r->end - r->start), to = from + (uint64_t)n;
+  int full = (size_t)n == avail;
+  ssize_t rc = (msg.msg_flags & MSG_CTRUNC) ? -EPROTO : 0;
+  size_t before = r->nfds;
   for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
     size_t nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
     for (size_t i = 0; i < nfds; i++) {
       int fd;
       memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-      if (bad || proto_reader_push_fd(r, fd) != 0) {
+      if (rc == 0 && r->nfds < max_fds(r))
+        r->fds[r->nfds++] = (proto_fd){.fd = fd, .from = from,
+                                       .to = full ? UINT64_MAX : to};
+      else {
         close(fd);
-        bad = 1;
+        if (rc == 0) rc = -ETOOMANYREFS;
       }
     }
   }
-  if (bad) return -EPROTO;
+  if (rc) { /* none of this read's fds stays, nor its bytes */
+    while (r->nfds > before) close(r->fds[--r->nfds].fd);
+    return rc;
+  }
+  if (!full)
+    for (size_t i = 0; i < before; i++)
+      if (r->fds[i].to == UINT64_MAX && r->fds[i].from < from)
+        r->fds[i].to = to;
   proto_reader_commit(r, (size_t)n);
   return n;
 }

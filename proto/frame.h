@@ -25,23 +25,48 @@
 #define PROTO_DEFAULT_MAX_FRAME ((size_t)64 << 20)
 #define PROTO_MAX_PENDING_FDS 64    /* received fds not yet claimed */
 #define PROTO_MAX_FDS_PER_SEND 16
+/* The largest payload a peer takes before the handshake is done: a Hello
+ * (names, a lease of the GAM's with its app key and MAC: well under 1 KiB)
+ * or a LeaseProof. A longer frame is refused at its length prefix. */
+#define PROTO_MAX_HELLO_FRAME 4096
+/* The reader's buffer without a large frame in it; what it holds beyond
+ * this is a frame that announced more (proto_reader_held). */
+#define PROTO_READ_CHUNK ((size_t)64 << 10)
 
 /* A complete frame inside the reader's buffer; valid until the next call to
- * proto_reader_next/space/commit. */
+ * proto_reader_next/space/commit/shrink. */
 typedef struct proto_frame {
   uint8_t type;
   const uint8_t *payload;
   size_t len;
+  uint64_t offset;    /* of its first header byte in the stream */
 } proto_frame;
+
+/* A received fd and the stream bytes [from, to) of the recvmsg() that
+ * brought it: the message it was sent with began in there (the kernel
+ * returns a message's fds with its first bytes; to is UINT64_MAX while
+ * the read may have stopped inside that message). fd is PROTO_FD_REFUSED
+ * for one its owner closed on arrival (proto_reader_refuse_fd). */
+typedef struct proto_fd {
+  int fd;
+  uint64_t from, to;
+} proto_fd;
+
+#define PROTO_FD_REFUSED (-2)
 
 /* Incremental reader over a byte stream (and the fds that came with it). */
 typedef struct proto_reader {
   uint8_t *buf;
   size_t cap;         /* allocated bytes */
   size_t start, end;  /* unconsumed bytes are buf[start, end) */
-  size_t max_frame;   /* largest payload accepted */
-  int fds[PROTO_MAX_PENDING_FDS];
+  size_t max_frame;   /* largest payload accepted; the owner may change it
+                         between calls (a frame already given room stays) */
+  uint64_t offset;    /* stream offset of buf[start] */
+  int taken;          /* the frame at start was given room: max_frame no
+                         longer applies to it */
+  proto_fd fds[PROTO_MAX_PENDING_FDS];
   size_t nfds;
+  size_t max_fds;     /* pending fds accepted; 0: PROTO_MAX_PENDING_FDS */
 } proto_reader;
 
 void proto_reader_init(proto_reader *r, size_t max_frame);
@@ -63,14 +88,51 @@ int proto_reader_feed(proto_reader *r, const void *data, size_t len);
  * caller answers it with an error and goes on. */
 int proto_reader_next(proto_reader *r, proto_frame *out);
 
-/* Received fds, in the order they arrived. */
+/* proto_reader_head - the header at the front, if complete: 1 with the
+ * announced payload length and type (either may be NULL), else 0. */
+int proto_reader_head(const proto_reader *r, size_t *len, uint8_t *type);
+
+/* proto_reader_held - bytes the buffer holds beyond PROTO_READ_CHUNK: a
+ * large frame (or room made for one), which its owner counts. */
+size_t proto_reader_held(const proto_reader *r);
+
+/* proto_reader_shrink - give back the room of a large frame once it has
+ * been consumed: the buffer returns to at most PROTO_READ_CHUNK when what
+ * is left (and the frame it begins, if its header is there) fits. Frames
+ * returned before are invalid after it. Never fails. */
+void proto_reader_shrink(proto_reader *r);
+
+/* Received fds, in the order they arrived. push and pop ignore where in
+ * the stream they came (push records none: from 0, to UINT64_MAX); pop
+ * may give PROTO_FD_REFUSED. */
 int proto_reader_push_fd(proto_reader *r, int fd);  /* EMBER_ETOOBIG if full */
 int proto_reader_pop_fd(proto_reader *r);           /* -1 if none */
 
+/* proto_reader_take_fd - the fd for the frame that begins at stream offset
+ * at (a PutBlock's memfd): the oldest pending one, if the read that brought
+ * it began at or before at (PROTO_FD_REFUSED if it was refused); else -1
+ * (the next fd came with later bytes: none was sent with this frame). The
+ * caller owns the fd. */
+int proto_reader_take_fd(proto_reader *r, uint64_t at);
+
+/* proto_reader_refuse_fd - close pending fd i (0 the oldest) now; it stays
+ * in its place as PROTO_FD_REFUSED, which the frame that claims it gets
+ * instead of an fd. */
+void proto_reader_refuse_fd(proto_reader *r, size_t i);
+
+/* proto_reader_drop_fds - close the pending fds that no frame can claim
+ * any more: those whose message's bytes have all been consumed (to at or
+ * before the reader's offset), and all of them with all set. Returns how
+ * many were closed. */
+size_t proto_reader_drop_fds(proto_reader *r, int all);
+
 /* proto_recv - one recvmsg() on a stream socket into the reader, taking any
- * SCM_RIGHTS fds. Returns bytes read (> 0), 0 at end of stream, or -errno
- * (-EAGAIN when nothing is there on a non-blocking socket). Fds over the
- * reader's pending limit, and truncated control data, give -EPROTO. */
+ * SCM_RIGHTS fds with the stream bytes they came with. Returns bytes read
+ * (> 0), 0 at end of stream, or -errno (-EAGAIN when nothing is there on a
+ * non-blocking socket). Fds over the reader's pending limit (max_fds) give
+ * -ETOOMANYREFS, truncated control data (more fds in one message than
+ * PROTO_MAX_FDS_PER_SEND, or none left to this process) -EPROTO; either
+ * way the fds of that read are closed and its bytes not taken. */
 ssize_t proto_recv(int sock, proto_reader *r);
 
 /* Message types -> protobuf-c descriptors. NULL for an unknown type. */

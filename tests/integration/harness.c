@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -119,6 +120,10 @@ static int spawn(nam_proc *p) {
       dup2(fileno(log), 1);
     }
     setenv("NOTIFY_SOCKET", p->notify_path, 1);
+    if (p->nofile) { /* as systemd's LimitNOFILE= would */
+      struct rlimit rl = {.rlim_cur = p->nofile, .rlim_max = p->nofile};
+      if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(126);
+    }
     if (p->watchdog_usec) { /* as systemd's WatchdogSec= would */
       char usec[32];
       snprintf(usec, sizeof usec, "%llu", (unsigned long long)p->watchdog_usec);
@@ -133,13 +138,16 @@ static int spawn(nam_proc *p) {
 
 int nam_start(nam_proc *p, const char *const *sets) {
   p->watchdog_usec = 0;
+  p->nofile = 0;
   return nam_start_config(p, NULL, sets);
 }
 
 int nam_start_config(nam_proc *p, const char *path, const char *const *sets) {
   unsigned long long watchdog_usec = p->watchdog_usec;
+  unsigned long nofile = p->nofile;
   memset(p, 0, sizeof *p);
   p->watchdog_usec = watchdog_usec;
+  p->nofile = nofile;
   p->config_path = path;
   p->notify_fd = -1;
   snprintf(p->dir, sizeof p->dir, "/tmp/ember-test.XXXXXX");

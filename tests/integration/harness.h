@@ -28,6 +28,9 @@ typedef struct nam_proc {
    * after READY unless the test does, and a full datagram queue blocks
    * sd_notify: keep it long, and read the socket. */
   unsigned long long watchdog_usec;
+  /* RLIMIT_NOFILE, soft and hard, for the daemon (0: the test's own); set
+   * by the caller before nam_start_config and kept, as watchdog_usec */
+  unsigned long nofile;
   const char *sets[16];
   size_t n_sets;
 } nam_proc;
@@ -39,8 +42,8 @@ int free_tcp_port(void);
  * an item that starts with "--" is passed as an option, e.g. --label=x);
  * waits for READY=1 (10 s). Returns 0, or -1 with a message on stderr. */
 int nam_start(nam_proc *p, const char *const *sets);
-/* nam_start_config: the same with --config path; p->watchdog_usec, set by
- * the caller before, is kept. */
+/* nam_start_config: the same with --config path; p->watchdog_usec and
+ * p->nofile, set by the caller before, are kept. */
 int nam_start_config(nam_proc *p, const char *path, const char *const *sets);
 /* Start again with the same socket, port and settings. */
 int nam_restart(nam_proc *p);

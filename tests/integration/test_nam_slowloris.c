@@ -2,10 +2,11 @@
  * With short timeouts: a connection that never says Hello, one that
  * trickles a frame a byte at a time and one that sits idle are each sent an
  * Error saying why and closed; a peer's reset is logged as such. With a
- * small max_clients_tcp: silent TCP connections fill the TCP side, a
+ * small max_clients_tcp: clients through their Hello fill the TCP side, a
  * further one is refused with an Error that says so, and a unix-socket
- * client is still served. ember_nam_connections_dropped_total and
- * ember_nam_connections_refused_total count each by its limit.
+ * client is still served; silent TCP connections that fill it make way
+ * for a new one, the oldest first. ember_nam_connections_dropped_total
+ * and ember_nam_connections_refused_total count each by its limit.
  *
  * As a bench (nothing checked): test_nam_slowloris bench N holds N silent
  * TCP connections, reconnecting as the NAM closes them, and prints a unix
@@ -157,9 +158,12 @@ static void unix_client_served(void) {
 }
 
 static void test_tcp_full(void) {
-  printf("max_clients_tcp silent TCP connections:\n");
-  raw_conn silent[8];
-  for (int i = 0; i < 8; i++) raw_open_tcp(&silent[i], nam.port);
+  printf("max_clients_tcp TCP clients through their Hello:\n");
+  raw_conn held[8];
+  for (int i = 0; i < 8; i++) {
+    raw_open_tcp(&held[i], nam.port);
+    raw_greet(&held[i], NULL, RECV_MS);
+  }
   raw_conn extra;
   raw_open_tcp(&extra, nam.port);
   raw_expect_error(&extra, EMBER_EBUSY, "too many clients on tcp listener (8)",
@@ -171,19 +175,35 @@ static void test_tcp_full(void) {
   unix_client_served();
   printf("  a unix-socket client is served meanwhile\n");
   /* a slot that comes free is taken again */
-  raw_close(&silent[0]);
+  raw_close(&held[0]);
   int welcomed = 0;
   for (int tries = 0; tries < 50 && !welcomed; tries++) {
     raw_open_tcp(&extra, nam.port);
     Ember__Error *e = raw_hello(&extra, PROTO_VERSION, NULL, RECV_MS);
     welcomed = e == NULL;
     if (e) protobuf_c_message_free_unpacked(&e->base, NULL);
-    raw_close(&extra);
+    if (!welcomed) raw_close(&extra);
     if (!welcomed) usleep(100 * 1000);
   }
   CHECK(welcomed);
+  held[0] = extra;
   printf("  a TCP client is welcomed once one of them closed\n");
-  for (int i = 1; i < 8; i++) raw_close(&silent[i]);
+  for (int i = 0; i < 8; i++) raw_close(&held[i]);
+
+  printf("max_clients_tcp silent TCP connections:\n");
+  raw_conn silent[8];
+  for (int i = 0; i < 8; i++) raw_open_tcp(&silent[i], nam.port);
+  usleep(200 * 1000); /* all taken */
+  raw_open_tcp(&extra, nam.port);
+  raw_greet(&extra, NULL, RECV_MS);
+  /* the oldest of them made way, told why */
+  raw_expect_error(&silent[0], EMBER_EBUSY, "makes way", RECV_MS);
+  raw_expect_closed(&silent[0], RECV_MS);
+  CHECK_EQ(metric("ember_nam_connections_dropped_total"
+                  "{limit=\"max_startups\"}"), 1);
+  printf("  a new client is welcomed: the oldest silent one made way\n");
+  raw_close(&extra);
+  for (int i = 0; i < 8; i++) raw_close(&silent[i]);
 }
 
 static int open_silent(void) {

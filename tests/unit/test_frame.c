@@ -686,7 +686,7 @@ static void unclaimed_fds_closed(void **state) {
   proto_reader_init(&r, 0);
   assert_int_equal(proto_recv(sv[1], &r), 1);
   assert_int_equal(r.nfds, 2);
-  int held[2] = {r.fds[0], r.fds[1]};
+  int held[2] = {r.fds[0].fd, r.fds[1].fd};
   assert_true(fd_is_open(held[0]));
   assert_true(fd_is_open(held[1]));
   proto_reader_free(&r);
@@ -736,8 +736,9 @@ static void fds_truncated(void **state) {
   assert_int_equal(count_open_fds(), baseline);
 }
 
-/* More fds than the reader may hold pending: -EPROTO, the extra fds are
- * closed, the ones it took are closed by proto_reader_free. */
+/* More fds than the reader may hold pending: -ETOOMANYREFS, every fd of
+ * that read is closed and its bytes are not taken; the ones it held before
+ * are closed by proto_reader_free. max_fds lowers the bound. */
 static void too_many_pending_fds(void **state) {
   int baseline = count_open_fds();
   int sv[2];
@@ -752,19 +753,162 @@ static void too_many_pending_fds(void **state) {
   }
   int fds[4] = {fd, fd, fd, fd};
   assert_int_equal(proto_send(sv[0], "zz", 2, fds, 4), 0);
-  close(fd);
   int before = count_open_fds();
-  assert_int_equal(proto_recv(sv[1], &r), -EPROTO);
-  assert_int_equal(r.nfds, PROTO_MAX_PENDING_FDS);
-  /* two more than before: the reader holds them, the other two are shut */
-  assert_int_equal(count_open_fds(), before + 2);
+  assert_int_equal(proto_recv(sv[1], &r), -ETOOMANYREFS);
+  assert_int_equal(r.nfds, PROTO_MAX_PENDING_FDS - 2);
+  assert_int_equal(r.end - r.start, 0);
+  assert_int_equal(count_open_fds(), before); /* all four shut */
   int d = dup(sv[0]);
+  assert_int_equal(proto_reader_push_fd(&r, d), 0);
+  d = dup(sv[0]);
+  assert_int_equal(proto_reader_push_fd(&r, d), 0);
+  d = dup(sv[0]);
   assert_int_equal(proto_reader_push_fd(&r, d), EMBER_ETOOBIG);
   close(d);
   proto_reader_free(&r);
+
+  /* a lower bound of the reader's own */
+  proto_reader_init(&r, 0);
+  r.max_fds = 3;
+  assert_int_equal(proto_send(sv[0], "zz", 2, fds, 2), 0);
+  assert_int_equal(proto_recv(sv[1], &r), 2);
+  assert_int_equal(proto_send(sv[0], "zz", 2, fds, 2), 0);
+  assert_int_equal(proto_recv(sv[1], &r), -ETOOMANYREFS);
+  assert_int_equal(r.nfds, 2);
+  proto_reader_free(&r);
+  close(fd);
   close(sv[0]);
   close(sv[1]);
   assert_int_equal(count_open_fds(), baseline);
+}
+
+/* Fds go with the frames the message that carried them began: a PutBlock
+ * takes one that came with its own bytes or before them, never one that
+ * came later; fds whose message was read whole and that no frame took are
+ * dropped; a refused one stays in its place. */
+static void fds_by_position(void **state) {
+  int baseline = count_open_fds();
+  int sv[2];
+  socket_pair(sv);
+  int a = memfd_with("a"), b = memfd_with("b");
+  proto_wbuf rel = {0}, put = {0};
+  frame_of(&rel, EMBER__MSG_TYPE__MSG_RELEASE_BLOCK, &release_block.base);
+  frame_of(&put, EMBER__MSG_TYPE__MSG_PUT_BLOCK, &put_block.base);
+  int two[2] = {a, a};
+  assert_int_equal(proto_send(sv[0], rel.data, rel.len, two, 2), 0);
+  assert_int_equal(proto_send(sv[0], put.data, put.len, &b, 1), 0);
+
+  proto_reader r;
+  proto_frame f;
+  proto_reader_init(&r, 0);
+  /* the first message: its frame, then its fds are nobody's */
+  assert_int_equal(proto_recv(sv[1], &r), (ssize_t)rel.len);
+  assert_int_equal(r.nfds, 2);
+  assert_int_equal(proto_reader_next(&r, &f), 1);
+  assert_int_equal(f.offset, 0);
+  assert_int_equal(proto_reader_next(&r, &f), 0);
+  assert_int_equal(proto_reader_drop_fds(&r, 0), 2);
+  assert_int_equal(r.nfds, 0);
+  /* the second: the PutBlock takes its own */
+  assert_int_equal(proto_recv(sv[1], &r), (ssize_t)put.len);
+  assert_int_equal(proto_reader_next(&r, &f), 1);
+  assert_int_equal(f.offset, rel.len);
+  int got = proto_reader_take_fd(&r, f.offset);
+  assert_true(got >= 0);
+  assert_fd_holds(got, "b");
+  close(got);
+
+  /* a PutBlock without one does not take one that came in a later read
+   * (one read may bring it with the bytes before its message: the kernel
+   * returns a message's fds with its first bytes, and those may follow
+   * others in the same read) */
+  assert_int_equal(proto_send(sv[0], put.data, put.len, NULL, 0), 0);
+  assert_int_equal(proto_recv(sv[1], &r), (ssize_t)put.len);
+  assert_int_equal(proto_send(sv[0], rel.data, rel.len, &b, 1), 0);
+  assert_int_equal(proto_recv(sv[1], &r), (ssize_t)rel.len);
+  assert_int_equal(proto_reader_next(&r, &f), 1);
+  assert_int_equal(proto_reader_take_fd(&r, f.offset), -1);
+  assert_int_equal(r.nfds, 1);
+  /* refused on arrival: its place is kept, the descriptor is not */
+  int held = r.fds[0].fd;
+  proto_reader_refuse_fd(&r, 0);
+  assert_false(fd_is_open(held));
+  assert_int_equal(proto_reader_take_fd(&r, UINT64_MAX), PROTO_FD_REFUSED);
+  proto_reader_free(&r);
+  proto_wbuf_free(&rel);
+  proto_wbuf_free(&put);
+  close(a);
+  close(b);
+  close(sv[0]);
+  close(sv[1]);
+  assert_int_equal(count_open_fds(), baseline);
+}
+
+/* After a large frame the buffer goes back to a chunk; a frame on its way
+ * keeps its room. */
+static void shrinks_after_large_frame(void **state) {
+  enum { LEN = 300000 };
+  uint8_t *buf = __real_malloc(PROTO_HEADER_SIZE + LEN);
+  put_header(buf, LEN, 200);
+  memset(buf + PROTO_HEADER_SIZE, 0x11, LEN);
+  proto_reader r;
+  proto_frame f;
+  proto_reader_init(&r, 0);
+  assert_int_equal(proto_reader_feed(&r, buf, PROTO_HEADER_SIZE + LEN), 0);
+  assert_in_range(r.cap, LEN, SIZE_MAX);
+  assert_int_equal(proto_reader_held(&r), r.cap - FIRST_CHUNK);
+  /* not while the frame is there, nor while one is on its way */
+  proto_reader_shrink(&r);
+  assert_in_range(r.cap, LEN, SIZE_MAX);
+  assert_int_equal(proto_reader_next(&r, &f), 1);
+  assert_int_equal(f.payload[LEN - 1], 0x11);
+  assert_int_equal(proto_reader_feed(&r, buf, 1000), 0);
+  proto_reader_shrink(&r);
+  assert_in_range(r.cap, LEN, SIZE_MAX);
+  assert_int_equal(proto_reader_feed(&r, buf + 1000,
+                                     PROTO_HEADER_SIZE + LEN - 1000), 0);
+  assert_int_equal(proto_reader_next(&r, &f), 1);
+  /* then back to a chunk, with what is left kept */
+  assert_int_equal(proto_reader_feed(&r, buf, 3), 0);
+  proto_reader_shrink(&r);
+  assert_int_equal(r.cap, FIRST_CHUNK);
+  assert_int_equal(proto_reader_held(&r), 0);
+  assert_int_equal(r.end - r.start, 3);
+  assert_memory_equal(r.buf + r.start, buf, 3);
+  proto_reader_free(&r);
+  __real_free(buf);
+}
+
+/* max_frame may change between calls: a frame already given room is
+ * taken whatever it becomes, a new one is checked against it; a small
+ * limit (before a handshake) keeps the first buffer that small. */
+static void limit_changes(void **state) {
+  enum { LEN = 200000 };
+  uint8_t *buf = __real_malloc(PROTO_HEADER_SIZE + LEN);
+  put_header(buf, LEN, 200);
+  memset(buf + PROTO_HEADER_SIZE, 0x22, LEN);
+  proto_reader r;
+  proto_frame f;
+  proto_reader_init(&r, PROTO_MAX_HELLO_FRAME);
+  assert_int_equal(proto_reader_feed(&r, buf, 10), 0);
+  assert_int_equal(r.cap, PROTO_HEADER_SIZE + PROTO_MAX_HELLO_FRAME);
+  assert_int_equal(proto_reader_next(&r, &f), EMBER_ETOOBIG);
+  proto_reader_free(&r);
+
+  proto_reader_init(&r, LEN);
+  assert_int_equal(proto_reader_feed(&r, buf, 1000), 0);
+  size_t avail;
+  int err = 0;
+  assert_non_null(proto_reader_space(&r, &avail, &err)); /* room for it */
+  r.max_frame = 1000;
+  assert_int_equal(proto_reader_feed(&r, buf + 1000,
+                                     PROTO_HEADER_SIZE + LEN - 1000), 0);
+  assert_int_equal(proto_reader_next(&r, &f), 1);
+  assert_int_equal(f.len, LEN);
+  assert_int_equal(proto_reader_feed(&r, buf, 10), 0);
+  assert_int_equal(proto_reader_next(&r, &f), EMBER_ETOOBIG);
+  proto_reader_free(&r);
+  __real_free(buf);
 }
 
 static void send_and_recv_errors(void **state) {
@@ -1030,6 +1174,9 @@ int main(void) {
     cmocka_unit_test(unclaimed_fds_closed),
     cmocka_unit_test(fds_truncated),
     cmocka_unit_test(too_many_pending_fds),
+    cmocka_unit_test(fds_by_position),
+    cmocka_unit_test(shrinks_after_large_frame),
+    cmocka_unit_test(limit_changes),
     cmocka_unit_test(send_and_recv_errors),
     cmocka_unit_test(large_frame_over_socket),
     cmocka_unit_test(wbuf_append_consume),
