@@ -1,5 +1,5 @@
 /*
- * accel.h - the descriptor every accelerator provides (ABI version 2).
+ * accel.h - the descriptor every accelerator provides (ABI version 3).
  *
  * An accelerator is a named function a client can call ("sw", later "plf",
  * "cnn"). Its descriptor is a const table: the engine, the daemon and the
@@ -41,7 +41,11 @@
  * the process runs. ember-nam loads it with dlopen(RTLD_NOW | RTLD_LOCAL) at
  * start-up and refuses it, logged and counted, when the file or directory
  * is writable by anyone but root or the daemon's user (or is a symbolic
- * link), when abi_version is not ACC_ABI_VERSION, when the name is a
+ * link), when abi_version is not one of ACC_ABI_OLDEST .. ACC_ABI_VERSION
+ * (each version only appends to the structs, as SQLite's io_methods do:
+ * ember reads a descriptor's fields of its version and no further, and a
+ * plugin built for an older version never reads what acc_run_ctx
+ * gained), when the name is a
  * built-in's or another plugin's, when the symbol is missing, or when
  * name, validate, run_cpu, release or work is missing. It links to
  * libprotobuf-c itself if it uses protobuf; nothing of ember's is linked in.
@@ -63,7 +67,8 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#define ACC_ABI_VERSION 2
+#define ACC_ABI_VERSION 3
+#define ACC_ABI_OLDEST 2   /* the oldest version ember still loads */
 
 #define ACC_MAX_OUTPUTS 8 /* out blocks per task */
 #define ACC_MAX_STATES 8  /* state blocks per task */
@@ -130,6 +135,11 @@ typedef struct acc_run_ctx {
   void *const *dev_outputs;
   void *const *dev_states;
   void *dev_scratch;
+  /* ABI 3. The app the task runs for: ember-nam's id of the client
+   * connection, never reused while the process runs (0: none, e.g. a
+   * calibration task or a direct call). What an accelerator keeps between
+   * tasks on an app's behalf is that app's, to drop at app_gone. */
+  uint64_t app;
 } acc_run_ctx;
 
 /* Calibration task sizes: the time of a small one is mostly a launch's
@@ -196,7 +206,30 @@ typedef struct acc_descriptor {
    * malloc'd, freed by the caller with free()) with a task validate()
    * accepts. Returns 0, or a negative EMBER_E*. Thread-safe. */
   int (*make_probe)(unsigned size, acc_probe *probe);
+
+  /* ABI 3 (ember reads these only from a descriptor of version 3 on).
+   * Both may be NULL; both are thread-safe and quick. */
+  /* app (acc_run_ctx.app) has left (its connection closed): drop what the
+   * accelerator keeps for it between tasks now, and what its tasks still
+   * running would keep when they end. */
+  void (*app_gone)(uint64_t app);
+  /* The bytes the accelerator may keep between tasks for reuse (built
+   * stages, caches), from ember-nam's accelerator_cache; called before
+   * the engine runs tasks, again when it changes. */
+  void (*cache_budget)(uint64_t bytes);
 } acc_descriptor;
+
+/* acc_app_gone, acc_cache_budget (ember's own code, not part of the SDK) -
+ * call acc's app_gone or cache_budget when its version has them and it
+ * sets them; nothing otherwise. */
+static inline void acc_app_gone(const acc_descriptor *acc, uint64_t app) {
+  if (acc->abi_version >= 3 && acc->app_gone) acc->app_gone(app);
+}
+
+static inline void acc_cache_budget(const acc_descriptor *acc,
+                                    uint64_t bytes) {
+  if (acc->abi_version >= 3 && acc->cache_budget) acc->cache_budget(bytes);
+}
 
 /*
  * The OpenCL implementation of an accelerator. OpenCL handles travel as

@@ -90,10 +90,11 @@ static int name_taken(const acc_plugins *p, const acc_descriptor *const *b,
 static int check_descriptor(const acc_plugins *p,
                             const acc_descriptor *const *b, size_t nb,
                             const acc_descriptor *d, char *why, size_t len) {
-  /* abi_version is the first field of every version: safe to read */
-  if (d->abi_version != ACC_ABI_VERSION) {
-    snprintf(why, len, "ABI version %u, this ember loads %u",
-             d->abi_version, ACC_ABI_VERSION);
+  /* abi_version is the first field of every version: safe to read; the
+   * engine reads no field past the descriptor's version (accel.h) */
+  if (d->abi_version < ACC_ABI_OLDEST || d->abi_version > ACC_ABI_VERSION) {
+    snprintf(why, len, "ABI version %u, this ember loads %u to %u",
+             d->abi_version, ACC_ABI_OLDEST, ACC_ABI_VERSION);
     return ACC_REFUSAL_ABI;
   }
   if (!name_valid(d->name)) {

@@ -18,7 +18,7 @@
  *   dlopen      dlopen failed (not a shared object, a missing library or
  *               symbol)
  *   symbol      no ACC_PLUGIN_SYMBOL, or it returned NULL
- *   abi         abi_version is not ACC_ABI_VERSION
+ *   abi         abi_version is not ACC_ABI_OLDEST .. ACC_ABI_VERSION
  *   incomplete  no valid name (1 to 63 letters, digits, '_', '.', '-') or
  *               a mandatory function missing (validate, run_cpu, release,
  *               work)

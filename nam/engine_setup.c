@@ -109,6 +109,8 @@ int nam_engine_setup_build(const struct nam_config *cfg, nam_engine_setup *s,
   e->probe_ms = cfg->probe_interval_ms;
   e->task_timeout_ms = cfg->task_timeout_ms;
   e->timeout_factor = (unsigned)cfg->timeout_factor;
+  e->accel_cache_set = 1;
+  e->accel_cache_bytes = cfg->accelerator_cache;
   e->opencl.enabled = cfg->opencl_enabled;
   e->opencl.max_memory = cfg->opencl_max_memory;
   if (cfg->opencl_enabled && cfg->opencl_cache_dir[0]) {

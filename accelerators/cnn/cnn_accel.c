@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cnn_stage_pool.h"
 #include "cnn_task.h"
 #include "ember/ember_errors.h"
 
@@ -66,12 +67,13 @@ static int cnn_plan(const void *prepared, const acc_task_shape *shape,
 static int cnn_run_cpu(void *prepared, const acc_block *inputs,
                        size_t n_inputs, const acc_run_ctx *ctx,
                        acc_output *out, char *err, size_t err_len) {
-  const cnn_task *t = prepared;
+  cnn_task *t = prepared;
   if (!ctx || ctx->n_states != 1 ||
       ctx->states[0].size != t->layout.total) {
     snprintf(err, err_len, "no state block to run on");
     return EMBER_EINTERNAL;
   }
+  t->app = ctx->app; /* the CPU stage the run takes is this app's */
   Ember__Cnn__Result res = EMBER__CNN__RESULT__INIT;
   int rc = cnn_task_run(t, ctx->states[0].data, inputs, n_inputs,
                         ctx->outputs, ctx->n_outputs, ctx->cancel, &res, err,
@@ -81,6 +83,13 @@ static int cnn_run_cpu(void *prepared, const acc_block *inputs,
 }
 
 static void cnn_release(void *prepared) { cnn_task_free(prepared); }
+
+/* The CPU stages kept between tasks (cnn_stage_pool.h). */
+static void cnn_app_gone(uint64_t app) { cnn_stage_pool_app_gone(app); }
+
+static void cnn_cache_budget(uint64_t bytes) {
+  cnn_stage_pool_set_budget(bytes);
+}
 
 static uint64_t cnn_work(const void *prepared) {
   return ((const cnn_task *)prepared)->cost.ops;
@@ -124,4 +133,6 @@ const acc_descriptor acc_cnn_descriptor = {
 #endif
   .fpga = &cnn_fpga_model,
   .plan = cnn_plan,
+  .app_gone = cnn_app_gone,
+  .cache_budget = cnn_cache_budget,
 };

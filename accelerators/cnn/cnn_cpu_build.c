@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "cnn_cpu_internal.h"
 
@@ -60,23 +61,41 @@ static int grow(build *b, void **arr, size_t *cap, size_t n, size_t elem) {
   return 0;
 }
 
-/* A memory of md owned by the stage, zeroed, on a buffer of the stage's
- * (64-byte aligned, as oneDNN's own). */
+/* A zeroed buffer of size bytes (a multiple of 64), 64-byte aligned as
+ * oneDNN's own (cpu_buf), or NULL. */
+static void *buf_alloc(size_t size) {
+  if (size >= CPU_MMAP_MIN) {
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;  /* zero pages */
+  }
+  void *p = aligned_alloc(64, size);
+  if (p) memset(p, 0, size);
+  return p;
+}
+
+static void buf_free(cpu_buf b) {
+  if (b.size >= CPU_MMAP_MIN)
+    munmap(b.p, b.size);
+  else
+    free(b.p);
+}
+
+/* A memory of md owned by the stage, zeroed, on a buffer of the stage's. */
 static int new_mem(build *b, const dnnl_memory_desc_t *md, dnnl_memory_t *m) {
   cnn_cpu_stage *s = b->s;
   TRY(grow(b, (void **)&s->mems, &s->cap_mems, s->nmems, sizeof *s->mems));
   TRY(grow(b, (void **)&s->bufs, &s->cap_bufs, s->nmems, sizeof *s->bufs));
   size_t size = (dnnl_memory_desc_get_size(md) + 63) & ~(size_t)63;
-  void *buf = aligned_alloc(64, size ? size : 64);
-  if (!buf) return fail(b, EMBER_ENOMEM, "out of memory");
-  memset(buf, 0, size ? size : 64);
-  if (dnnl_memory_create(m, md, s->engine, buf) != dnnl_success) {
-    free(buf);
+  cpu_buf buf = {buf_alloc(size ? size : 64), size ? size : 64};
+  if (!buf.p) return fail(b, EMBER_ENOMEM, "out of memory");
+  if (dnnl_memory_create(m, md, s->engine, buf.p) != dnnl_success) {
+    buf_free(buf);
     return fail(b, EMBER_EPLATFORM, "memory_create failed");
   }
   s->bufs[s->nmems] = buf;
   s->mems[s->nmems++] = *m;
-  s->bytes += size ? size : 64;
+  s->bytes += buf.size;
   return 0;
 }
 
@@ -969,7 +988,7 @@ void cnn_cpu_stage_destroy(cnn_cpu_stage *s) {
   for (size_t i = 0; i < s->nprims; i++) dnnl_primitive_destroy(s->prims[i]);
   for (size_t i = 0; i < s->nmems; i++) {
     dnnl_memory_destroy(s->mems[i]);
-    free(s->bufs[i]);
+    buf_free(s->bufs[i]);
   }
   free(s->bufs);
   if (s->attr) dnnl_primitive_attr_destroy(s->attr);

@@ -42,6 +42,17 @@ typedef struct cpu_step {
   dnnl_exec_arg_t args[CPU_STEP_MAX_ARGS];
 } cpu_step;
 
+/* A buffer of the stage's: from mmap from CPU_MMAP_MIN bytes on, so that
+ * a stage destroyed (the pool evicts it, its app leaves) gives its memory
+ * back to the system at once, where malloc's arenas would keep freed
+ * medium buffers resident; from malloc below. */
+#define CPU_MMAP_MIN (256u << 10)
+
+typedef struct cpu_buf {
+  void *p;
+  size_t size;
+} cpu_buf;
+
 typedef struct cpu_tensor {
   dnnl_memory_desc_t md;
   dnnl_memory_t mem, diff;
@@ -107,7 +118,7 @@ struct cnn_cpu_stage {
   size_t nfwd, nbwd, cap_fwd, cap_bwd;
   dnnl_primitive_t *prims;   /* every primitive, for destroy */
   dnnl_memory_t *mems;       /* every memory, for destroy */
-  void **bufs;               /* each one's buffer, ours: a memory that
+  cpu_buf *bufs;             /* each one's buffer, ours: a memory that
                                 owned its buffer would free it when the
                                 caller's buffer is swapped in (swap_handle) */
   size_t nprims, nmems, cap_prims, cap_mems, cap_bufs;

@@ -57,11 +57,17 @@ static const float *floats_of(const acc_block *b, float **tmp) {
   return *tmp;
 }
 
+/* The pool's key of the task's stage. */
+static cnn_pool_key pool_key(const cnn_task *t) {
+  return (cnn_pool_key){t->text, t->text_len, t->first, t->end, t->batch,
+                        0, 0};
+}
+
 /* A cnn_cpu stage holding the block's parameters, from the pool. */
 static int load_stage(const cnn_task *t, uint8_t *state, cnn_cpu_stage **out,
                       char *err, size_t err_len) {
-  int rc = cnn_stage_pool_take(t->net, t->text, t->text_len, t->first,
-                               t->end, t->batch, 0, 0, out, err, err_len);
+  cnn_pool_key k = pool_key(t);
+  int rc = cnn_stage_pool_take(t->net, &k, t->app, out, err, err_len);
   if (rc) return rc;
   size_t n;
   const cnn_layer *layers = cnn_net_layers(t->net, &n);
@@ -70,7 +76,7 @@ static int load_stage(const cnn_task *t, uint8_t *state, cnn_cpu_stage **out,
     rc = cnn_cpu_stage_set_layer(*out, i, p + off);
     if (rc) {
       snprintf(err, err_len, "layer %u: cannot load parameters", i);
-      cnn_cpu_stage_destroy(*out);
+      cnn_stage_pool_discard(*out);
       *out = NULL;
       return rc;
     }
@@ -81,11 +87,11 @@ static int load_stage(const cnn_task *t, uint8_t *state, cnn_cpu_stage **out,
 /* Back to the pool after a task; destroyed after a failure (its state is
  * unknown). */
 static void put_stage(const cnn_task *t, cnn_cpu_stage *s, int rc) {
+  cnn_pool_key k = pool_key(t);
   if (rc)
-    cnn_cpu_stage_destroy(s);
+    cnn_stage_pool_discard(s);
   else
-    cnn_stage_pool_give(t->text, t->text_len, t->first, t->end, t->batch, 0,
-                        0, s);
+    cnn_stage_pool_give(&k, s);
 }
 
 /* After a training FORWARD: the rolling statistics the stage moved, back

@@ -88,15 +88,20 @@ static int no_memory(char *err, size_t err_len) {
   return EMBER_ENOMEM;
 }
 
+/* The pool's key of the slice's stage. */
+static cnn_pool_key slice_key(const cnn_task *t) {
+  return (cnn_pool_key){t->text, t->text_len, t->first, t->end, t->batch,
+                        t->layout.c1 - t->layout.c0, t->layout.ocp};
+}
+
 /* The slice's cnn_cpu stage from the pool, holding the block's weights,
  * and its biases (an ICP slice but the last: zeros). */
 static int load_slice(const cnn_task *t, uint8_t *state, cnn_cpu_stage **out,
                       char *err, size_t err_len) {
-  const cnn_layout *L = &t->layout;
-  int rc = cnn_stage_pool_take(t->net, t->text, t->text_len, t->first,
-                               t->end, t->batch, L->c1 - L->c0, L->ocp, out,
-                               err, err_len);
+  cnn_pool_key k = slice_key(t);
+  int rc = cnn_stage_pool_take(t->net, &k, t->app, out, err, err_len);
   if (rc) return rc;
+  const cnn_layout *L = &t->layout;
   const float *p = region(state, L->params_off);
   float *zeros = NULL;
   const float *b = p + L->weights;
@@ -107,18 +112,18 @@ static int load_slice(const cnn_task *t, uint8_t *state, cnn_cpu_stage **out,
   if (rc) {
     snprintf(err, err_len, "layer %u: cannot load the slice's parameters",
              t->first);
-    cnn_cpu_stage_destroy(*out);
+    cnn_stage_pool_discard(*out);
     *out = NULL;
   }
   return rc;
 }
 
 static void put_slice(const cnn_task *t, cnn_cpu_stage *s, int rc) {
+  cnn_pool_key k = slice_key(t);
   if (rc)
-    cnn_cpu_stage_destroy(s);
+    cnn_stage_pool_discard(s);
   else
-    cnn_stage_pool_give(t->text, t->text_len, t->first, t->end, t->batch,
-                        t->layout.c1 - t->layout.c0, t->layout.ocp, s);
+    cnn_stage_pool_give(&k, s);
 }
 
 /* The slice's stage, loaded from the block, run forward on the stash

@@ -45,6 +45,9 @@ typedef struct cnn_task {
   uint64_t key;                 /* cnn_stage_key() */
   cnn_layout layout;
   acc_cost cost;
+  uint64_t app;                 /* set by run_cpu: the app it runs for
+                                   (acc_run_ctx.app), whose stage the
+                                   pool's is while lent and after */
 } cnn_task;
 
 /* cnn_task_prepare - unpack params and check them and the inputs. Returns

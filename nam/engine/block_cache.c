@@ -79,6 +79,8 @@ struct nam_block_cache {
   uint64_t live, bytes_host;   /* entries alive, dropped ones included */
   unsigned n;
   platform plat[NAM_BLOCK_CACHE_MAX_PLATFORMS];
+  nam_app_gone_fn app_gone;    /* told after drop_app */
+  void *app_gone_user;
 };
 
 static nam_cache_entry *find(const nam_block_cache *c, uint64_t app,
@@ -497,8 +499,20 @@ size_t nam_block_cache_drop_app(nam_block_cache *c, uint64_t app) {
     drop_entry(c, e);
     n++;
   }
+  nam_app_gone_fn gone = c->app_gone;
+  void *user = c->app_gone_user;
   pthread_mutex_unlock(&c->lock);
+  if (gone) gone(user, app);
   return n;
+}
+
+void nam_block_cache_on_app_gone(nam_block_cache *c, nam_app_gone_fn fn,
+                                 void *user) {
+  if (!c) return;
+  pthread_mutex_lock(&c->lock);
+  c->app_gone = fn;
+  c->app_gone_user = user;
+  pthread_mutex_unlock(&c->lock);
 }
 
 int nam_block_cache_set_budget(nam_block_cache *c, unsigned pi,

@@ -198,6 +198,16 @@ int nam_block_cache_drop(nam_block_cache *cache, uint64_t app, uint64_t id);
  * (broadcast ones included). Returns how many were dropped. */
 size_t nam_block_cache_drop_app(nam_block_cache *cache, uint64_t app);
 
+/* Told, after nam_block_cache_drop_app dropped app's blocks (outside the
+ * cache's mutex, on drop_app's thread), that app has left: the engine
+ * passes it on to the accelerators (acc_descriptor.app_gone). */
+typedef void (*nam_app_gone_fn)(void *user, uint64_t app);
+
+/* nam_block_cache_on_app_gone - fn (NULL: none) is called with user after
+ * each drop_app from now on. */
+void nam_block_cache_on_app_gone(nam_block_cache *cache, nam_app_gone_fn fn,
+                                 void *user);
+
 /* nam_block_cache_set_budget - change a platform's budget: unpinned cached
  * copies are evicted (LRU) down to it now; if pinned or broadcast copies
  * still exceed it, more are evicted as pins are released and fetches fail

@@ -75,6 +75,12 @@ static int create_cache(nam_engine *e) {
              : nam_block_cache_create(&none, 1, &e->cache);
 }
 
+/* An app left (its blocks were dropped): every accelerator hears it. */
+static void tell_app_gone(void *user, uint64_t app) {
+  nam_engine *e = user;
+  for (size_t i = 0; i < e->n_queues; i++) acc_app_gone(e->queues[i].acc, app);
+}
+
 static void fill_defaults(nam_engine_config *c) {
   if (!c->cpu_workers) c->cpu_workers = online_cores();
   if (!c->queue_capacity) c->queue_capacity = 4096;
@@ -125,6 +131,9 @@ int nam_engine_create(const nam_engine_config *config, nam_engine **out) {
     nam_engine_add_platform(e, &nam_platform_fpga_emu_ops, e->cfg.fpga[i].name,
                             0, &e->cfg.fpga[i]);
   if (!rc) rc = create_cache(e);
+  if (!rc) nam_block_cache_on_app_gone(e->cache, tell_app_gone, e);
+  for (size_t i = 0; !rc && e->cfg.accel_cache_set && i < e->n_queues; i++)
+    acc_cache_budget(e->queues[i].acc, e->cfg.accel_cache_bytes);
   for (size_t i = 0; !rc && i < e->n_platforms; i++)
     if (!e->platforms[i].ops->run) rc = nam_pipeline_start(&e->platforms[i]);
   if (!rc) rc = nam_watchdog_start(e);

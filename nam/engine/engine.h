@@ -100,6 +100,12 @@ typedef struct nam_engine_config {
   /* the accelerators served; NULL: the built-in registry */
   const acc_descriptor *const *accelerators;
   size_t n_accelerators;
+  /* with accel_cache_set: the bytes each accelerator may keep between
+   * tasks (acc_descriptor.cache_budget, e.g. cnn's built CPU stages);
+   * 0 keeps none. Without: each accelerator's default. An app's things
+   * go when nam_block_cache_drop_app drops its blocks (app_gone). */
+  int accel_cache_set;
+  uint64_t accel_cache_bytes;
   nam_engine_event_fn event;
   void *event_user;
 } nam_engine_config;

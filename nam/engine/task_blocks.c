@@ -160,6 +160,7 @@ void nam_task_run_ctx(nam_task *t, const nam_task_io *io, acc_run_ctx *ctx) {
   ctx->dev_outputs = w->dev_outputs;
   ctx->dev_states = w->dev_states;
   ctx->dev_scratch = io->dev_scratch;
+  ctx->app = t->app;
 }
 
 void nam_task_unbind(nam_platform *p, nam_task *t, int outcome) {

@@ -14,14 +14,33 @@
  * [0, 1), the training settings within their ranges (subdivisions at
  * most the batch, steps within CNN_MAX_STEPS), lines increasing, and
  * cnn_net_format's text as long as it says.
+ *
+ * A small network (issue 25: seeds padding_*) is then built into CPU
+ * stages through the accelerator's pool (cnn_stage_pool.c) as ember-nam
+ * builds them, the whole network and, past its first layer, its tail:
+ * FORWARD, BACKWARD and UPDATE on each, twice, the second time on another
+ * thread with the stage the first gave back (a hit in the pool), then the
+ * app leaves and its stages go. A stage the CPU back end refuses must say
+ * why; every call that ran must succeed and give finite numbers.
  */
+#include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cnn_net.h"
+#include "cnn_stage_pool.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  setenv("OMP_NUM_THREADS", "1", 1); /* before oneDNN starts OpenMP */
+  return 0;
+}
 
 static int same(cnn_shape a, cnn_shape b) {
   return a.h == b.h && a.w == b.w && a.c == b.c;
@@ -129,6 +148,96 @@ static void check(const cnn_net *net) {
   free(text);
 }
 
+/* Stages are built for networks up to these (per stage run: the batch's
+ * activations, multiply-adds and parameters), so that an input runs in
+ * milliseconds. */
+#define STAGE_BATCH 3
+#define STAGE_MAX_ACTS (1u << 16)
+#define STAGE_MAX_MACS (1u << 22)
+#define STAGE_MAX_PARAMS (1u << 18)
+#define FUZZ_APP 7
+
+typedef struct stage_run {
+  const cnn_net *net;
+  const uint8_t *text;
+  size_t len;
+  uint32_t first, end, batch;
+} stage_run;
+
+/* One FORWARD, BACKWARD and UPDATE on the pool's stage for r. */
+static void *run_once(void *arg) {
+  const stage_run *r = arg;
+  size_t n;
+  const cnn_layer *l = cnn_net_layers(r->net, &n);
+  cnn_pool_key k = {r->text, r->len, r->first, r->end, r->batch, 0, 0};
+  cnn_cpu_stage *s = NULL;
+  char err[512] = "";
+  int rc = cnn_stage_pool_take(r->net, &k, FUZZ_APP, &s, err, sizeof err);
+  if (rc) {
+    /* the CPU back end's refusals (a convolution after a connected layer,
+     * a max-pool window wholly in padding, scratch over the limit) */
+    if (s || !err[0]) abort();
+    return NULL;
+  }
+  cnn_shape in = l[r->first].in;
+  size_t in_n = (size_t)in.h * in.w * in.c * r->batch;
+  size_t out_n = (size_t)cnn_net_classes(r->net) * r->batch;
+  float *x = malloc(in_n * sizeof *x), *y = malloc(out_n * sizeof *y);
+  float *din = r->first ? malloc(in_n * sizeof *din) : NULL;
+  uint8_t labels[STAGE_BATCH];
+  if (!x || !y || (r->first && !din)) abort();
+  for (size_t i = 0; i < in_n; i++) x[i] = (float)(i % 13) / 13.0f - 0.4f;
+  for (uint32_t i = 0; i < r->batch; i++)
+    labels[i] = (uint8_t)(i % cnn_net_classes(r->net));
+  double loss = NAN;
+  if (cnn_cpu_stage_forward(s, x, y, labels, &loss) ||
+      cnn_cpu_stage_backward(s, NULL, din) ||
+      cnn_cpu_stage_update(s, 0.01, 0.9, 0.0005))
+    abort();
+  if (!(loss >= 0) || isinf(loss)) abort();
+  for (size_t i = 0; i < out_n; i++)
+    if (!(y[i] >= 0 && y[i] <= 1)) abort(); /* probabilities */
+  cnn_stage_pool_give(&k, s);
+  free(x);
+  free(y);
+  free(din);
+  return NULL;
+}
+
+/* r twice: here, then on another thread with the stage from the pool. */
+static void run_twice(stage_run *r) {
+  cnn_stage_pool_stats before, after;
+  run_once(r);
+  cnn_stage_pool_get_stats(&before);
+  pthread_t t;
+  if (pthread_create(&t, NULL, run_once, r) || pthread_join(t, NULL))
+    abort();
+  cnn_stage_pool_get_stats(&after);
+  /* a stage kept the first time is reused the second */
+  if (before.idle && after.hits != before.hits + 1) abort();
+}
+
+static void run_stages(const cnn_net *net, const uint8_t *text, size_t len) {
+  size_t n;
+  const cnn_layer *l = cnn_net_layers(net, &n);
+  uint32_t batch = cnn_net_train(net)->batch;
+  if (batch > STAGE_BATCH) batch = STAGE_BATCH;
+  if (cnn_net_activations(net) * batch > STAGE_MAX_ACTS ||
+      cnn_net_macs(net) * batch > STAGE_MAX_MACS ||
+      cnn_net_params(net) > STAGE_MAX_PARAMS)
+    return;
+  stage_run whole = {net, text, len, 0, (uint32_t)n, batch};
+  run_twice(&whole);
+  if (n > 1 && l[0].kind != CNN_LAYER_SOFTMAX) {
+    stage_run tail = {net, text, len, 1, (uint32_t)n, batch};
+    run_twice(&tail);
+  }
+  cnn_stage_pool_app_gone(FUZZ_APP);
+  cnn_stage_pool_stats st;
+  cnn_stage_pool_get_stats(&st);
+  if (st.idle || st.lent) abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cnn_net *net = NULL;
   char err[512] = "";
@@ -142,6 +251,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   if (!net) abort();
   check(net);
+  run_stages(net, data, size);
   cnn_net_destroy(net);
   return 0;
 }
