@@ -97,7 +97,9 @@ static void test_prehello(void) {
          nam_usage_text(&after, text, sizeof text));
   probe_report("meanwhile", &u, &t);
   for (int i = 0; i < N_PRE; i++) close(fds[i] >= 0 ? fds[i] : -fds[i] - 2);
-  CHECK(after.rss_kb - before.rss_kb < 32 * 1024);
+  /* 512 MiB buffered before the fix (+517 MB RSS); the margin is for the
+   * NAM's own start-up (its threads' first pages), seen up to +35 MB */
+  CHECK(after.rss_kb - before.rss_kb < 64 * 1024);
   probe_check(&u, &t);
   CHECK_EQ(nam_stop(&nam), 0);
   nam_cleanup(&nam);
