@@ -333,6 +333,7 @@ static void test_padding(void) {
   stage s;
   stage_init(&s, cfg, 8);
   train(c, &s, 1);
+  ember_block_release(s.state);
   ember_close(c);
   stop(&nam);
 }
@@ -346,6 +347,7 @@ static uint64_t baseline(const nam_proc *nam) {
   stage s;
   stage_init(&s, cfg, 8);
   train(c, &s, 1);
+  ember_block_release(s.state);
   ember_close(c);
   /* its small stage goes too */
   return settled(nam, rss(nam));
@@ -368,6 +370,7 @@ static void test_leave(void) {
          held / MiB);
   /* the pool keeps it while the client is there */
   CHECK(held >= base + big * 3 / 4);
+  ember_block_release(s.state);
   ember_close(c);
   uint64_t after = settled(&nam, rss_falls_to(&nam, base + big / 4));
   printf("leave: RSS %.1f MiB after the client left (+%.1f MiB over the "
@@ -417,6 +420,7 @@ static void test_budget(const char *cache, uint64_t budget) {
          cache ? cache : "256MiB, the default", base / MiB, most / MiB,
          states / MiB, r / MiB, limit / MiB);
   CHECK(r <= limit);
+  for (int i = 0; i < 3; i++) ember_block_release(s[i].state);
   ember_close(c);
   stop(&nam);
 }

@@ -147,7 +147,7 @@ static void attack(const char *what, silent_attack a) {
   printf("  the %d clients through their Hello before it kept their "
          "connections\n", N_KEPT);
   CHECK(after.fds <= before.fds + 256 + 16);
-  CHECK(after.rss_kb - before.rss_kb < 64 * 1024);
+  CHECK_RSS(after.rss_kb - before.rss_kb < 64 * 1024);
   CHECK(after.log_bytes - mid.log_bytes < log_allowance(&u, &t, window));
   probe_check(&u, &t);
   stop();
