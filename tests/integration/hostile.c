@@ -22,6 +22,12 @@
 
 #include "frame.h"
 
+int hostile_window_ms(int default_ms) {
+  const char *env = getenv("EMBER_ATTACK_MS");
+  int ms = env ? atoi(env) : 0;
+  return ms > 0 ? ms : HOSTILE_SCALE(default_ms);
+}
+
 uint64_t hostile_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -22,6 +22,10 @@
 #define HOSTILE_SCALE(ms) (ms)
 #endif
 
+/* hostile_window_ms - an attack's window: EMBER_ATTACK_MS when set (to
+ * measure a long attack by hand, e.g. 60000), else default_ms scaled. */
+int hostile_window_ms(int default_ms);
+
 typedef struct nam_usage {
   long rss_kb;      /* VmRSS */
   int fds;          /* entries of /proc/PID/fd */

@@ -15,7 +15,8 @@
  *             limit; others are still served.
  *
  * The daemon's RSS, descriptors and log stay bounded during each attack,
- * and its CPU is reported. argv[1], if given, names the one part to run. */
+ * and its CPU is reported. argv[1], if given, names the one part to run;
+ * EMBER_ATTACK_MS=60000 makes each attack last a minute. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -136,7 +137,7 @@ static void attack(const char *what, silent_attack a) {
   nam_usage mid;
   nam_usage_read(&nam, &mid);
   probe_stats u = {0}, t = {0};
-  int window = HOSTILE_SCALE(4000);
+  int window = hostile_window_ms(4000);
   probe_window(&nam, window, 20, PROBE_MS, &u, &t);
   nam_usage_read(&nam, &after);
   attack_stop(attacker);
