@@ -208,14 +208,15 @@ static size_t fds_bound(const nam_conn *c) {
 /* The longest payload c may send now, checked at its length prefix
  * before any room is made for it: a Hello until c is through its
  * handshake; then max_frame as far as c's bytes allow: its blocks, its
- * out blocks and the frame together within max_block_bytes (a chunk's
- * worth always goes, so that a client at its limit can still release). */
+ * out blocks, its tasks' reservations and the frame together within
+ * max_block_bytes (a chunk's worth always goes, so that a client at its
+ * limit can still release). */
 static size_t read_limit(const nam_conn *c) {
   const nam_server_limits *l = &c->srv->limits;
   if (!c->admitted)
     return l->max_frame < PROTO_MAX_HELLO_FRAME ? l->max_frame
                                                 : PROTO_MAX_HELLO_FRAME;
-  uint64_t held = c->blocks.bytes + c->out_bytes;
+  uint64_t held = nam_conn_held(c);
   uint64_t room = held < l->max_block_bytes ? l->max_block_bytes - held : 0;
   if (room < PROTO_READ_CHUNK) room = PROTO_READ_CHUNK;
   return room < l->max_frame ? (size_t)room : l->max_frame;
@@ -438,7 +439,8 @@ void nam_conn_task_done(conn_task *ct) {
   s->stats.inflight--;
   count_inflight(s, ct->acc, -1);
   nam_stats_task_done(&s->metrics, ct->acc, ct->task, ct->received_ns);
-  if (!c->closing) send_result(c, ct);
+  if (!c->closing) send_result(c, ct); /* its out blocks: out_bytes now */
+  nam_conn_unreserve_task(ct); /* and its scratch is freed */
   for (size_t i = 0; i < ct->n_pins; i++)
     if (ct->pins[i]) nam_block_unref(ct->pins[i]);
   nam_task_free(ct->task);
@@ -524,12 +526,14 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
                                 : m->state_blocks[i - m->n_output_blocks]) == 0)
       return send_error(c, EMBER_EINVAL, m->task_id, 0,
                         "block id 0 is reserved");
-  if (m->n_output_blocks &&
-      c->blocks.bytes + c->out_bytes >= s->limits.max_block_bytes)
+  /* the bytes a task makes the NAM hold are reserved once the engine has
+   * its plan (nam_conn_reserve_task): this is only the quick refusal */
+  if (m->n_output_blocks && nam_conn_held(c) >= s->limits.max_block_bytes)
     return send_error(c, EMBER_EBUSY, m->task_id, 0,
-                      "this client's blocks and out blocks hold %llu bytes, "
-                      "the limit is max_block_bytes = %llu: release some",
-                      (unsigned long long)(c->blocks.bytes + c->out_bytes),
+                      "this client's blocks, out blocks and tasks in flight "
+                      "hold %llu bytes, the limit is max_block_bytes = "
+                      "%llu: release some",
+                      (unsigned long long)nam_conn_held(c),
                       (unsigned long long)s->limits.max_block_bytes);
   conn_task *ct = calloc(1, sizeof *ct);
   if (!ct) return send_error(c, EMBER_ENOMEM, m->task_id, 0, "out of memory");
@@ -566,7 +570,7 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
   ct->n_outputs = m->n_output_blocks;
   for (size_t i = 0; i < ct->n_outputs; i++)
     ct->output_ids[i] = m->output_blocks[i];
-  char why[300] = "";
+  char why[400] = "";
   nam_task_spec spec = {
     .acc = acc, .prepared = prepared, .inputs = inputs,
     .n_inputs = m->n_input_blocks, .app = c->app,
@@ -579,6 +583,7 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
     .output_ids = m->output_blocks, .n_outputs = m->n_output_blocks,
     .state_ids = m->state_blocks, .n_states = m->n_state_blocks,
     .done = on_engine_done, .user = ct, .err = why, .err_len = sizeof why,
+    .admit = nam_conn_reserve_task,
   };
   rc = nam_engine_submit(s->engine, &spec, &ct->task);
   if (rc) {
@@ -590,6 +595,7 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
                  spec.platform_kind, acc->name, kinds);
     else
       send_error(c, rc, m->task_id, 0, "%s", why[0] ? why : ember_strerror(rc));
+    nam_conn_unreserve_task(ct); /* if it got as far */
     free(ct);
     return rc;
   }
@@ -701,8 +707,9 @@ static int handle_put_block(nam_conn *c, Ember__PutBlock *m, uint64_t at) {
                (unsigned long long)m->block_id);
     return 0;
   }
-  int adopted = 0;
+  int adopted = 0, room;
   nam_block *b = NULL;
+  char why[400];
   if (m->block_id == 0 || m->size == 0) {
     send_error(c, EMBER_EBLOCK, 0, m->block_id,
                m->block_id == 0 ? "block id 0 is reserved" : "block %llu is empty",
@@ -710,12 +717,11 @@ static int handle_put_block(nam_conn *c, Ember__PutBlock *m, uint64_t at) {
   } else if (nam_blocks_find(&c->blocks, m->block_id)) {
     send_error(c, EMBER_EINVAL, 0, m->block_id, "block %llu already exists",
                (unsigned long long)m->block_id);
-  } else if (c->blocks.bytes + m->size > s->limits.max_block_bytes) {
-    send_error(c, EMBER_EBUSY, 0, m->block_id,
-               "block %llu: %llu bytes would pass this client's block limit "
-               "(max_block_bytes = %llu)", (unsigned long long)m->block_id,
-               (unsigned long long)m->size,
-               (unsigned long long)s->limits.max_block_bytes);
+  } else if ((room = nam_conn_block_room(c, m->size,
+                                     (m->flags & EMBER_BLOCK_STATE) != 0,
+                                     fd < 0, why, sizeof why)) != 0) {
+    send_error(c, room, 0, m->block_id, "block %llu: %s",
+               (unsigned long long)m->block_id, why);
   } else if (fd < 0 && (!m->has_data || m->data.len != m->size)) {
     send_error(c, EMBER_EBLOCK, 0, m->block_id,
                "block %llu: %zu inline bytes, PutBlock says %llu",
@@ -747,6 +753,8 @@ static int handle_put_block(nam_conn *c, Ember__PutBlock *m, uint64_t at) {
       else
         send_error(c, EMBER_ENOMEM, 0, m->block_id, "out of memory");
     }
+    if (ok && b && (b->flags & EMBER_BLOCK_STATE))
+      c->state_bytes += b->size; /* its working copy, counted now */
     if (ok && b)
       nam_stats_block_received(&s->metrics, fd >= 0 ? NAM_TRANSPORT_FD
                                                     : NAM_TRANSPORT_INLINE,
@@ -850,6 +858,14 @@ static void handle_stats(nam_conn *c) {
   st.tasks_canceled = ec.canceled;
   st.clients = ss.clients;
   st.block_bytes = ss.block_bytes;
+  st.has_out_bytes = st.has_reserved_bytes = st.has_buffer_bytes = 1;
+  st.has_held_bytes = st.has_max_memory = st.has_state_bytes = 1;
+  st.state_bytes = ss.state_bytes;
+  st.out_bytes = ss.out_bytes;
+  st.reserved_bytes = ss.reserved_bytes;
+  st.buffer_bytes = ss.buffer_bytes;
+  st.held_bytes = ss.held_bytes;
+  st.max_memory = ss.max_memory;
   send_msg(c, EMBER__MSG_TYPE__MSG_STATS, &st.base);
 }
 
@@ -900,6 +916,9 @@ static void handle_frame(nam_conn *c, const proto_frame *f) {
   case EMBER__MSG_TYPE__MSG_RELEASE_BLOCK: {
     uint64_t id = ((Ember__ReleaseBlock *)m)->block_id;
     nam_block_cache *cache = nam_engine_block_cache(c->srv->engine);
+    const nam_block *rb = nam_blocks_find(&c->blocks, id);
+    if (rb && (rb->flags & EMBER_BLOCK_STATE))
+      c->state_bytes -= rb->size < c->state_bytes ? rb->size : c->state_bytes;
     int put = nam_blocks_release(&c->blocks, id) == 0;
     /* out blocks were never put: they live in the cache only */
     nam_block_hold *h = NULL;
@@ -963,11 +982,12 @@ static void refuse_long_frame(nam_conn *c) {
              l->max_frame);
   else
     snprintf(detail, sizeof detail, "a %s frame of %zu bytes would take "
-             "this client's bytes (blocks %llu, out blocks %llu) over "
-             "max_block_bytes (%llu): closing the connection",
-             proto_type_name(type), len,
+             "this client's bytes (blocks %llu, out blocks %llu, tasks in "
+             "flight %llu) over max_block_bytes (%llu): closing the "
+             "connection", proto_type_name(type), len,
              (unsigned long long)c->blocks.bytes,
              (unsigned long long)c->out_bytes,
+             (unsigned long long)c->task_bytes,
              (unsigned long long)l->max_block_bytes);
   fatal(c, EMBER_ETOOBIG, "%s", detail);
 }

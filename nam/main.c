@@ -123,12 +123,21 @@ static void check_nofile(const struct nam_config *cfg, int raise) {
              "need", (unsigned long long)rl.rlim_cur, need);
 }
 
+/* max_memory = 0: half of the machine's memory (0, no bound, if it
+ * cannot be read). */
+static uint64_t max_memory_of(const struct nam_config *cfg) {
+  if (cfg->max_memory) return cfg->max_memory;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : 0;
+}
+
 static nam_server_limits limits_of(const struct nam_config *cfg) {
   nam_server_limits l = {
     .max_frame = cfg->max_frame,
     .max_clients = (unsigned)cfg->max_clients,
     .max_inflight = (unsigned)cfg->max_inflight,
     .max_block_bytes = cfg->max_block_bytes,
+    .max_memory = max_memory_of(cfg),
     .max_clients_unix = (unsigned)cfg->max_clients_unix,
     .max_clients_tcp = (unsigned)cfg->max_clients_tcp,
     .max_send_queue = cfg->max_send_queue,
@@ -326,6 +335,10 @@ static int start(void *user, uv_loop_t *loop) {
     strcpy(name, "ember-nam");
   check_nofile(&d->cfg, 1);
   nam_server_limits l = limits_of(&d->cfg);
+  log_info("clients may make the NAM hold %llu MiB in all (max_memory), "
+           "%llu MiB each (max_block_bytes)",
+           (unsigned long long)(l.max_memory >> 20),
+           (unsigned long long)(l.max_block_bytes >> 20));
   if (nam_server_create(d->loop, d->engine, &l, name, &d->server) != 0) return -1;
   for (size_t i = 0; i < d->cfg.listen.count; i++) {
     const char *addr = d->cfg.listen.items[i];

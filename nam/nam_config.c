@@ -270,8 +270,20 @@ const config_entry nam_config_table[] = {
   {.name = "max_block_bytes", .type = CONFIG_SIZE, .flags = CONFIG_RELOADABLE,
    .offset = AT(max_block_bytes, uint64_t), .def = "1GiB", .min = MiB,
    .max = TiB,
-   .help = "Bytes of input blocks one client may hold in the NAM at once; "
-           "a block beyond that is refused."},
+   .help = "Bytes one client may make the NAM hold at once: the blocks it "
+           "put, the out blocks of its tasks, and what its tasks in flight "
+           "will make (their out blocks and scratch, reserved when the task "
+           "is admitted, from the accelerator's plan). A block or task "
+           "beyond that is refused (EBUSY; ETOOBIG for a task larger than "
+           "the limit by itself); so is a frame, at its length prefix."},
+  {.name = "max_memory", .type = CONFIG_SIZE, .flags = CONFIG_RELOADABLE,
+   .offset = AT(max_memory, uint64_t), .def = "0", .min = 0, .max = 64 * TiB,
+   .help = "Bytes all clients together may make the NAM hold: their "
+           "blocks, out blocks, tasks' reservations and read buffers. A "
+           "PutBlock or Submit that would pass it is refused with EBUSY "
+           "(try again later), so that clients each within max_block_bytes "
+           "cannot together push the node into swap. 0: half the "
+           "machine's memory."},
   {.name = "max_send_queue", .type = CONFIG_SIZE, .flags = CONFIG_RELOADABLE,
    .offset = AT(max_send_queue, uint64_t), .def = "64MiB", .min = 64 * KiB,
    .max = 64 * GiB,

@@ -48,7 +48,8 @@ struct nam_config {
   char *max_startups;        /* max_startups: START:RATE:FULL */
   int max_client_fds;        /* max_client_fds: fds waiting per client */
   int max_inflight;          /* max_inflight: tasks in flight per client */
-  uint64_t max_block_bytes;  /* max_block_bytes: block bytes per client */
+  uint64_t max_block_bytes;  /* max_block_bytes: bytes per client */
+  uint64_t max_memory;       /* max_memory: all clients; 0 = half of RAM */
   uint64_t max_send_queue;   /* max_send_queue: bytes queued to one client */
   uint64_t send_stall_timeout_ms; /* send_stall_timeout */
   uint64_t handshake_timeout_ms;  /* handshake_timeout */

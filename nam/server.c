@@ -81,8 +81,7 @@ void nam_server_get_stats(nam_server *s, nam_server_stats *out) {
   *out = s->stats;
   out->startups = s->n_startups;
   out->fds = s->fds_held;
-  out->block_bytes = 0;
-  for (nam_conn *c = s->conns; c; c = c->next) out->block_bytes += c->blocks.bytes;
+  nam_server_memory(s, out);
 }
 
 nam_stats *nam_server_metrics(nam_server *s) { return &s->metrics; }

@@ -25,7 +25,11 @@ typedef struct nam_server_limits {
   unsigned max_clients_unix; /* unix sockets: a full TCP side leaves these */
   unsigned max_clients_tcp;
   unsigned max_inflight;     /* tasks per client before reading pauses */
-  uint64_t max_block_bytes;  /* block bytes one client may hold */
+  uint64_t max_block_bytes;  /* bytes one client may make the NAM hold:
+                                blocks, out blocks, its tasks' out blocks
+                                and scratch (reserved at admission) */
+  uint64_t max_memory;       /* the same for all clients together, with
+                                their read buffers; 0: no bound */
   uint64_t max_send_queue;   /* reply bytes queued before reading pauses */
   uint64_t send_stall_ms;    /* over max_send_queue this long: closed */
   uint64_t handshake_ms;     /* no Hello this long after connecting: closed */
@@ -53,7 +57,13 @@ typedef struct nam_server_stats {
   unsigned startups;   /* of them, not through their Hello yet */
   unsigned fds;        /* their sockets and fds waiting (max_fds) */
   unsigned inflight;
-  uint64_t block_bytes;
+  /* bytes held for the clients (conn_memory.c): blocks they put, out
+   * blocks of tasks done, reservations of tasks in flight, read buffers,
+   * the working copies of state blocks;
+   * held_bytes, their sum, is what max_memory bounds */
+  uint64_t block_bytes, out_bytes, reserved_bytes, buffer_bytes;
+  uint64_t state_bytes; /* working copies of state blocks */
+  uint64_t held_bytes, max_memory;
 } nam_server_stats;
 
 int nam_server_create(uv_loop_t *loop, nam_engine *engine,

@@ -42,6 +42,8 @@ typedef struct conn_task {
   size_t n_pins;
   uint64_t output_ids[ACC_MAX_OUTPUTS];
   size_t n_outputs;
+  uint64_t reserved;   /* its out blocks and scratch, counted at admission
+                          until it finishes (conn_memory.c) */
   uint64_t received_ns;
   struct conn_task *prev, *next;  /* the connection's in-flight list */
   struct conn_task *done_next;    /* the server's completion list */
@@ -75,6 +77,9 @@ struct nam_conn {
   unsigned inflight;
   unsigned ops_pending; /* block ops in flight (conn_blocks.c) */
   uint64_t out_bytes;   /* its tasks' out blocks, held on the NAM */
+  uint64_t task_bytes;  /* reserved by its tasks in flight */
+  uint64_t state_bytes; /* its state blocks again: the platform's working
+                           copy a task makes of each */
   uint64_t app;         /* namespace of its blocks in the engine's cache */
   char peer[96];
   nam_peer *peer_of;    /* its entry in the per-peer counts */
@@ -146,6 +151,8 @@ struct nam_server {
   int accept_paused;
   uint64_t emfile_log_ms;
   unsigned emfile_quiet;
+  uint64_t reserved_bytes;  /* every task in flight's reservation, its
+                               client gone or not (conn_memory.c) */
   nam_stats metrics;        /* counters for /metrics */
   uv_async_t done_async;
   pthread_mutex_t done_lock;
@@ -211,6 +218,27 @@ void nam_guard_start(nam_server *s);
 /* the limits changed: the timer's period follows the shortest timeout */
 void nam_guard_limits_changed(nam_server *s);
 void nam_guard_stop(nam_server *s);
+
+/* conn_memory.c: bytes counted before they are taken. What c holds
+ * against max_block_bytes: blocks, out blocks, its tasks' reservations. */
+uint64_t nam_conn_held(const nam_conn *c);
+/* The memory fields of out (block, out, buffer, reserved, held bytes and
+ * max_memory), summed over every client. */
+void nam_server_memory(const nam_server *s, nam_server_stats *out);
+/* nam_conn_block_room - room for a new block of size (a state block counts
+ * twice: its working copy; inline_frame: its bytes are in c's read
+ * buffer) within c's max_block_bytes and the NAM's max_memory: 0, or
+ * EMBER_EBUSY with the reason in why. */
+int nam_conn_block_room(nam_conn *c, uint64_t size, int state,
+                        int inline_frame, char *why, size_t why_len);
+/* nam_conn_reserve_task - nam_task_spec.admit for a conn_task (user):
+ * reserve the bytes its plan declares on its connection and the server,
+ * or refuse (ETOOBIG: over max_block_bytes alone; EBUSY: with what the
+ * client or the NAM holds). nam_conn_unreserve_task gives them back when
+ * the task is done. */
+int nam_conn_reserve_task(void *user, uint64_t out_bytes,
+                          uint64_t scratch_bytes, char *why, size_t why_len);
+void nam_conn_unreserve_task(conn_task *ct);
 
 /* conn_blocks.c: out and state blocks of a client (protocol 2) */
 void nam_conn_block_op(nam_conn *c, const Ember__BlockOp *m);

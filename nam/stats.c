@@ -331,6 +331,32 @@ static void render_gauges(FILE *f, nam_server *server, nam_engine *engine) {
   fprintf(f, "ember_nam_tasks_in_flight %u\n", ss.inflight);
   nam_stats_family(f, "block_bytes", "gauge", "Bytes of input blocks held now.");
   fprintf(f, "ember_nam_block_bytes %llu\n", (unsigned long long)ss.block_bytes);
+  nam_stats_family(f, "out_block_bytes", "gauge",
+         "Bytes of out blocks of finished tasks held now.");
+  fprintf(f, "ember_nam_out_block_bytes %llu\n",
+          (unsigned long long)ss.out_bytes);
+  nam_stats_family(f, "state_copy_bytes", "gauge",
+         "Bytes of the working copies of state blocks, counted when the "
+         "block is put.");
+  fprintf(f, "ember_nam_state_copy_bytes %llu\n",
+          (unsigned long long)ss.state_bytes);
+  nam_stats_family(f, "reserved_bytes", "gauge",
+         "Bytes reserved by tasks in flight at admission: the out blocks "
+         "and scratch their plans declare.");
+  fprintf(f, "ember_nam_reserved_bytes %llu\n",
+          (unsigned long long)ss.reserved_bytes);
+  nam_stats_family(f, "read_buffer_bytes", "gauge",
+         "Bytes of the clients' read buffers.");
+  fprintf(f, "ember_nam_read_buffer_bytes %llu\n",
+          (unsigned long long)ss.buffer_bytes);
+  nam_stats_family(f, "held_bytes", "gauge",
+         "Bytes the clients make the NAM hold in all (blocks, out blocks, "
+         "reservations, read buffers): what max_memory bounds.");
+  fprintf(f, "ember_nam_held_bytes %llu\n", (unsigned long long)ss.held_bytes);
+  nam_stats_family(f, "max_memory_bytes", "gauge",
+         "max_memory: the bound on held_bytes (0: none).");
+  fprintf(f, "ember_nam_max_memory_bytes %llu\n",
+          (unsigned long long)ss.max_memory);
   if (!engine) return;
 
   nam_stats_family(f, "queue_length", "gauge",

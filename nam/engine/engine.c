@@ -295,11 +295,21 @@ static int resolve_blocks(nam_engine *e, nam_task *t,
                       (unsigned long long)id);
     state_sizes[i] = info.size;
   }
-  char why[256] = "";
+  char why[400] = "";
   acc_task_shape shape = {spec->n_outputs, state_sizes, spec->n_states};
   int rc = acc_plan_task(t->acc, t->prepared, &shape, input_bytes, &t->plan,
                          why, sizeof why);
   if (rc) return refuse(spec, rc, "%s: %s", t->acc->name, why);
+  if (spec->admit) {
+    /* saturating: a plugin's sizes are not trusted to add up */
+    uint64_t outs = 0;
+    for (size_t i = 0; i < spec->n_outputs; i++)
+      outs = outs + t->plan.output_sizes[i] < outs
+                 ? UINT64_MAX : outs + t->plan.output_sizes[i];
+    why[0] = 0;
+    rc = spec->admit(spec->user, outs, t->plan.scratch_size, why, sizeof why);
+    if (rc) return refuse(spec, rc, "%s", why[0] ? why : ember_strerror(rc));
+  }
   for (size_t i = 0; i < spec->n_outputs; i++) {
     uint64_t id = spec->output_ids[i];
     rc = nam_block_cache_declare_output(e->cache, t->app, id,

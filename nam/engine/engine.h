@@ -140,6 +140,14 @@ typedef struct nam_task_spec {
   void *user;
   char *err;                   /* NULL, or where submit says why it failed */
   size_t err_len;
+  /* NULL, or called (with user, on the submitting thread, inside submit)
+   * once plan() declared the task's blocks and before any of them is
+   * made: out_bytes, the sum of its out blocks, and scratch_bytes are
+   * what the task will make the engine hold. A nonzero return refuses the
+   * task with that code, its reason in why (ember-nam counts these bytes
+   * against its limits here). */
+  int (*admit)(void *user, uint64_t out_bytes, uint64_t scratch_bytes,
+               char *why, size_t why_len);
 } nam_task_spec;
 
 enum nam_task_state { NAM_TASK_QUEUED, NAM_TASK_RUNNING, NAM_TASK_DONE };
@@ -168,7 +176,7 @@ void nam_engine_destroy(nam_engine *engine);
  * unknown input or state id, EMBER_EINVAL for an output id in use or a
  * block of the wrong kind, EMBER_EPARAM when the accelerator's plan()
  * refuses the out and state blocks, EMBER_ESTATE for a lost state or
- * input; spec->err says which. On error the engine has released
+ * input, or what spec->admit returned; spec->err says which. On error the engine has released
  * spec->prepared.
  *
  * State: a task that names a state block runs on the platform that holds

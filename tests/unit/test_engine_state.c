@@ -28,7 +28,8 @@
  *                state that lived there is lost too, though no task on it
  *                failed; restored, it runs again (on the cpu)
  *   refusals     unknown state id, an in-use output id, a state named as
- *                input, plan() refusing a bad shape
+ *                input, plan() refusing a bad shape, the submitter's admit
+ *                refusing the plan's bytes (no out block left behind)
  *   restore busy a restore while a task on the state is queued (not yet
  *                running: the board is busy with another task) is
  *                EMBER_EBUSY, as while one runs; once the task completed
@@ -116,6 +117,8 @@ typedef struct task_args {
   const uint64_t *state_ids;
   size_t n_states;
   const char *platform;
+  int (*admit)(void *user, uint64_t out_bytes, uint64_t scratch_bytes,
+               char *why, size_t why_len);
 } task_args;
 
 /* Run one tally task; returns its status (or submit's error). */
@@ -139,6 +142,7 @@ static int run_task(nam_engine *e, const task_args *a, char *why,
     .output_ids = a->out_ids, .n_outputs = a->n_outputs,
     .state_ids = a->state_ids, .n_states = a->n_states,
     .done = on_done, .user = &w, .err = why, .err_len = why_len,
+    .admit = a->admit,
   };
   nam_task *t = NULL;
   rc = nam_engine_submit(e, &spec, &t);
@@ -541,6 +545,18 @@ static void test_state_disabled(void **state) {
   nam_engine_destroy(e);
 }
 
+/* An admit that refuses, as ember-nam's does over a client's limit: it
+ * sees the plan's bytes before any out block is declared. */
+static uint64_t admitted_out = UINT64_MAX, admitted_scratch = UINT64_MAX;
+static int refuse_admit(void *user, uint64_t out_bytes, uint64_t scratch_bytes,
+                        char *why, size_t why_len) {
+  (void)user;
+  admitted_out = out_bytes;
+  admitted_scratch = scratch_bytes;
+  snprintf(why, why_len, "over the test's limit");
+  return EMBER_EBUSY;
+}
+
 static void test_refusals(void **state) {
   (void)state;
   nam_engine *e = make_engine(0, 0);
@@ -564,6 +580,13 @@ static void test_refusals(void **state) {
   task_args d = {.k = 1};
   assert_int_equal(run_task(e, &d, why, sizeof why), EMBER_EPARAM);
   assert_non_null(strstr(why, "tally"));
+  /* admit refusing the plan's bytes: its code and reason */
+  task_args g = {.k = 1, .state_ids = &sid, .n_states = 1, .out_ids = &out,
+                 .n_outputs = 1, .admit = refuse_admit};
+  assert_int_equal(run_task(e, &g, why, sizeof why), EMBER_EBUSY);
+  assert_non_null(strstr(why, "over the test's limit"));
+  assert_int_equal(admitted_out, N * 8); /* tally's out: the state's size */
+  assert_int_equal(admitted_scratch, N * 8); /* and its scratch */
   /* the refused outputs left no id behind: 20 is still free */
   task_args f = {.k = 1, .state_ids = &sid, .n_states = 1, .out_ids = &out,
                  .n_outputs = 1};

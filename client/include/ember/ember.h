@@ -294,6 +294,14 @@ typedef struct ember_submit_options {
  * what was wrong; a task on state that was lost completes with
  * EMBER_ESTATE (see "Out and state blocks"). ember_submit blocks while the
  * client is at the NAM's in-flight limit (backpressure).
+ *
+ * The NAM counts what a task will make it hold (the out blocks and scratch
+ * its accelerator declares) against the client's bytes before it admits
+ * it: a task that would take the client past the NAM's max_block_bytes
+ * completes with EMBER_EBUSY (release blocks, or wait for tasks in flight)
+ * or, larger than the limit by itself, EMBER_ETOOBIG; one that would take
+ * all clients together past the NAM's max_memory, with EMBER_EBUSY (try
+ * again later). Nothing of it ran.
  */
 int ember_submit(ember_client *client, const char *accelerator,
                  const void *params, size_t params_len,
