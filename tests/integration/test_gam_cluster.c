@@ -121,6 +121,7 @@ int main(void) {
   close(cfd);
 
   nam_proc nams[3];
+  memset(nams, 0, sizeof nams); /* nam_start_config keeps nofile, watchdog */
   const char *names[3] = {"node_name=n1", "node_name=n2", "node_name=n3"};
   for (int i = 0; i < 3; i++) {
     const char *sets[] = {gam_set, key_set, names[i], "heartbeat_interval=200ms",
