@@ -265,7 +265,7 @@ static void test_scratch(void) {
          mib(rss1), small_rc ? ember_errname(small_rc) : "ran");
   raw_close(&r);
   CHECK_EQ(refused, 2);
-  CHECK(hwm1 < hwm0 + 64 * MiB);
+  CHECK_RSS(hwm1 < hwm0 + 64 * MiB);
   CHECK_EQ(small_rc, 0);
   stop();
 }
@@ -370,9 +370,9 @@ static void test_outs(void) {
   CHECK_EQ((uint64_t)refused, N_FORWARD - fit);
   /* what it holds stays within the limit, plus a stage's worth (the
    * FORWARD's own output tensor, which oneDNN allocates) */
-  CHECK(grew < limit + 2 * out);
+  CHECK_RSS(grew < limit + 2 * out);
   /* and what it reports within a factor of 2 of what it holds */
-  CHECK(grew <= 2 * reported + 2 * out);
+  CHECK_RSS(grew <= 2 * reported + 2 * out);
   stop();
 }
 
