@@ -325,8 +325,12 @@ static int spawn_gam(const args *a, spawned *g) {
   SET("listen=%s", g->listen);
   SET("admin_listen=%s", g->admin);
   SET("heartbeat_interval=%ums", (unsigned)(1000.0 / a->o.rate + 0.5));
-  /* every simulated NAM and app comes from this one address */
+  /* every simulated NAM and app comes from this one address, and the
+   * ramp opens them all at once: no per-address limits, and room for all
+   * of them before Hello */
   SET("max_connections_per_address=0");
+  SET("max_startups_per_address=0");
+  SET("max_startups=%u:100:%u", a->o.nams + 64, a->o.nams + 64);
   for (int i = 0; i < a->n_gam_sets; i++) SET("%s", a->gam_sets[i]);
 #undef SET
   argv[n] = NULL;
