@@ -6,7 +6,6 @@
 #include "core_internal.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,22 +14,11 @@
 
 #include "clock.h"
 #include "ember/ember_errors.h"
+#include "errbuf.h"
 #include "lease_proof.h"
 #include "log.h"
 
 static uint64_t now_ms(void) { return lease_now_unix_ms(); }
-
-static int say(char *err, size_t len, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int say(char *err, size_t len, int code, const char *fmt, ...) {
-  if (len) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
 
 bool gam_label_valid(const char *label) {
   size_t n = strlen(label);
@@ -224,14 +212,15 @@ int core_node_relabel(gam_core *c, gam_node *node) {
 int gam_core_register(gam_core *c, const Ember__Register *m, char *err,
                       size_t err_len) {
   if (!name_valid(m->node))
-    return say(err, err_len, EMBER_EINVAL,
-               "node names are 1..128 printable characters without spaces");
+    return errbuf_printf(
+        err, err_len, EMBER_EINVAL,
+        "node names are 1..128 printable characters without spaces");
   if (strlen(m->address) > 300)
-    return say(err, err_len, EMBER_EINVAL, "address too long");
+    return errbuf_printf(err, err_len, EMBER_EINVAL, "address too long");
   for (size_t i = 0; i < m->n_labels; i++)
     if (!gam_label_valid(m->labels[i]))
-      return say(err, err_len, EMBER_EINVAL, "label '%.80s' is not valid",
-                 m->labels[i]);
+      return errbuf_printf(err, err_len, EMBER_EINVAL,
+                           "label '%.80s' is not valid", m->labels[i]);
   pthread_mutex_lock(&c->lock);
   int rc = 0;
   uint64_t now = now_ms();
@@ -242,7 +231,7 @@ int gam_core_register(gam_core *c, const Ember__Register *m, char *err,
                                m->n_labels);
   gam_writer_event(c->w, now, "node_registered", m->node, 0, m->address);
   if (fresh && !(node = core_node_new(c, m->node, m->address))) {
-    rc = say(err, err_len, EMBER_ENOMEM, "out of memory");
+    rc = errbuf_printf(err, err_len, EMBER_ENOMEM, "out of memory");
     goto out;
   }
   if (!fresh && strcmp(node->address, m->address) != 0) {
@@ -345,14 +334,14 @@ int gam_core_heartbeat(gam_core *c, const Ember__Heartbeat *m,
   ack->seq = m->seq;
   for (size_t i = 0; i < m->n_labels; i++)
     if (!gam_label_valid(m->labels[i]))
-      return say(err, err_len, EMBER_EINVAL, "label '%.80s' is not valid",
-                 m->labels[i]);
+      return errbuf_printf(err, err_len, EMBER_EINVAL,
+                           "label '%.80s' is not valid", m->labels[i]);
   pthread_mutex_lock(&c->lock);
   int rc = 0;
   gam_node *node = core_find_node(c, m->node);
   if (!node) {
-    rc = say(err, err_len, EMBER_ENOTFOUND,
-             "node '%.128s' has not registered", m->node);
+    rc = errbuf_printf(err, err_len, EMBER_ENOTFOUND,
+                       "node '%.128s' has not registered", m->node);
     goto out;
   }
   uint64_t now = now_ms();
@@ -433,35 +422,36 @@ static unsigned nodes_offering(gam_core *c, const char *label,
 int gam_core_acquire(gam_core *c, const Ember__Acquire *m, uint64_t *app_id,
                      char *err, size_t err_len) {
   if (!name_valid(m->app))
-    return say(err, err_len, EMBER_EINVAL,
-               "app names are 1..128 printable characters without spaces");
+    return errbuf_printf(
+        err, err_len, EMBER_EINVAL,
+        "app names are 1..128 printable characters without spaces");
   if (!gam_label_valid(m->label))
-    return say(err, err_len, EMBER_EINVAL, "label '%.80s' is not valid",
-               m->label);
+    return errbuf_printf(err, err_len, EMBER_EINVAL,
+                         "label '%.80s' is not valid", m->label);
   if (m->count == 0 || m->count > 4096)
-    return say(err, err_len, EMBER_EINVAL, "count must be 1..4096");
+    return errbuf_printf(err, err_len, EMBER_EINVAL, "count must be 1..4096");
   if (!m->has_app_key || m->app_key.len != 32)
-    return say(err, err_len, EMBER_EINVAL,
-               "app_key must be the app's 32-byte Ed25519 public key "
-               "(protocol 3)");
+    return errbuf_printf(
+        err, err_len, EMBER_EINVAL,
+        "app_key must be the app's 32-byte Ed25519 public key (protocol 3)");
   pthread_mutex_lock(&c->lock);
   int rc = 0;
   unsigned offering = nodes_offering(c, m->label, m->count);
   if (offering == 0) {
-    rc = say(err, err_len, EMBER_ENOTFOUND, "no node offers label '%s'",
-             m->label);
+    rc = errbuf_printf(err, err_len, EMBER_ENOTFOUND,
+                       "no node offers label '%s'", m->label);
     goto out;
   }
   if (m->count > offering) {
-    rc = say(err, err_len, EMBER_EINVAL,
-             "%u nodes asked for, %u offer label '%s'", m->count, offering,
-             m->label);
+    rc = errbuf_printf(err, err_len, EMBER_EINVAL,
+                       "%u nodes asked for, %u offer label '%s'", m->count,
+                       offering, m->label);
     goto out;
   }
   gam_app *a = calloc(1, sizeof *a);
   if (!a || !(a->name = strdup(m->app)) || !(a->label = strdup(m->label))) {
     if (a) core_app_free(a);
-    rc = say(err, err_len, EMBER_ENOMEM, "out of memory");
+    rc = errbuf_printf(err, err_len, EMBER_ENOMEM, "out of memory");
     goto out;
   }
   a->wanted = m->count;
@@ -513,14 +503,15 @@ int gam_core_release(gam_core *c, const gam_requester *who,
   int rc = 0;
   gam_app *a = core_find_app(c, m->app_id);
   if (!release_allowed(c, a, who, m)) {
-    rc = say(err, err_len, EMBER_EDENIED,
-             "app %llu is not this connection's (another app's Release "
-             "needs the proof of its key)", (unsigned long long)m->app_id);
+    rc = errbuf_printf(err, err_len, EMBER_EDENIED,
+                       "app %llu is not this connection's (another app's "
+                       "Release needs the proof of its key)",
+                       (unsigned long long)m->app_id);
     goto out;
   }
   if (!a) {  /* this connection's own app, ended meanwhile */
-    rc = say(err, err_len, EMBER_ENOTFOUND, "app %llu has ended",
-             (unsigned long long)m->app_id);
+    rc = errbuf_printf(err, err_len, EMBER_ENOTFOUND, "app %llu has ended",
+                       (unsigned long long)m->app_id);
     goto out;
   }
   if (m->n_lease_ids == 0) {
@@ -533,8 +524,9 @@ int gam_core_release(gam_core *c, const gam_requester *who,
     for (size_t j = 0; j < a->n_leases && !held; j++)
       held = a->leases[j]->id == m->lease_ids[i];
     if (!held) {
-      rc = say(err, err_len, EMBER_ENOTFOUND, "app %llu holds no lease %llu",
-               (unsigned long long)a->id, (unsigned long long)m->lease_ids[i]);
+      rc = errbuf_printf(
+          err, err_len, EMBER_ENOTFOUND, "app %llu holds no lease %llu",
+          (unsigned long long)a->id, (unsigned long long)m->lease_ids[i]);
       goto out;
     }
   }
@@ -669,7 +661,7 @@ void gam_outbox_free(gam_outbox_item *items) {
 int gam_core_create(const gam_core_options *o, gam_store *store,
                     gam_core **out, char *err, size_t err_len) {
   gam_core *c = calloc(1, sizeof *c);
-  if (!c) return say(err, err_len, EMBER_ENOMEM, "out of memory");
+  if (!c) return errbuf_printf(err, err_len, EMBER_ENOMEM, "out of memory");
   pthread_mutex_init(&c->lock, NULL);
   c->opt = *o;
   c->store = store;
@@ -680,7 +672,8 @@ int gam_core_create(const gam_core_options *o, gam_store *store,
   uint8_t decoy_sk[LEASE_APP_SK_BYTES];
   if (lease_app_keypair(c->decoy_key, decoy_sk) != 0) {
     gam_core_destroy(c);
-    return say(err, err_len, EMBER_EINTERNAL, "libsodium failed to start");
+    return errbuf_printf(err, err_len, EMBER_EINTERNAL,
+                         "libsodium failed to start");
   }
   sodium_memzero(decoy_sk, sizeof decoy_sk);
   c->version = strdup(o->version ? o->version : "");
@@ -697,7 +690,7 @@ int gam_core_create(const gam_core_options *o, gam_store *store,
   c->opt.version = c->version;
   if (!c->version || c->n_rules != o->policy.n_rules) {
     gam_core_destroy(c);
-    return say(err, err_len, EMBER_ENOMEM, "out of memory");
+    return errbuf_printf(err, err_len, EMBER_ENOMEM, "out of memory");
   }
   int rc = core_load(c, err, err_len);
   if (rc) {

@@ -11,14 +11,10 @@
 
 #include "core_admin.h"
 #include "ember/ember_errors.h"
+#include "errbuf.h"
 #include "hostport.h"
 #include "log.h"
 #include "policy.h"
-
-static int fail(char *why, size_t len, const char *text) {
-  snprintf(why, len, "%s", text);
-  return EMBER_ECONFIG;
-}
 
 int gam_hostport_parse(const char *text, struct sockaddr_storage *out,
                        char *why, size_t why_len) {
@@ -32,15 +28,16 @@ int gam_hostport_parse(const char *text, struct sockaddr_storage *out,
   if (strcmp(hp.host, "localhost") == 0) strcpy(hp.host, "127.0.0.1");
   if (hp.is_ipv6) {
     if (inet_pton(AF_INET6, hp.host, &v6->sin6_addr) != 1)
-      return fail(why, why_len, "not an IPv6 address");
+      return errbuf_printf(why, why_len, EMBER_ECONFIG, "not an IPv6 address");
     v6->sin6_family = AF_INET6;
     v6->sin6_port = htons((uint16_t)hp.port_num);
   } else if (inet_pton(AF_INET, hp.host, &v4->sin_addr) == 1) {
     v4->sin_family = AF_INET;
     v4->sin_port = htons((uint16_t)hp.port_num);
   } else {
-    return fail(why, why_len,
-                "the host must be an IPv4 address, [IPv6] or localhost");
+    return errbuf_printf(
+        why, why_len, EMBER_ECONFIG,
+        "the host must be an IPv4 address, [IPv6] or localhost");
   }
   if (out) *out = ss;
   return 0;
@@ -57,15 +54,16 @@ static int check_optional_hostport(const char *text, char *why, size_t len) {
 /* static_partition items: LABEL=NODE */
 static int check_rule(const char *text, char *why, size_t len) {
   const char *eq = strchr(text, '=');
-  if (!eq) return fail(why, len, "expected LABEL=NODE");
+  if (!eq) return errbuf_printf(why, len, EMBER_ECONFIG, "expected LABEL=NODE");
   char label[128];
   size_t ll = (size_t)(eq - text);
   if (ll == 0 || ll >= sizeof label || !eq[1])
-    return fail(why, len, "expected LABEL=NODE");
+    return errbuf_printf(why, len, EMBER_ECONFIG, "expected LABEL=NODE");
   memcpy(label, text, ll);
   label[ll] = '\0';
   if (!gam_label_valid(label))
-    return fail(why, len, "labels are 1..64 characters of [A-Za-z0-9_.@-]");
+    return errbuf_printf(why, len, EMBER_ECONFIG,
+                         "labels are 1..64 characters of [A-Za-z0-9_.@-]");
   return 0;
 }
 
@@ -78,15 +76,22 @@ int gam_startups_parse(const char *text, gam_startups *out, char *why,
     v[2] = v[0];  /* N alone: N at once, none dropped before */
     v[1] = 100;
   } else if (n != 3) {
-    return fail(why, why_len, "expected START:RATE:FULL (or FULL alone)");
+    return errbuf_printf(why, why_len, EMBER_ECONFIG,
+                         "expected START:RATE:FULL (or FULL alone)");
   }
   for (const char *p = text; *p; p++)
     if (!(*p >= '0' && *p <= '9') && *p != ':')
-      return fail(why, why_len, "expected START:RATE:FULL (or FULL alone)");
+      return errbuf_printf(why, why_len, EMBER_ECONFIG,
+                           "expected START:RATE:FULL (or FULL alone)");
   if (v[2] < 1 || v[2] > 1000000)
-    return fail(why, why_len, "FULL must be 1..1000000");
-  if (v[0] > v[2]) return fail(why, why_len, "START must be at most FULL");
-  if (v[1] > 100) return fail(why, why_len, "RATE is a percentage, 0..100");
+    return errbuf_printf(why, why_len, EMBER_ECONFIG,
+                         "FULL must be 1..1000000");
+  if (v[0] > v[2])
+    return errbuf_printf(why, why_len, EMBER_ECONFIG,
+                         "START must be at most FULL");
+  if (v[1] > 100)
+    return errbuf_printf(why, why_len, EMBER_ECONFIG,
+                         "RATE is a percentage, 0..100");
   if (out) {
     out->start = (unsigned)v[0];
     out->rate = (unsigned)v[1];

@@ -2,12 +2,12 @@
 #include "nam_config.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ember/ember_errors.h"
+#include "errbuf.h"
 #include "hostport.h"
 #include "log.h"
 
@@ -16,30 +16,19 @@
 #error "EMBER_PLUGIN_DIR is not defined"
 #endif
 
-static int fail(char *why, size_t len, const char *f, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *why, size_t len, const char *f, ...) {
-  va_list ap;
-  if (why && len) {
-    va_start(ap, f);
-    vsnprintf(why, len, f, ap);
-    va_end(ap);
-  }
-  return EMBER_ECONFIG;
-}
-
 int nam_listen_parse(const char *item, nam_listen_addr *out, char *why,
                      size_t why_len) {
   nam_listen_addr a;
   memset(&a, 0, sizeof a);
   if (strncmp(item, "unix:", 5) == 0) {
     size_t n = strlen(item + 5);
-    if (n == 0) return fail(why, why_len, "empty socket path");
+    if (n == 0)
+      return errbuf_printf(why, why_len, EMBER_ECONFIG, "empty socket path");
     if (n >= sizeof a.path)
-      return fail(why, why_len,
-                  "socket path is %zu bytes, more than the maximum %zu", n,
-                  sizeof a.path - 1);
+      return errbuf_printf(
+          why, why_len, EMBER_ECONFIG,
+          "socket path is %zu bytes, more than the maximum %zu", n,
+          sizeof a.path - 1);
     a.is_unix = 1;
     memcpy(a.path, item + 5, n + 1);
   } else if (strncmp(item, "tcp:", 4) == 0) {
@@ -48,7 +37,8 @@ int nam_listen_parse(const char *item, nam_listen_addr *out, char *why,
     memcpy(a.host, hp.host, sizeof a.host);
     a.port = hp.port_num;
   } else {
-    return fail(why, why_len, "expected unix:PATH or tcp:HOST:PORT");
+    return errbuf_printf(why, why_len, EMBER_ECONFIG,
+                         "expected unix:PATH or tcp:HOST:PORT");
   }
   if (out) *out = a;
   return 0;
@@ -67,7 +57,8 @@ static int check_metrics_listen(const char *text, char *why, size_t len) {
 static int check_name(const char *text, char *why, size_t len) {
   for (const char *p = text; *p; p++)
     if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
-      return fail(why, len, "only letters, digits, '.', '-' and '_' allowed");
+      return errbuf_printf(why, len, EMBER_ECONFIG,
+                           "only letters, digits, '.', '-' and '_' allowed");
   return 0;
 }
 
@@ -81,8 +72,9 @@ bool nam_label_valid(const char *label) {
 
 static int check_label(const char *text, char *why, size_t len) {
   if (nam_label_valid(text)) return 0;
-  return fail(why, len, "a label is 1 to 64 letters, digits, '_', '.', '-' "
-              "or '@' (e.g. sw or sw@fpga-emu)");
+  return errbuf_printf(why, len, EMBER_ECONFIG,
+                       "a label is 1 to 64 letters, digits, '_', '.', '-' or "
+                       "'@' (e.g. sw or sw@fpga-emu)");
 }
 
 /* gam: HOST:PORT (a tcp: in front is taken too), or empty. */
@@ -96,7 +88,8 @@ static int check_gam(const char *text, char *why, size_t len) {
 static int check_advertise(const char *text, char *why, size_t len) {
   if (!text[0]) return 0;
   if (strncmp(text, "tcp:", 4) != 0)
-    return fail(why, len, "expected tcp:HOST:PORT (where apps reach this NAM)");
+    return errbuf_printf(why, len, EMBER_ECONFIG,
+                         "expected tcp:HOST:PORT (where apps reach this NAM)");
   return nam_listen_parse(text, NULL, why, len);
 }
 
@@ -104,7 +97,8 @@ int nam_rate_parse(const char *text, double *out, char *why, size_t len) {
   char *end;
   double v = strtod(text, &end);
   if (end == text || *end || !(v >= 0 && v <= 1))
-    return fail(why, len, "'%.32s' is not a rate from 0 to 1 (e.g. 0.1)", text);
+    return errbuf_printf(why, len, EMBER_ECONFIG,
+                         "'%.32s' is not a rate from 0 to 1 (e.g. 0.1)", text);
   if (out) *out = v;
   return 0;
 }
@@ -118,17 +112,20 @@ int nam_timing_parse(const char *text, char *acc, size_t acc_len,
   const char *c1 = strchr(text, ':');
   const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
   if (!c1 || !c2 || c1 == text)
-    return fail(why, len, "expected ACCELERATOR:UNITS_PER_CYCLE:MHZ, e.g. "
-                "sw:256:250");
+    return errbuf_printf(
+        why, len, EMBER_ECONFIG,
+        "expected ACCELERATOR:UNITS_PER_CYCLE:MHZ, e.g. sw:256:250");
   if ((size_t)(c1 - text) >= (acc_len ? acc_len : 32))
-    return fail(why, len, "accelerator name too long");
+    return errbuf_printf(why, len, EMBER_ECONFIG, "accelerator name too long");
   char *end;
   double u = strtod(c1 + 1, &end);
   if (end != c2 || !(u > 0 && u < 1e9))
-    return fail(why, len, "units per cycle must be a positive number");
+    return errbuf_printf(why, len, EMBER_ECONFIG,
+                         "units per cycle must be a positive number");
   double m = strtod(c2 + 1, &end);
   if (end == c2 + 1 || *end || !(m > 0 && m < 1e6))
-    return fail(why, len, "clock must be a positive number of MHz");
+    return errbuf_printf(why, len, EMBER_ECONFIG,
+                         "clock must be a positive number of MHz");
   if (acc) {
     memcpy(acc, text, (size_t)(c1 - text));
     acc[c1 - text] = '\0';
@@ -156,12 +153,14 @@ int nam_startups_parse(const char *text, unsigned *start, unsigned *rate,
     p++;
   }
   if ((n != 1 && n != 3) || *p)
-    return fail(why, len, "expected START:RATE:FULL (e.g. 64:30:128) or "
-                "one number for both START and FULL");
+    return errbuf_printf(why, len, EMBER_ECONFIG,
+                         "expected START:RATE:FULL (e.g. 64:30:128) or one "
+                         "number for both START and FULL");
   if (n == 1) v[2] = v[0], v[1] = 100;
   if (v[2] > 65536 || v[0] > v[2] || v[1] > 100)
-    return fail(why, len, "START at most FULL, FULL at most 65536, RATE a "
-                "percentage (0 to 100)");
+    return errbuf_printf(
+        why, len, EMBER_ECONFIG,
+        "START at most FULL, FULL at most 65536, RATE a percentage (0 to 100)");
   if (start) *start = (unsigned)v[0];
   if (rate) *rate = (unsigned)v[1];
   if (full) *full = (unsigned)v[2];

@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 #include <zlib.h>
 
 #include "cnn_idx.h"
+#include "errbuf.h"
 
 struct cnn_data {
   size_t count;
@@ -23,17 +23,6 @@ struct cnn_data {
   uint8_t *labels;
   unsigned classes;
 };
-
-static void err_fmt(char *err, size_t len, const char *f, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void err_fmt(char *err, size_t len, const char *f, ...) {
-  va_list ap;
-  if (!err || !len) return;
-  va_start(ap, f);
-  vsnprintf(err, len, f, ap);
-  va_end(ap);
-}
 
 /* ---- a source of bytes: memory or a gzFile ---------------------------------- */
 
@@ -67,9 +56,8 @@ static int src_read(src *s, void *buf, size_t n, size_t *got, char *err,
       size_t nl = strlen(s->name);
       if (strncmp(why, s->name, nl) == 0 && strncmp(why + nl, ": ", 2) == 0)
         why += nl + 2; /* zlib's message names the file too */
-      err_fmt(err, err_len, "%s: cannot read: %s", s->name,
-              errnum == Z_ERRNO ? strerror(errno) : why);
-      return EMBER_EIO;
+      return errbuf_printf(err, err_len, EMBER_EIO, "%s: cannot read: %s",
+                           s->name, errnum == Z_ERRNO ? strerror(errno) : why);
     }
     *got += (size_t)r;
     if ((size_t)r < want) {
@@ -99,25 +87,28 @@ static int check_magic(const src *s, uint32_t magic, uint32_t want,
   const char *what = want == CNN_IDX_MAGIC_IMAGES ? "images" : "labels";
   if (magic == want) return 0;
   if ((magic >> 16) == 0x1f8b)
-    err_fmt(err, err_len,
-            "%s: wrong magic 0x%08x, expected 0x%08x: gzip data where a "
-            "plain idx file was expected", s->name, magic, want);
-  else if ((magic & 0xFFFF0000u) == 0 && (magic & 0xFFu) == (want & 0xFFu) &&
-           ((magic >> 8) & 0xFFu) != 0x08)
-    err_fmt(err, err_len,
-            "%s: wrong magic 0x%08x, expected 0x%08x: idx data type 0x%02x "
-            "not supported (only 0x08, unsigned bytes)", s->name, magic,
-            want, (magic >> 8) & 0xFFu);
-  else if (magic == CNN_IDX_MAGIC_IMAGES || magic == CNN_IDX_MAGIC_LABELS)
-    err_fmt(err, err_len,
-            "%s: wrong magic 0x%08x, expected 0x%08x: an idx %s file where "
-            "%s were expected", s->name, magic, want,
-            magic == CNN_IDX_MAGIC_IMAGES ? "image" : "label", what);
-  else
-    err_fmt(err, err_len,
-            "%s: wrong magic 0x%08x, expected 0x%08x: not an idx %s file",
-            s->name, magic, want, what);
-  return EMBER_EFORMAT;
+    return errbuf_printf(err, err_len, EMBER_EFORMAT,
+                         "%s: wrong magic 0x%08x, expected 0x%08x: gzip data "
+                         "where a plain idx file was expected",
+                         s->name, magic, want);
+  if ((magic & 0xFFFF0000u) == 0 && (magic & 0xFFu) == (want & 0xFFu) &&
+      ((magic >> 8) & 0xFFu) != 0x08)
+    return errbuf_printf(err, err_len, EMBER_EFORMAT,
+                         "%s: wrong magic 0x%08x, expected 0x%08x: idx data "
+                         "type 0x%02x not supported (only 0x08, unsigned "
+                         "bytes)",
+                         s->name, magic, want, (magic >> 8) & 0xFFu);
+  if (magic == CNN_IDX_MAGIC_IMAGES || magic == CNN_IDX_MAGIC_LABELS)
+    return errbuf_printf(err, err_len, EMBER_EFORMAT,
+                         "%s: wrong magic 0x%08x, expected 0x%08x: an idx %s "
+                         "file where %s were expected",
+                         s->name, magic, want,
+                         magic == CNN_IDX_MAGIC_IMAGES ? "image" : "label",
+                         what);
+  return errbuf_printf(err, err_len, EMBER_EFORMAT,
+                       "%s: wrong magic 0x%08x, expected 0x%08x: not an idx "
+                       "%s file",
+                       s->name, magic, want, what);
 }
 
 /* Header and dimensions: the item count, and rows and columns for images;
@@ -129,51 +120,52 @@ static int read_header(src *s, uint32_t want, idx_file *f, uint64_t *total,
   int rc = src_read(s, h, 4 + 4 * ndims, &got, err, err_len);
   if (rc) return rc;
   if (got < 4) {
-    err_fmt(err, err_len, "%s: truncated: %zu bytes, not even an idx magic",
-            s->name, got);
-    return EMBER_EFORMAT;
+    return errbuf_printf(err, err_len, EMBER_EFORMAT,
+                         "%s: truncated: %zu bytes, not even an idx magic",
+                         s->name, got);
   }
   rc = check_magic(s, be32(h), want, err, err_len);
   if (rc) return rc;
   if (got < 4 + 4 * ndims) {
-    err_fmt(err, err_len, "%s: truncated: the header ends after %zu of %zu "
-            "bytes", s->name, got, 4 + 4 * ndims);
-    return EMBER_EFORMAT;
+    return errbuf_printf(
+        err, err_len, EMBER_EFORMAT,
+        "%s: truncated: the header ends after %zu of %zu bytes", s->name, got,
+        4 + 4 * ndims);
   }
   for (size_t i = 0; i < ndims; i++) f->dims[i] = be32(h + 4 + 4 * i);
   if (f->dims[0] == 0) {
-    err_fmt(err, err_len, "%s: no %s (the header's count is 0)", s->name,
-            ndims == 3 ? "images" : "labels");
-    return EMBER_EFORMAT;
+    return errbuf_printf(err, err_len, EMBER_EFORMAT,
+                         "%s: no %s (the header's count is 0)", s->name,
+                         ndims == 3 ? "images" : "labels");
   }
   if (f->dims[0] > CNN_IDX_MAX_ITEMS) {
-    err_fmt(err, err_len, "%s: %u %s, over the limit of %d", s->name,
-            f->dims[0], ndims == 3 ? "images" : "labels", CNN_IDX_MAX_ITEMS);
-    return EMBER_ETOOBIG;
+    return errbuf_printf(err, err_len, EMBER_ETOOBIG,
+                         "%s: %u %s, over the limit of %d", s->name, f->dims[0],
+                         ndims == 3 ? "images" : "labels", CNN_IDX_MAX_ITEMS);
   }
   *total = f->dims[0];
   if (ndims == 3) {
     uint64_t pixels = (uint64_t)f->dims[1] * f->dims[2]; /* < 2^64 */
     if (f->dims[1] == 0 || f->dims[2] == 0) {
-      err_fmt(err, err_len, "%s: images of %u x %u pixels", s->name,
-              f->dims[1], f->dims[2]);
-      return EMBER_EFORMAT;
+      return errbuf_printf(err, err_len, EMBER_EFORMAT,
+                           "%s: images of %u x %u pixels", s->name, f->dims[1],
+                           f->dims[2]);
     }
     if (f->dims[1] > CNN_IDX_MAX_SIDE || f->dims[2] > CNN_IDX_MAX_SIDE ||
         pixels > CNN_IDX_MAX_PIXELS) {
-      err_fmt(err, err_len,
-              "%s: images of %u x %u pixels, over the limit (sides %d, %d "
-              "pixels)", s->name, f->dims[1], f->dims[2], CNN_IDX_MAX_SIDE,
-              CNN_IDX_MAX_PIXELS);
-      return EMBER_ETOOBIG;
+      return errbuf_printf(
+          err, err_len, EMBER_ETOOBIG,
+          "%s: images of %u x %u pixels, over the limit (sides %d, %d pixels)",
+          s->name, f->dims[1], f->dims[2], CNN_IDX_MAX_SIDE,
+          CNN_IDX_MAX_PIXELS);
     }
     *total *= pixels; /* <= 2^24 x 2^24 */
     if (*total > CNN_IDX_MAX_BYTES || (uint64_t)(size_t)*total != *total) {
-      err_fmt(err, err_len, "%s: %u images of %u x %u pixels: %llu bytes, "
-              "over the limit of %llu", s->name, f->dims[0], f->dims[1],
-              f->dims[2], (unsigned long long)*total,
-              (unsigned long long)CNN_IDX_MAX_BYTES);
-      return EMBER_ETOOBIG;
+      return errbuf_printf(
+          err, err_len, EMBER_ETOOBIG,
+          "%s: %u images of %u x %u pixels: %llu bytes, over the limit of %llu",
+          s->name, f->dims[0], f->dims[1], f->dims[2],
+          (unsigned long long)*total, (unsigned long long)CNN_IDX_MAX_BYTES);
     }
   }
   return 0;
@@ -196,8 +188,8 @@ static int read_idx(src *s, uint32_t want, idx_file *f, char *err,
       if (next > total) next = (size_t)total;
       grown = realloc(f->data, next);
       if (!grown) {
-        err_fmt(err, err_len, "%s: out of memory", s->name);
-        rc = EMBER_ENOMEM;
+        rc = errbuf_printf(err, err_len, EMBER_ENOMEM, "%s: out of memory",
+                           s->name);
         goto fail;
       }
       f->data = grown;
@@ -211,28 +203,27 @@ static int read_idx(src *s, uint32_t want, idx_file *f, char *err,
   if (have < total) {
     size_t item = want == CNN_IDX_MAGIC_IMAGES
                       ? (size_t)f->dims[1] * f->dims[2] : 1;
-    err_fmt(err, err_len,
-            "%s: truncated: %zu of the %llu data bytes the header announces "
-            "(%zu of %u %s)%s", s->name, have, (unsigned long long)total,
-            have / item, f->dims[0],
-            want == CNN_IDX_MAGIC_IMAGES ? "images" : "labels",
-            s->cut ? "; the gzip stream is cut short" : "");
-    rc = EMBER_EFORMAT;
+    rc = errbuf_printf(err, err_len, EMBER_EFORMAT,
+                       "%s: truncated: %zu of the %llu data bytes the header "
+                       "announces (%zu of %u %s)%s",
+                       s->name, have, (unsigned long long)total, have / item,
+                       f->dims[0],
+                       want == CNN_IDX_MAGIC_IMAGES ? "images" : "labels",
+                       s->cut ? "; the gzip stream is cut short" : "");
     goto fail;
   }
   rc = src_read(s, &extra, 1, &got, err, err_len);
   if (rc) goto fail;
   if (got) {
-    err_fmt(err, err_len, "%s: trailing data after the %u %s the header "
-            "announces", s->name, f->dims[0],
-            want == CNN_IDX_MAGIC_IMAGES ? "images" : "labels");
-    rc = EMBER_EFORMAT;
+    rc = errbuf_printf(err, err_len, EMBER_EFORMAT,
+                       "%s: trailing data after the %u %s the header announces",
+                       s->name, f->dims[0],
+                       want == CNN_IDX_MAGIC_IMAGES ? "images" : "labels");
     goto fail;
   }
   if (s->cut) {
-    err_fmt(err, err_len, "%s: truncated: the gzip stream is cut short",
-            s->name);
-    rc = EMBER_EFORMAT;
+    rc = errbuf_printf(err, err_len, EMBER_EFORMAT,
+                       "%s: truncated: the gzip stream is cut short", s->name);
     goto fail;
   }
   f->size = (size_t)total;
@@ -256,16 +247,16 @@ static int load(src *isrc, src *lsrc, unsigned classes, cnn_data **out,
     rc = read_idx(lsrc, CNN_IDX_MAGIC_LABELS, &lb, err, err_len);
     if (rc) goto fail;
     if (lb.dims[0] != im.dims[0]) {
-      err_fmt(err, err_len, "%s: %u labels, but %s has %u images",
-              lsrc->name, lb.dims[0], isrc->name, im.dims[0]);
-      rc = EMBER_EFORMAT;
+      rc = errbuf_printf(err, err_len, EMBER_EFORMAT,
+                         "%s: %u labels, but %s has %u images", lsrc->name,
+                         lb.dims[0], isrc->name, im.dims[0]);
       goto fail;
     }
   }
   d = calloc(1, sizeof *d);
   if (!d) {
-    err_fmt(err, err_len, "%s: out of memory", isrc->name);
-    rc = EMBER_ENOMEM;
+    rc = errbuf_printf(err, err_len, EMBER_ENOMEM, "%s: out of memory",
+                       isrc->name);
     goto fail;
   }
   d->count = im.dims[0];
@@ -275,8 +266,9 @@ static int load(src *isrc, src *lsrc, unsigned classes, cnn_data **out,
   d->labels = lb.data;
   for (size_t i = 0; lb.data && i < lb.size; i++) {
     if (lb.data[i] >= classes) {
-      err_fmt(err, err_len, "%s: label %u of item %zu out of range (%u "
-              "classes)", lsrc->name, lb.data[i], i, classes);
+      errbuf_printf(err, err_len, EMBER_EFORMAT,
+                    "%s: label %u of item %zu out of range (%u classes)",
+                    lsrc->name, lb.data[i], i, classes);
       cnn_data_destroy(d);
       return EMBER_EFORMAT;
     }
@@ -296,7 +288,7 @@ static bool bad_args(cnn_data **out, unsigned *classes, char *err,
   if (out) *out = NULL;
   if (*classes == 0) *classes = 256;
   if (!out || *classes > 256) {
-    err_fmt(err, err_len, "invalid arguments");
+    errbuf_printf(err, err_len, EMBER_EINVAL, "invalid arguments");
     return true;
   }
   return false;
@@ -309,8 +301,7 @@ int cnn_data_parse(const void *images, size_t images_len, const void *labels,
   src is, ls;
   if (bad_args(out, &classes, err, err_len)) return EMBER_EINVAL;
   if ((!images && images_len) || (!labels && labels_len)) {
-    err_fmt(err, err_len, "invalid arguments");
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL, "invalid arguments");
   }
   if (!source) source = "input";
   snprintf(lname, sizeof lname, "%s (labels)", source);
@@ -331,9 +322,9 @@ static int open_src(src *s, const char *path, char *err, size_t err_len) {
   errno = 0;
   s->gz = gzopen(path, "rb");
   if (!s->gz) {
-    err_fmt(err, err_len, "%s: cannot open: %s", path,
-            errno ? strerror(errno) : "out of memory");
-    return errno ? EMBER_EIO : EMBER_ENOMEM;
+    int rc = errno ? EMBER_EIO : EMBER_ENOMEM;
+    return errbuf_printf(err, err_len, rc, "%s: cannot open: %s", path,
+                         errno ? strerror(errno) : "out of memory");
   }
   return 0;
 }
@@ -345,8 +336,7 @@ int cnn_data_read(const char *images_path, const char *labels_path,
   int rc;
   if (bad_args(out, &classes, err, err_len)) return EMBER_EINVAL;
   if (!images_path) {
-    err_fmt(err, err_len, "invalid arguments");
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL, "invalid arguments");
   }
   rc = open_src(&is, images_path, err, err_len);
   if (rc) return rc;
@@ -371,13 +361,13 @@ static int find_file(const char *dir, const char *name, char *path,
   for (int i = 0; i < 2; i++) {
     int n = snprintf(path, len, "%s/%s%s", dir, name, ext[i]);
     if (n < 0 || (size_t)n >= len) {
-      err_fmt(err, err_len, "%s: path too long", dir);
-      return EMBER_EINVAL;
+      return errbuf_printf(err, err_len, EMBER_EINVAL, "%s: path too long",
+                           dir);
     }
     if (stat(path, &st) == 0 && !S_ISDIR(st.st_mode)) return 0;
   }
-  err_fmt(err, err_len, "%s: no %s or %s.gz", dir, name, name);
-  return EMBER_ENOTFOUND;
+  return errbuf_printf(err, err_len, EMBER_ENOTFOUND, "%s: no %s or %s.gz", dir,
+                       name, name);
 }
 
 int cnn_data_read_dir(const char *dir, cnn_data_split split, unsigned classes,
@@ -389,8 +379,7 @@ int cnn_data_read_dir(const char *dir, cnn_data_split split, unsigned classes,
   int rc;
   if (bad_args(out, &classes, err, err_len)) return EMBER_EINVAL;
   if (!dir || (split != CNN_SPLIT_TRAIN && split != CNN_SPLIT_TEST)) {
-    err_fmt(err, err_len, "invalid arguments");
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL, "invalid arguments");
   }
   rc = find_file(dir, names[split][0], images, sizeof images, err, err_len);
   if (!rc)

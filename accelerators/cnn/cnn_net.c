@@ -3,7 +3,6 @@
  * work counts, the limits of cnn_net.h, and the network printed as text.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 
 #include "cnn_net_internal.h"
 #include "cnn_text.h"
+#include "errbuf.h"
 
 struct cnn_net {
   cnn_shape input;
@@ -19,17 +19,6 @@ struct cnn_net {
   size_t count, cap;
   uint64_t params, activations, macs;
 };
-
-static void why_fmt(char *why, size_t len, const char *f, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void why_fmt(char *why, size_t len, const char *f, ...) {
-  va_list ap;
-  if (!why || !len) return;
-  va_start(ap, f);
-  vsnprintf(why, len, f, ap);
-  va_end(ap);
-}
 
 /* a * b, or false when it would be over limit (no overflow: a, b and
  * limit are below 2^63). */
@@ -147,14 +136,15 @@ int cnn_layer_check(const cnn_layer *l, const cnn_shape *prev, char *why,
       in.c > CNN_MAX_OUTPUTS || out.c > CNN_MAX_OUTPUTS ||
       elements(in) > CNN_MAX_ACTIVATIONS ||
       elements(out) > CNN_MAX_ACTIVATIONS) {
-    why_fmt(why, why_len, "shape %ux%ux%u -> %ux%ux%u out of range", in.h,
-            in.w, in.c, out.h, out.w, out.c);
-    return EMBER_EPARAM;
+    return errbuf_printf(why, why_len, EMBER_EPARAM,
+                         "shape %ux%ux%u -> %ux%ux%u out of range", in.h, in.w,
+                         in.c, out.h, out.w, out.c);
   }
   if (prev && !same_shape(in, *prev)) {
-    why_fmt(why, why_len, "input %ux%ux%u is not the previous layer's "
-            "output %ux%ux%u", in.h, in.w, in.c, prev->h, prev->w, prev->c);
-    return EMBER_EPARAM;
+    return errbuf_printf(
+        why, why_len, EMBER_EPARAM,
+        "input %ux%ux%u is not the previous layer's output %ux%ux%u", in.h,
+        in.w, in.c, prev->h, prev->w, prev->c);
   }
   uint64_t pad = l->padding, k = l->size, st = l->stride;
   cnn_shape want = in;
@@ -164,11 +154,12 @@ int cnn_layer_check(const cnn_layer *l, const cnn_shape *prev, char *why,
     if (l->kind == CNN_LAYER_CONV) pad *= 2;
     if (k < 1 || st < 1 || k > CNN_MAX_KERNEL || st > CNN_MAX_KERNEL ||
         l->padding > CNN_MAX_KERNEL || in.h + pad < k || in.w + pad < k) {
-      why_fmt(why, why_len, "a %llux%llu window at stride %llu does not fit "
-              "in %ux%u padded by %llu", (unsigned long long)k,
-              (unsigned long long)k, (unsigned long long)st, in.h, in.w,
-              (unsigned long long)pad);
-      return EMBER_EPARAM;
+      return errbuf_printf(why, why_len, EMBER_EPARAM,
+                           "a %llux%llu window at stride %llu does not fit in "
+                           "%ux%u padded by %llu",
+                           (unsigned long long)k, (unsigned long long)k,
+                           (unsigned long long)st, in.h, in.w,
+                           (unsigned long long)pad);
     }
     want.h = (uint32_t)((in.h + pad - k) / st + 1);
     want.w = (uint32_t)((in.w + pad - k) / st + 1);
@@ -184,14 +175,14 @@ int cnn_layer_check(const cnn_layer *l, const cnn_shape *prev, char *why,
   case CNN_LAYER_SOFTMAX:
     break;
   default:
-    why_fmt(why, why_len, "unknown layer kind %d", (int)l->kind);
-    return EMBER_EPARAM;
+    return errbuf_printf(why, why_len, EMBER_EPARAM, "unknown layer kind %d",
+                         (int)l->kind);
   }
   if (!same_shape(out, want)) {
-    why_fmt(why, why_len, "output %ux%ux%u, where %ux%ux%u follows from its "
-            "input %ux%ux%u", out.h, out.w, out.c, want.h, want.w, want.c,
-            in.h, in.w, in.c);
-    return EMBER_EPARAM;
+    return errbuf_printf(
+        why, why_len, EMBER_EPARAM,
+        "output %ux%ux%u, where %ux%ux%u follows from its input %ux%ux%u",
+        out.h, out.w, out.c, want.h, want.w, want.c, in.h, in.w, in.c);
   }
   return 0;
 }
@@ -210,24 +201,22 @@ int cnn_net_set_input(cnn_net *net, cnn_shape in, const cnn_train *train,
                       char *why, size_t why_len) {
   uint64_t n = elements(in), batch_acts;
   if (in.h < 1 || in.w < 1 || in.c < 1) {
-    why_fmt(why, why_len, "input %ux%ux%u: every side must be at least 1",
-            in.h, in.w, in.c);
-    return EMBER_EFORMAT;
+    return errbuf_printf(why, why_len, EMBER_EFORMAT,
+                         "input %ux%ux%u: every side must be at least 1", in.h,
+                         in.w, in.c);
   }
   if (in.h > CNN_MAX_SIDE || in.w > CNN_MAX_SIDE ||
       in.c > CNN_MAX_CHANNELS || n > CNN_MAX_ACTIVATIONS) {
-    why_fmt(why, why_len,
-            "input %ux%ux%u over the limit (sides %d, channels %d, "
-            "%d values)", in.h, in.w, in.c, CNN_MAX_SIDE, CNN_MAX_CHANNELS,
-            CNN_MAX_ACTIVATIONS);
-    return EMBER_ETOOBIG;
+    return errbuf_printf(
+        why, why_len, EMBER_ETOOBIG,
+        "input %ux%ux%u over the limit (sides %d, channels %d, %d values)",
+        in.h, in.w, in.c, CNN_MAX_SIDE, CNN_MAX_CHANNELS, CNN_MAX_ACTIVATIONS);
   }
   if (!mul_le(n, train->batch, CNN_MAX_BATCH_ACTIVATIONS, &batch_acts)) {
-    why_fmt(why, why_len,
-            "batch %u x %llu input values over the limit of %llu",
-            train->batch, (unsigned long long)n,
-            (unsigned long long)CNN_MAX_BATCH_ACTIVATIONS);
-    return EMBER_ETOOBIG;
+    return errbuf_printf(why, why_len, EMBER_ETOOBIG,
+                         "batch %u x %llu input values over the limit of %llu",
+                         train->batch, (unsigned long long)n,
+                         (unsigned long long)CNN_MAX_BATCH_ACTIVATIONS);
   }
   net->input = in;
   net->train = *train;
@@ -254,18 +243,17 @@ static int window_layer(cnn_layer *l, const cnn_layer_spec *s, char *why,
   l->out.w = out_side(l->in.w, pad, s->size, s->stride);
   l->out.c = conv ? s->filters : l->in.c;
   if (!l->out.h || !l->out.w) {
-    why_fmt(why, why_len,
-            "[%s] kernel %ux%u larger than its input %ux%ux%u with "
-            "padding %u%s", cnn_layer_kind_name(s->kind), s->size, s->size,
-            l->in.h, l->in.w, l->in.c, s->padding,
-            conv ? " on each side" : " in all");
-    return EMBER_EFORMAT;
+    return errbuf_printf(
+        why, why_len, EMBER_EFORMAT,
+        "[%s] kernel %ux%u larger than its input %ux%ux%u with padding %u%s",
+        cnn_layer_kind_name(s->kind), s->size, s->size, l->in.h, l->in.w,
+        l->in.c, s->padding, conv ? " on each side" : " in all");
   }
   if (elements(l->out) > CNN_MAX_ACTIVATIONS) {
-    why_fmt(why, why_len, "[%s] output %ux%ux%u over the limit of %d values",
-            cnn_layer_kind_name(s->kind), l->out.h, l->out.w, l->out.c,
-            CNN_MAX_ACTIVATIONS);
-    return EMBER_ETOOBIG;
+    return errbuf_printf(why, why_len, EMBER_ETOOBIG,
+                         "[%s] output %ux%ux%u over the limit of %d values",
+                         cnn_layer_kind_name(s->kind), l->out.h, l->out.w,
+                         l->out.c, CNN_MAX_ACTIVATIONS);
   }
   /* from here out elements <= 2^26 and kk <= 2^20: no overflow */
   if (!conv) {
@@ -276,11 +264,10 @@ static int window_layer(cnn_layer *l, const cnn_layer_spec *s, char *why,
    * product is checked against the parameter limit */
   if (!mul_le(kk, l->in.c, CNN_MAX_PARAMS, &per_out) ||
       !mul_le(per_out, s->filters, CNN_MAX_PARAMS, &l->weights)) {
-    why_fmt(why, why_len,
-            "[convolutional] %u filters of %ux%ux%u: over the limit of %d "
-            "parameters", s->filters, s->size, s->size, l->in.c,
-            CNN_MAX_PARAMS);
-    return EMBER_ETOOBIG;
+    return errbuf_printf(why, why_len, EMBER_ETOOBIG,
+                         "[convolutional] %u filters of %ux%ux%u: over the "
+                         "limit of %d parameters",
+                         s->filters, s->size, s->size, l->in.c, CNN_MAX_PARAMS);
   }
   l->biases = s->filters;
   if (s->batch_norm) {
@@ -301,11 +288,10 @@ static int connected_layer(cnn_layer *l, const cnn_layer_spec *s, char *why,
   uint64_t in = elements(l->in);
   l->out = (cnn_shape){1, 1, s->filters};
   if (!mul_le(in, s->filters, CNN_MAX_PARAMS, &l->weights)) {
-    why_fmt(why, why_len,
-            "[connected] %llu inputs x %u outputs: over the limit of %d "
-            "parameters", (unsigned long long)in, s->filters,
-            CNN_MAX_PARAMS);
-    return EMBER_ETOOBIG;
+    return errbuf_printf(
+        why, why_len, EMBER_ETOOBIG,
+        "[connected] %llu inputs x %u outputs: over the limit of %d parameters",
+        (unsigned long long)in, s->filters, CNN_MAX_PARAMS);
   }
   l->biases = s->filters;
   l->fp_macs = l->eb_macs = l->pg_macs = l->weights;
@@ -319,15 +305,14 @@ int cnn_net_add_layer(cnn_net *net, const cnn_layer_spec *spec, int line,
   uint64_t params, acts, batch_acts, out_n;
   int rc = 0;
   if (net->count && net->layers[net->count - 1].kind == CNN_LAYER_SOFTMAX) {
-    why_fmt(why, why_len,
-            "[%s] after [softmax] (line %d): [softmax] must be the last "
-            "layer", cnn_layer_kind_name(spec->kind),
-            net->layers[net->count - 1].line);
-    return EMBER_EFORMAT;
+    return errbuf_printf(
+        why, why_len, EMBER_EFORMAT,
+        "[%s] after [softmax] (line %d): [softmax] must be the last layer",
+        cnn_layer_kind_name(spec->kind), net->layers[net->count - 1].line);
   }
   if (net->count >= CNN_MAX_LAYERS) {
-    why_fmt(why, why_len, "more than %d layers", CNN_MAX_LAYERS);
-    return EMBER_ETOOBIG;
+    return errbuf_printf(why, why_len, EMBER_ETOOBIG, "more than %d layers",
+                         CNN_MAX_LAYERS);
   }
   memset(&l, 0, sizeof l);
   l.kind = spec->kind;
@@ -349,17 +334,17 @@ int cnn_net_add_layer(cnn_net *net, const cnn_layer_spec *spec, int line,
     l.out = l.in;
     l.act = CNN_ACT_LINEAR;
     if (elements(l.in) < 2) {
-      why_fmt(why, why_len, "[softmax] over %llu value: at least 2 classes",
-              (unsigned long long)elements(l.in));
-      return EMBER_EFORMAT;
+      return errbuf_printf(why, why_len, EMBER_EFORMAT,
+                           "[softmax] over %llu value: at least 2 classes",
+                           (unsigned long long)elements(l.in));
     }
     l.elem_ops = 3 * elements(l.in);
     break;
   case CNN_LAYER_DROPOUT:
     if (!(spec->probability >= 0 && spec->probability < 1)) {
-      why_fmt(why, why_len, "[dropout] probability %g out of [0, 1)",
-              spec->probability);
-      return EMBER_EFORMAT;
+      return errbuf_printf(why, why_len, EMBER_EFORMAT,
+                           "[dropout] probability %g out of [0, 1)",
+                           spec->probability);
     }
     l.out = l.in;
     l.act = CNN_ACT_LINEAR;
@@ -372,8 +357,8 @@ int cnn_net_add_layer(cnn_net *net, const cnn_layer_spec *spec, int line,
     l.elem_ops = elements(l.in);
     break;
   default:
-    why_fmt(why, why_len, "unknown layer kind %d", (int)spec->kind);
-    return EMBER_EINVAL;
+    return errbuf_printf(why, why_len, EMBER_EINVAL, "unknown layer kind %d",
+                         (int)spec->kind);
   }
   if (rc) return rc;
   if (net->count == 0) l.eb_macs = 0;
@@ -383,35 +368,33 @@ int cnn_net_add_layer(cnn_net *net, const cnn_layer_spec *spec, int line,
   if (l.out.h > CNN_MAX_SIDE || l.out.w > CNN_MAX_SIDE ||
       l.out.c > (spec->kind == CNN_LAYER_CONNECTED ? CNN_MAX_OUTPUTS
                                                    : CNN_MAX_CHANNELS)) {
-    why_fmt(why, why_len, "[%s] output %ux%ux%u over the limit",
-            cnn_layer_kind_name(l.kind), l.out.h, l.out.w, l.out.c);
-    return EMBER_ETOOBIG;
+    return errbuf_printf(
+        why, why_len, EMBER_ETOOBIG, "[%s] output %ux%ux%u over the limit",
+        cnn_layer_kind_name(l.kind), l.out.h, l.out.w, l.out.c);
   }
   if (params > CNN_MAX_PARAMS) {
-    why_fmt(why, why_len,
-            "[%s] brings the parameters to %llu, over the limit of %d",
-            cnn_layer_kind_name(l.kind), (unsigned long long)params,
-            CNN_MAX_PARAMS);
-    return EMBER_ETOOBIG;
+    return errbuf_printf(
+        why, why_len, EMBER_ETOOBIG,
+        "[%s] brings the parameters to %llu, over the limit of %d",
+        cnn_layer_kind_name(l.kind), (unsigned long long)params,
+        CNN_MAX_PARAMS);
   }
   if (acts > CNN_MAX_ACTIVATIONS ||
       !mul_le(acts, net->train.batch, CNN_MAX_BATCH_ACTIVATIONS,
               &batch_acts)) {
-    why_fmt(why, why_len,
-            "[%s] output %ux%ux%u brings the activations to %llu per "
-            "sample (batch %u), over the limit of %d per sample and %llu "
-            "per batch", cnn_layer_kind_name(l.kind), l.out.h, l.out.w,
-            l.out.c, (unsigned long long)acts, net->train.batch,
-            CNN_MAX_ACTIVATIONS,
-            (unsigned long long)CNN_MAX_BATCH_ACTIVATIONS);
-    return EMBER_ETOOBIG;
+    return errbuf_printf(
+        why, why_len, EMBER_ETOOBIG,
+        "[%s] output %ux%ux%u brings the activations to %llu per sample (batch "
+        "%u), over the limit of %d per sample and %llu per batch",
+        cnn_layer_kind_name(l.kind), l.out.h, l.out.w, l.out.c,
+        (unsigned long long)acts, net->train.batch, CNN_MAX_ACTIVATIONS,
+        (unsigned long long)CNN_MAX_BATCH_ACTIVATIONS);
   }
   if (net->count == net->cap) {
     size_t cap = net->cap ? 2 * net->cap : 8;
     cnn_layer *grown = realloc(net->layers, cap * sizeof *grown);
     if (!grown) {
-      why_fmt(why, why_len, "out of memory");
-      return EMBER_ENOMEM;
+      return errbuf_printf(why, why_len, EMBER_ENOMEM, "out of memory");
     }
     net->layers = grown;
     net->cap = cap;
@@ -427,17 +410,15 @@ int cnn_net_finish(cnn_net *net, int *line, char *why, size_t why_len) {
   const cnn_layer *last;
   *line = 0;
   if (net->count == 0) {
-    why_fmt(why, why_len, "no layers after [net]");
-    return EMBER_EFORMAT;
+    return errbuf_printf(why, why_len, EMBER_EFORMAT, "no layers after [net]");
   }
   last = &net->layers[net->count - 1];
   if (last->kind != CNN_LAYER_SOFTMAX) {
     *line = last->line;
-    why_fmt(why, why_len,
-            "the last layer is [%s]: a network ends in [softmax] (its "
-            "cross-entropy loss is what training minimises)",
-            cnn_layer_kind_name(last->kind));
-    return EMBER_EFORMAT;
+    return errbuf_printf(why, why_len, EMBER_EFORMAT,
+                         "the last layer is [%s]: a network ends in [softmax] "
+                         "(its cross-entropy loss is what training minimises)",
+                         cnn_layer_kind_name(last->kind));
   }
   return 0;
 }

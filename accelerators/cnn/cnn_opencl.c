@@ -23,7 +23,6 @@
  */
 #include "cnn_opencl.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +30,7 @@
 #include "cl_cache.h"
 #include "cnn_cl_source.h"
 #include "ember/ember_errors.h"
+#include "errbuf.h"
 
 /* global sizes are rounded up to a multiple of this */
 #define CNN_OCL_ROUND 64
@@ -127,16 +127,6 @@ struct cnn_ocl_stage {
   char errbuf[256];
 };
 
-static void seterr(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t len, const char *fmt, ...) {
-  if (!err || !len) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, len, fmt, ap);
-  va_end(ap);
-}
-
 /* ---- the program --------------------------------------------------------- */
 
 static int build(cnn_ocl *o, const char *cache_dir, char *err,
@@ -154,9 +144,9 @@ static int build(cnn_ocl *o, const char *cache_dir, char *err,
     o->prog = clCreateProgramWithSource(o->ctx, 1, &src, NULL, &rc);
     if (rc != CL_SUCCESS) {
       o->prog = NULL;
-      seterr(err, err_len, "cnn.cl: clCreateProgramWithSource failed (%d)",
-             (int)rc);
-      return EMBER_EPLATFORM;
+      return errbuf_printf(err, err_len, EMBER_EPLATFORM,
+                           "cnn.cl: clCreateProgramWithSource failed (%d)",
+                           (int)rc);
     }
     rc = clBuildProgram(o->prog, 1, &o->dev, build_options, NULL, NULL);
     if (rc != CL_SUCCESS)
@@ -168,9 +158,9 @@ static int build(cnn_ocl *o, const char *cache_dir, char *err,
     o->k[i] = clCreateKernel(o->prog, kernel_names[i], &rc);
     if (rc != CL_SUCCESS) {
       o->k[i] = NULL;
-      seterr(err, err_len, "cnn.cl: clCreateKernel %s failed (%d)",
-             kernel_names[i], (int)rc);
-      return EMBER_EPLATFORM;
+      return errbuf_printf(err, err_len, EMBER_EPLATFORM,
+                           "cnn.cl: clCreateKernel %s failed (%d)",
+                           kernel_names[i], (int)rc);
     }
   }
   return 0;
@@ -185,8 +175,8 @@ int cnn_ocl_create(cl_context ctx, cl_device_id dev, const char *cache_dir,
   if (clGetDeviceInfo(dev, CL_DEVICE_ENDIAN_LITTLE, sizeof little, &little,
                       NULL) == CL_SUCCESS &&
       !little) {
-    seterr(err, err_len, "cnn.cl: big-endian device not supported");
-    return EMBER_EPLATFORM;
+    return errbuf_printf(err, err_len, EMBER_EPLATFORM,
+                         "cnn.cl: big-endian device not supported");
   }
   cnn_ocl *o = calloc(1, sizeof *o);
   if (!o) return EMBER_ENOMEM;
@@ -230,8 +220,8 @@ typedef struct karg {
 
 static int fail_into(char *err, size_t err_len, const char *what,
                      cl_int rc) {
-  seterr(err, err_len, "%s failed (%d)", what, (int)rc);
-  return EMBER_EPLATFORM;
+  return errbuf_printf(err, err_len, EMBER_EPLATFORM, "%s failed (%d)", what,
+                       (int)rc);
 }
 
 static int cl_fail(cnn_ocl_stage *s, const char *what, cl_int rc) {
@@ -357,9 +347,8 @@ static int create_stage(cnn_ocl *o, cl_command_queue queue,
     int bad = cnn_layer_check(&layers[i], i ? &layers[i - 1].out : NULL,
                               why, sizeof why);
     if (bad) {
-      seterr(err, err_len, "cnn opencl stage: layer %zu: %s", first + i,
-             why);
-      return bad;
+      return errbuf_printf(err, err_len, bad, "cnn opencl stage: layer %zu: %s",
+                           first + i, why);
     }
   }
   cnn_ocl_stage *s = calloc(1, sizeof *s);
@@ -437,7 +426,7 @@ static int create_stage(cnn_ocl *o, cl_command_queue queue,
     if (cr != CL_SUCCESS) rc = cl_fail(s, "clFinish", cr);
   }
   if (rc) {
-    seterr(err, err_len, "cnn opencl stage: %s", s->errbuf);
+    errbuf_printf(err, err_len, rc, "cnn opencl stage: %s", s->errbuf);
     cnn_ocl_stage_destroy(s);
     return rc;
   }
@@ -455,9 +444,10 @@ int cnn_ocl_stage_create(cnn_ocl *o, cl_command_queue queue,
   if (!o || !queue || !net) return EMBER_EINVAL;
   const cnn_layer *layers = cnn_net_layers(net, &nl);
   if (first >= end || end > nl || batch < 1 || batch > CNN_MAX_BATCH) {
-    seterr(err, err_len, "cnn opencl stage: bad range %zu..%zu of %zu "
-           "layers or batch %u", first, end, nl, (unsigned)batch);
-    return EMBER_EINVAL;
+    return errbuf_printf(
+        err, err_len, EMBER_EINVAL,
+        "cnn opencl stage: bad range %zu..%zu of %zu layers or batch %u", first,
+        end, nl, (unsigned)batch);
   }
   return create_stage(o, queue, layers + first, end - first, first,
                       first > 0, batch, out, err, err_len);
@@ -473,16 +463,16 @@ int cnn_ocl_slice_create(cnn_ocl *o, cl_command_queue queue,
   if (!o || !queue || !net) return EMBER_EINVAL;
   const cnn_layer *layers = cnn_net_layers(net, &nl);
   if (layer >= nl || batch < 1 || batch > CNN_MAX_BATCH) {
-    seterr(err, err_len, "cnn opencl slice: bad layer %zu of %zu or batch "
-           "%u", layer, nl, (unsigned)batch);
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL,
+                         "cnn opencl slice: bad layer %zu of %zu or batch %u",
+                         layer, nl, (unsigned)batch);
   }
   cnn_layer l;
   if (cnn_layer_slice(&layers[layer], channels, outputs, &l)) {
-    seterr(err, err_len, "cnn opencl slice: layer %zu is not convolutional "
-           "or connected, or %u %s channels out of its range", layer,
-           channels, outputs ? "output" : "input");
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL,
+                         "cnn opencl slice: layer %zu is not convolutional or "
+                         "connected, or %u %s channels out of its range",
+                         layer, channels, outputs ? "output" : "input");
   }
   int rc = create_stage(o, queue, &l, 1, layer, !outputs || layer > 0,
                         batch, out, err, err_len);

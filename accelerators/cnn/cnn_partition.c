@@ -9,7 +9,6 @@
  * piece: a connected layer may have 2^26 input channels.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 
 #include "cnn_partition.h"
 #include "cnn_text.h"
+#include "errbuf.h"
 
 /* Pairwise balancing stops after this many sweeps even if cuts still
  * move (each sweep never raises the bottleneck). */
@@ -43,17 +43,6 @@ struct cnn_plan {
   char **names;                    /* per stage: the platform's label */
   cnn_plan_totals totals;
 };
-
-static void err_fmt(char *err, size_t len, const char *f, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void err_fmt(char *err, size_t len, const char *f, ...) {
-  va_list ap;
-  if (!err || !len) return;
-  va_start(ap, f);
-  vsnprintf(err, len, f, ap);
-  va_end(ap);
-}
 
 const char *cnn_split_name(cnn_split split) {
   switch (split) {
@@ -435,26 +424,25 @@ static int check_args(const cnn_net *net, const cnn_platform *pf, size_t n,
                       unsigned flags, char *err, size_t err_len) {
   if (!net || (!pf && n) ||
       (flags & ~(CNN_PLAN_LAYERS_ONLY | CNN_PLAN_FIXED_SPLITS))) {
-    err_fmt(err, err_len, "invalid arguments (net %p, platforms %p, flags "
-            "%#x)", (const void *)net, (const void *)pf, flags);
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL,
+                         "invalid arguments (net %p, platforms %p, flags %#x)",
+                         (const void *)net, (const void *)pf, flags);
   }
   if (n < 1) {
-    err_fmt(err, err_len, "no platforms: a plan needs at least 1 stage");
-    return EMBER_EPARAM;
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "no platforms: a plan needs at least 1 stage");
   }
   if (n > CNN_PLAN_MAX_STAGES) {
-    err_fmt(err, err_len, "%zu stages: over the limit of %d", n,
-            CNN_PLAN_MAX_STAGES);
-    return EMBER_ETOOBIG;
+    return errbuf_printf(err, err_len, EMBER_ETOOBIG,
+                         "%zu stages: over the limit of %d", n,
+                         CNN_PLAN_MAX_STAGES);
   }
   for (size_t i = 0; i < n; i++)
     if (!isfinite(pf[i].speed) || !(pf[i].speed > 0)) {
-      err_fmt(err, err_len,
-              "platform %zu (%s): speed %g: must be a finite number > 0", i,
-              pf[i].name && *pf[i].name ? pf[i].name : "unnamed",
-              pf[i].speed);
-      return EMBER_EPARAM;
+      return errbuf_printf(
+          err, err_len, EMBER_EPARAM,
+          "platform %zu (%s): speed %g: must be a finite number > 0", i,
+          pf[i].name && *pf[i].name ? pf[i].name : "unnamed", pf[i].speed);
     }
   return 0;
 }
@@ -510,8 +498,8 @@ int cnn_plan_create(const cnn_net *net, const cnn_platform *platforms,
   int rc;
   if (err && err_len) err[0] = '\0';
   if (!out) {
-    err_fmt(err, err_len, "invalid arguments (out NULL)");
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL,
+                         "invalid arguments (out NULL)");
   }
   *out = NULL;
   if ((rc = check_args(net, platforms, n, flags, err, err_len))) return rc;
@@ -531,12 +519,12 @@ int cnn_plan_create(const cnn_net *net, const cnn_platform *platforms,
   if (!(choice = calloc(nl ? nl : 1, sizeof *choice))) goto nomem;
   layout(p, layers, n, flags, choice);
   if (n > p->first[nl]) {
-    err_fmt(err, err_len,
-            "%zu stages but the network has only %llu pieces to split (%zu "
-            "layers%s): more stages than work to split", n,
-            (unsigned long long)p->first[nl], nl,
-            flags & CNN_PLAN_LAYERS_ONLY ? ", channel splits forbidden"
-                                         : " and their channels");
+    errbuf_printf(err, err_len, EMBER_EPARAM,
+                  "%zu stages but the network has only %llu pieces to split "
+                  "(%zu layers%s): more stages than work to split",
+                  n, (unsigned long long)p->first[nl], nl,
+                  flags & CNN_PLAN_LAYERS_ONLY ? ", channel splits forbidden"
+                                               : " and their channels");
     free(choice);
     cnn_plan_destroy(p);
     return EMBER_EPARAM;
@@ -569,8 +557,7 @@ nomem:
   free(cut);
   free(choice);
   cnn_plan_destroy(p);
-  err_fmt(err, err_len, "out of memory");
-  return EMBER_ENOMEM;
+  return errbuf_printf(err, err_len, EMBER_ENOMEM, "out of memory");
 }
 
 const cnn_stage *cnn_plan_stages(const cnn_plan *plan, size_t *count) {

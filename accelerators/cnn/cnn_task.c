@@ -2,20 +2,12 @@
 #include "cnn_task.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ember/ember_errors.h"
-
-static int fail(char *err, size_t err_len, int rc, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, err_len, fmt, ap);
-  va_end(ap);
-  return rc;
-}
+#include "errbuf.h"
 
 static const char *op_name(Ember__Cnn__Op op) {
   switch (op) {
@@ -49,9 +41,10 @@ static int check_backend(const cnn_layer *layers, uint32_t first,
     const cnn_layer *l = &layers[i];
     if ((l->kind == CNN_LAYER_CONV || l->kind == CNN_LAYER_MAXPOOL ||
          l->kind == CNN_LAYER_AVGPOOL) && flat)
-      return fail(err, err_len, EMBER_EPARAM,
-                  "layer %u: a %s after a connected layer in one stage is "
-                  "not supported", i, cnn_layer_kind_name(l->kind));
+      return errbuf_printf(err, err_len, EMBER_EPARAM,
+                           "layer %u: a %s after a connected layer in one "
+                           "stage is not supported",
+                           i, cnn_layer_kind_name(l->kind));
     if (l->kind == CNN_LAYER_CONNECTED) flat = 1;
     if (l->kind == CNN_LAYER_MAXPOOL) {
       int64_t before = l->padding / 2, size = l->size;
@@ -60,8 +53,9 @@ static int check_backend(const cnn_layer *layers, uint32_t first,
       int64_t after_w = ((int64_t)l->out.w - 1) * l->stride + size -
                         l->in.w - before;
       if (before >= size || after_h >= size || after_w >= size)
-        return fail(err, err_len, EMBER_EPARAM,
-                    "layer %u: a max-pool window wholly in padding", i);
+        return errbuf_printf(err, err_len, EMBER_EPARAM,
+                             "layer %u: a max-pool window wholly in padding",
+                             i);
     }
   }
   return 0;
@@ -77,30 +71,38 @@ static int check_slice(const cnn_task *t, const cnn_layer *layers,
   int ocp = p->has_split_outputs && p->split_outputs;
   const char *kind = ocp ? "an OCP slice" : "an ICP slice";
   if (!p->has_channel_begin || !p->has_channel_end)
-    return fail(err, err_len, EMBER_EPARAM, "channel_begin and channel_end "
-                "(a slice) come together: %s is missing",
-                p->has_channel_begin ? "channel_end" : "channel_begin");
+    return errbuf_printf(
+        err, err_len, EMBER_EPARAM,
+        "channel_begin and channel_end (a slice) come together: %s is missing",
+        p->has_channel_begin ? "channel_end" : "channel_begin");
   if (t->end != t->first + 1)
-    return fail(err, err_len, EMBER_EPARAM, "%s (channel_begin/end) is one "
-                "layer, not layers [%u, %u)", kind, t->first, t->end);
+    return errbuf_printf(
+        err, err_len, EMBER_EPARAM,
+        "%s (channel_begin/end) is one layer, not layers [%u, %u)", kind,
+        t->first, t->end);
   const cnn_layer *l = &layers[t->first];
   if (l->kind != CNN_LAYER_CONV && l->kind != CNN_LAYER_CONNECTED)
-    return fail(err, err_len, EMBER_EPARAM, "%s splits a convolutional or "
-                "connected layer; layer %u is a %s", kind, t->first,
-                cnn_layer_kind_name(l->kind));
+    return errbuf_printf(
+        err, err_len, EMBER_EPARAM,
+        "%s splits a convolutional or connected layer; layer %u is a %s", kind,
+        t->first, cnn_layer_kind_name(l->kind));
   if (l->batch_norm)
-    return fail(err, err_len, EMBER_EPARAM, "%s of layer %u: a "
-                "batch-normalized convolution is not split (its "
-                "normalisation needs the whole sum of every output; the "
-                "partitioner keeps such a layer whole)", kind, t->first);
+    return errbuf_printf(
+        err, err_len, EMBER_EPARAM,
+        "%s of layer %u: a batch-normalized convolution is not split (its "
+        "normalisation needs the whole sum of every output; the partitioner "
+        "keeps such a layer whole)",
+        kind, t->first);
   uint32_t all = ocp ? cnn_layer_outputs(l) : cnn_layer_channels(l);
   if (p->channel_begin >= p->channel_end || p->channel_end > all)
-    return fail(err, err_len, EMBER_EPARAM, "channels [%u, %u) not a "
-                "non-empty range of layer %u's %u %s %s", p->channel_begin,
-                p->channel_end, t->first, all, ocp ? "output" : "input",
-                l->kind == CNN_LAYER_CONV ? "channels"
-                : ocp                    ? "values"
-                                         : "elements");
+    return errbuf_printf(
+        err, err_len, EMBER_EPARAM,
+        "channels [%u, %u) not a non-empty range of layer %u's %u %s %s",
+        p->channel_begin, p->channel_end, t->first, all,
+        ocp ? "output" : "input",
+        l->kind == CNN_LAYER_CONV ? "channels"
+        : ocp                     ? "values"
+                                  : "elements");
   return 0;
 }
 
@@ -115,14 +117,14 @@ static int check_sgd(cnn_task *t, const Ember__Cnn__Params *p, char *err,
   t->decay = p->has_decay ? p->decay : tr->decay;
   /* 0: a schedule's rate past its end (poly), the gradients dropped */
   if (!(t->learning_rate >= 0 && t->learning_rate <= 10))
-    return fail(err, err_len, EMBER_EPARAM,
-                "learning_rate %g out of [0, 10]", t->learning_rate);
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "learning_rate %g out of [0, 10]", t->learning_rate);
   if (!(t->momentum >= 0 && t->momentum < 1))
-    return fail(err, err_len, EMBER_EPARAM, "momentum %g out of [0, 1)",
-                t->momentum);
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "momentum %g out of [0, 1)", t->momentum);
   if (!(t->decay >= 0 && t->decay < 1))
-    return fail(err, err_len, EMBER_EPARAM, "decay %g out of [0, 1)",
-                t->decay);
+    return errbuf_printf(err, err_len, EMBER_EPARAM, "decay %g out of [0, 1)",
+                         t->decay);
   return 0;
 }
 
@@ -130,21 +132,23 @@ static int want_inputs(const cnn_task *t, size_t n_inputs, size_t want,
                        char *err, size_t err_len) {
   if (n_inputs == want) return 0;
   if (t->layout.icp || t->layout.ocp)
-    return fail(err, err_len, EMBER_EPARAM, "%s of layer %u's %s channels "
-                "[%u, %u) takes %zu input block%s, not %zu", op_name(t->op),
-                t->first, t->layout.ocp ? "output" : "input", t->layout.c0,
-                t->layout.c1, want,
-                want == 1 ? "" : "s", n_inputs);
-  return fail(err, err_len, EMBER_EPARAM, "%s of layers %u..%u takes %zu "
-              "input block%s, not %zu", op_name(t->op), t->first, t->end - 1,
-              want, want == 1 ? "" : "s", n_inputs);
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "%s of layer %u's %s channels [%u, %u) takes %zu "
+                         "input block%s, not %zu",
+                         op_name(t->op), t->first,
+                         t->layout.ocp ? "output" : "input", t->layout.c0,
+                         t->layout.c1, want, want == 1 ? "" : "s", n_inputs);
+  return errbuf_printf(err, err_len, EMBER_EPARAM,
+                       "%s of layers %u..%u takes %zu input block%s, not %zu",
+                       op_name(t->op), t->first, t->end - 1, want,
+                       want == 1 ? "" : "s", n_inputs);
 }
 
 static int want_size(const acc_block *b, const char *what, uint64_t bytes,
                      char *err, size_t err_len) {
   if (b->size == bytes) return 0;
-  return fail(err, err_len, EMBER_EPARAM, "%s: %zu bytes, not %llu", what,
-              b->size, (unsigned long long)bytes);
+  return errbuf_printf(err, err_len, EMBER_EPARAM, "%s: %zu bytes, not %llu",
+                       what, b->size, (unsigned long long)bytes);
 }
 
 /* error_channels (cnn.proto): BACKWARD of a stage taking an output
@@ -155,23 +159,27 @@ static int check_pieces(cnn_task *t, const Ember__Cnn__Params *p, char *err,
   const cnn_layout *L = &t->layout;
   if (t->op != EMBER__CNN__OP__BACKWARD || L->last ||
       (L->icp && !L->icp_last))
-    return fail(err, err_len, EMBER_EPARAM, "error_channels: only for the "
-                "BACKWARD of a stage that takes an output error");
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "error_channels: only for the BACKWARD of a stage "
+                         "that takes an output error");
   if (p->n_error_channels > CNN_MAX_ERROR_PIECES)
-    return fail(err, err_len, EMBER_EPARAM, "error_channels: %zu pieces, "
-                "at most %d", p->n_error_channels, CNN_MAX_ERROR_PIECES);
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "error_channels: %zu pieces, at most %d",
+                         p->n_error_channels, CNN_MAX_ERROR_PIECES);
   uint64_t sum = 0, per_sample = L->out_elems / t->batch;
   for (size_t j = 0; j < p->n_error_channels; j++) {
     if (p->error_channels[j] == 0)
-      return fail(err, err_len, EMBER_EPARAM, "error_channels: piece %zu is "
-                  "empty", j);
+      return errbuf_printf(err, err_len, EMBER_EPARAM,
+                           "error_channels: piece %zu is empty", j);
     sum += p->error_channels[j];
     t->pieces[j] = p->error_channels[j];
   }
   if (sum > per_sample || per_sample % sum)
-    return fail(err, err_len, EMBER_EPARAM, "error_channels: %llu in all "
-                "does not divide the output's %llu floats per sample",
-                (unsigned long long)sum, (unsigned long long)per_sample);
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "error_channels: %llu in all does not divide the "
+                         "output's %llu floats per sample",
+                         (unsigned long long)sum,
+                         (unsigned long long)per_sample);
   t->n_pieces = (uint32_t)p->n_error_channels;
   t->piece_unit = per_sample / sum;
   return 0;
@@ -184,14 +192,16 @@ static int check_addends(cnn_task *t, const Ember__Cnn__Params *p, char *err,
   const cnn_layout *L = &t->layout;
   if (t->op != EMBER__CNN__OP__BACKWARD || L->last ||
       (L->icp && !L->icp_last))
-    return fail(err, err_len, EMBER_EPARAM, "error_addends: only for the "
-                "BACKWARD of a stage that takes an output error");
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "error_addends: only for the BACKWARD of a stage that "
+                         "takes an output error");
   if (p->n_error_channels)
-    return fail(err, err_len, EMBER_EPARAM, "error_addends and "
-                "error_channels: one or the other");
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "error_addends and error_channels: one or the other");
   if (p->error_addends < 2 || p->error_addends > CNN_MAX_ERROR_PIECES)
-    return fail(err, err_len, EMBER_EPARAM, "error_addends: %u, must be 2 "
-                "to %d", p->error_addends, CNN_MAX_ERROR_PIECES);
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "error_addends: %u, must be 2 to %d", p->error_addends,
+                         CNN_MAX_ERROR_PIECES);
   t->n_addends = p->error_addends;
   return 0;
 }
@@ -244,9 +254,10 @@ static int check_inputs(const cnn_task *t, const acc_block *inputs,
       uint32_t classes = cnn_net_classes(t->net);
       for (uint32_t i = 0; i < t->batch; i++)
         if (inputs[1].data[i] >= classes)
-          return fail(err, err_len, EMBER_EFORMAT,
-                      "input 1: label %u of sample %u is not below %u "
-                      "classes", inputs[1].data[i], i, classes);
+          return errbuf_printf(
+              err, err_len, EMBER_EFORMAT,
+              "input 1: label %u of sample %u is not below %u classes",
+              inputs[1].data[i], i, classes);
     }
     return rc;
   case EMBER__CNN__OP__BACKWARD:
@@ -342,12 +353,13 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
   *out = NULL;
   Ember__Cnn__Params *p = ember__cnn__params__unpack(NULL, params_len,
                                                      params);
-  if (!p) return fail(err, err_len, EMBER_EPARAM, "cannot decode Params");
+  if (!p)
+    return errbuf_printf(err, err_len, EMBER_EPARAM, "cannot decode Params");
   int rc = 0;
   cnn_task *t = calloc(1, sizeof *t);
   if (!t) {
     ember__cnn__params__free_unpacked(p, NULL);
-    return fail(err, err_len, EMBER_ENOMEM, "out of memory");
+    return errbuf_printf(err, err_len, EMBER_ENOMEM, "out of memory");
   }
   t->op = p->op;
   t->first = p->first;
@@ -362,57 +374,63 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
   t->step = p->step;
   t->sample0 = p->sample_offset;
   if (strcmp(op_name(p->op), "?") == 0) {
-    rc = fail(err, err_len, EMBER_EPARAM, "unknown op %d", (int)p->op);
+    rc = errbuf_printf(err, err_len, EMBER_EPARAM, "unknown op %d", (int)p->op);
     goto out;
   }
   if (p->net.len > CNN_CFG_MAX_BYTES) {
-    rc = fail(err, err_len, EMBER_EPARAM, "net: %zu bytes, over %u",
-              p->net.len, CNN_CFG_MAX_BYTES);
+    rc = errbuf_printf(err, err_len, EMBER_EPARAM, "net: %zu bytes, over %u",
+                       p->net.len, CNN_CFG_MAX_BYTES);
     goto out;
   }
   char cfg_err[256];
   rc = cnn_cfg_parse((const char *)p->net.data, p->net.len, "net", &t->net,
                      cfg_err, sizeof cfg_err);
   if (rc == EMBER_ENOMEM) {
-    rc = fail(err, err_len, rc, "out of memory");
+    rc = errbuf_printf(err, err_len, rc, "out of memory");
     goto out;
   }
   if (rc) {
-    rc = fail(err, err_len, EMBER_EPARAM, "%s", cfg_err);
+    rc = errbuf_printf(err, err_len, EMBER_EPARAM, "%s", cfg_err);
     goto out;
   }
   size_t n_layers;
   const cnn_layer *layers = cnn_net_layers(t->net, &n_layers);
   if (t->first >= t->end || t->end > n_layers) {
-    rc = fail(err, err_len, EMBER_EPARAM, "layers [%u, %u) not a range of "
-              "the network's %zu", t->first, t->end, n_layers);
+    rc = errbuf_printf(err, err_len, EMBER_EPARAM,
+                       "layers [%u, %u) not a range of the network's %zu",
+                       t->first, t->end, n_layers);
     goto out;
   }
   if (t->batch < 1 || t->batch > CNN_MAX_BATCH) {
-    rc = fail(err, err_len, EMBER_EPARAM, "batch %u out of 1..%u", t->batch,
-              CNN_MAX_BATCH);
+    rc = errbuf_printf(err, err_len, EMBER_EPARAM, "batch %u out of 1..%u",
+                       t->batch, CNN_MAX_BATCH);
     goto out;
   }
   if (t->slots < 1 || t->slots > CNN_MAX_SLOTS || t->slot >= t->slots) {
-    rc = fail(err, err_len, EMBER_EPARAM, "slot %u of %u slots: slots out "
-              "of 1..%u or slot not below them", t->slot, t->slots,
-              CNN_MAX_SLOTS);
+    rc = errbuf_printf(
+        err, err_len, EMBER_EPARAM,
+        "slot %u of %u slots: slots out of 1..%u or slot not below them",
+        t->slot, t->slots, CNN_MAX_SLOTS);
     goto out;
   }
   if (t->accumulated < 1 || t->accumulated > CNN_MAX_BATCH) {
-    rc = fail(err, err_len, EMBER_EPARAM, "accumulated %u out of 1..%u",
-              t->accumulated, CNN_MAX_BATCH);
+    rc =
+        errbuf_printf(err, err_len, EMBER_EPARAM, "accumulated %u out of 1..%u",
+                      t->accumulated, CNN_MAX_BATCH);
     goto out;
   }
   if (t->inference && t->op != EMBER__CNN__OP__FORWARD) {
-    rc = fail(err, err_len, EMBER_EPARAM, "inference: only a FORWARD is an "
-              "evaluation pass, not %s", op_name(t->op));
+    rc =
+        errbuf_printf(err, err_len, EMBER_EPARAM,
+                      "inference: only a FORWARD is an evaluation pass, not %s",
+                      op_name(t->op));
     goto out;
   }
   if (t->sample0 > CNN_MAX_BATCH - t->batch) {
-    rc = fail(err, err_len, EMBER_EPARAM, "sample_offset %u with batch %u: "
-              "past a mini-batch's %u samples", t->sample0, t->batch,
-              CNN_MAX_BATCH);
+    rc = errbuf_printf(
+        err, err_len, EMBER_EPARAM,
+        "sample_offset %u with batch %u: past a mini-batch's %u samples",
+        t->sample0, t->batch, CNN_MAX_BATCH);
     goto out;
   }
   uint64_t acts = (uint64_t)layers[t->first].in.h * layers[t->first].in.w *
@@ -420,9 +438,10 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
   for (uint32_t i = t->first; i < t->end; i++)
     acts += (uint64_t)layers[i].out.h * layers[i].out.w * layers[i].out.c;
   if (acts * t->batch > CNN_MAX_BATCH_ACTIVATIONS) {
-    rc = fail(err, err_len, EMBER_EPARAM, "batch %u x %llu activations of "
-              "the stage is over %llu", t->batch, (unsigned long long)acts,
-              (unsigned long long)CNN_MAX_BATCH_ACTIVATIONS);
+    rc = errbuf_printf(err, err_len, EMBER_EPARAM,
+                       "batch %u x %llu activations of the stage is over %llu",
+                       t->batch, (unsigned long long)acts,
+                       (unsigned long long)CNN_MAX_BATCH_ACTIVATIONS);
     goto out;
   }
   rc = check_backend(layers, t->first, t->end, err, err_len);
@@ -445,7 +464,8 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
                                      &t->layout)
           : cnn_layout_compute(t->net, t->first, t->end, t->batch, t->slots,
                                &t->layout)) {
-    rc = fail(err, err_len, EMBER_EPARAM, "state too large for this host");
+    rc = errbuf_printf(err, err_len, EMBER_EPARAM,
+                       "state too large for this host");
     goto out;
   }
   if (t->op == EMBER__CNN__OP__UPDATE) {
@@ -473,7 +493,7 @@ int cnn_task_prepare(const uint8_t *params, size_t params_len,
                            t->batch, t->slots);
   t->text = malloc(p->net.len ? p->net.len : 1);
   if (!t->text) {
-    rc = fail(err, err_len, EMBER_ENOMEM, "out of memory");
+    rc = errbuf_printf(err, err_len, EMBER_ENOMEM, "out of memory");
     goto out;
   }
   memcpy(t->text, p->net.data, p->net.len);

@@ -40,7 +40,6 @@
 #include "plf_opencl.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,6 +50,7 @@
 
 #include "cl_cache.h"
 #include "ember/ember_errors.h"
+#include "errbuf.h"
 #include "plf_cl_source.h"
 #include "plf_exec.h"
 #include "plf_kernel.h"
@@ -97,16 +97,6 @@ struct plf_ocl {
   char name[256];
 };
 
-static void seterr(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t len, const char *fmt, ...) {
-  if (!err || !len) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, len, fmt, ap);
-  va_end(ap);
-}
-
 static void device_string(cl_device_id dev, cl_device_info what, char *buf,
                           size_t len) {
   buf[0] = '\0';
@@ -147,9 +137,9 @@ static int make_kernels(const plf_ocl *o, plf_prog *p, char *err,
   }
   return 0;
 fail:
-  seterr(err, err_len, "plf.cl (%s): kernel setup failed (%d)", p->options,
-         (int)rc);
-  return EMBER_EPLATFORM;
+  return errbuf_printf(err, err_len, EMBER_EPLATFORM,
+                       "plf.cl (%s): kernel setup failed (%d)", p->options,
+                       (int)rc);
 }
 
 static int build_program(const plf_ocl *o, plf_prog *p, int prec,
@@ -174,9 +164,9 @@ static int build_program(const plf_ocl *o, plf_prog *p, int prec,
     p->prog = clCreateProgramWithSource(o->ctx, 1, &src, NULL, &rc);
     if (rc != CL_SUCCESS) {
       p->prog = NULL;
-      seterr(err, err_len, "plf.cl: clCreateProgramWithSource failed (%d)",
-             (int)rc);
-      return EMBER_EPLATFORM;
+      return errbuf_printf(err, err_len, EMBER_EPLATFORM,
+                           "plf.cl: clCreateProgramWithSource failed (%d)",
+                           (int)rc);
     }
     rc = clBuildProgram(p->prog, 1, &o->dev, p->options, NULL, NULL);
     if (rc != CL_SUCCESS) {
@@ -226,8 +216,8 @@ int plf_ocl_create(cl_context ctx, cl_device_id dev, const char *cache_dir,
   if (clGetDeviceInfo(dev, CL_DEVICE_ENDIAN_LITTLE, sizeof little, &little,
                       NULL) == CL_SUCCESS &&
       !little) {
-    seterr(err, err_len, "plf.cl: big-endian device not supported");
-    rc = EMBER_EPLATFORM;
+    rc = errbuf_printf(err, err_len, EMBER_EPLATFORM,
+                       "plf.cl: big-endian device not supported");
     goto fail;
   }
   o->fp64 = use_fp64 && device_has(dev, "cl_khr_fp64");
@@ -347,13 +337,17 @@ static void *kept(run *r, size_t bytes) {
   return k->data;
 }
 
+/* These two return their constant themselves, not errbuf_printf's value:
+ * inlined, the constant shows the compiler that their callers' error paths
+ * return (GCC's -Wmaybe-uninitialized in op_lnl). */
 static int no_memory(run *r) {
-  seterr(r->err, r->err_len, "plf opencl: out of memory");
+  errbuf_printf(r->err, r->err_len, EMBER_ENOMEM, "plf opencl: out of memory");
   return EMBER_ENOMEM;
 }
 
 static int cl_fail(run *r, const char *what, cl_int rc) {
-  seterr(r->err, r->err_len, "plf opencl: %s failed (%d)", what, (int)rc);
+  errbuf_printf(r->err, r->err_len, EMBER_EPLATFORM,
+                "plf opencl: %s failed (%d)", what, (int)rc);
   return EMBER_EPLATFORM;
 }
 
@@ -508,9 +502,10 @@ static int child_of(const run *r, uint32_t b, uint32_t m, child *c) {
     c->x = tip_states_off(r, b);
     c->states = 1;
   } else if (b < r->s->states_only) {
-    seterr(r->err, r->err_len, "plf opencl: tip %u holds states only (no "
-           "partials) and its states are not set", b);
-    return EMBER_EPARAM;
+    return errbuf_printf(r->err, r->err_len, EMBER_EPARAM,
+                         "plf opencl: tip %u holds states only (no partials) "
+                         "and its states are not set",
+                         b);
   } else {
     c->x = partials_off(r, b);
   }
@@ -524,9 +519,8 @@ static int slice_of(run *r, const Ember__Plf__InputSlice *from, cl_mem *mem,
   *mem = NULL;
   *host = NULL;
   if (from->input >= r->n_in) {
-    seterr(r->err, r->err_len, "plf opencl: input %u of %zu", from->input,
-           r->n_in);
-    return EMBER_EINVAL;
+    return errbuf_printf(r->err, r->err_len, EMBER_EINVAL,
+                         "plf opencl: input %u of %zu", from->input, r->n_in);
   }
   if (r->dev_in && r->dev_in[from->input]) {
     *mem = (cl_mem)r->dev_in[from->input];
@@ -536,9 +530,10 @@ static int slice_of(run *r, const Ember__Plf__InputSlice *from, cl_mem *mem,
     *host = r->in[from->input].data + from->offset;
     return 0;
   }
-  seterr(r->err, r->err_len, "plf opencl: input %u is neither on the device "
-         "nor in host memory", from->input);
-  return EMBER_EFORMAT;
+  return errbuf_printf(
+      r->err, r->err_len, EMBER_EFORMAT,
+      "plf opencl: input %u is neither on the device nor in host memory",
+      from->input);
 }
 
 /* ---- operations ------------------------------------------------------------ */
@@ -1018,8 +1013,10 @@ static int run_op(run *r, const Ember__Plf__Op *op) {
   case EMBER__PLF__OP__OP_GET:
     return op_get(r, op->get);
   default:
-    seterr(r->err, r->err_len, "plf opencl: an operation of unknown kind");
-    return EMBER_EINTERNAL;   /* plf_task_prepare refused it */
+    return errbuf_printf(
+        r->err, r->err_len, EMBER_EINTERNAL,
+        "plf opencl: an operation of unknown kind"); /* plf_task_prepare refused
+                                                        it */
   }
 }
 
@@ -1080,13 +1077,14 @@ static int start(run *r, const needs *nd, const acc_run_ctx *ctx,
     r->st = (cl_mem)ctx->dev_scratch;
     scratch = true;
   } else {
-    seterr(r->err, r->err_len, "plf opencl: no instance to run on");
-    return EMBER_EINTERNAL;
+    return errbuf_printf(r->err, r->err_len, EMBER_EINTERNAL,
+                         "plf opencl: no instance to run on");
   }
   if (!mem_holds(r->st, l->total)) {
-    seterr(r->err, r->err_len, "plf opencl: the instance's buffer is "
-           "smaller than its %llu bytes", (unsigned long long)l->total);
-    return EMBER_EINVAL;
+    return errbuf_printf(
+        r->err, r->err_len, EMBER_EINVAL,
+        "plf opencl: the instance's buffer is smaller than its %llu bytes",
+        (unsigned long long)l->total);
   }
   cl_command_queue_properties props = 0;
   cl_int crc = clGetCommandQueueInfo(r->q, CL_QUEUE_PROPERTIES, sizeof props,
@@ -1163,9 +1161,9 @@ static int run_task(run *r, const needs *nd, const acc_run_ctx *ctx,
   const atomic_int *cancel = ctx ? ctx->cancel : NULL;
   for (size_t i = 0; !rc && i < r->t->params->n_ops; i++) {
     if (cancel && atomic_load(cancel)) {
-      seterr(r->err, r->err_len, "plf opencl: canceled after %zu of %zu "
-             "operations", i, r->t->params->n_ops);
-      return EMBER_ECANCELED;
+      return errbuf_printf(r->err, r->err_len, EMBER_ECANCELED,
+                           "plf opencl: canceled after %zu of %zu operations",
+                           i, r->t->params->n_ops);
     }
     rc = run_op(r, r->t->params->ops[i]);
     if (!rc && r->enqueued) {
@@ -1190,15 +1188,16 @@ static int plf_ocl_run(void *state, void *queue, void *prepared,
   const plf_task *t = prepared;
   if (!o || !queue || !t || !out || (n_wait && !wait_events) ||
       (n_inputs && !inputs && !dev_inputs)) {
-    seterr(err, err_len, "plf opencl: invalid arguments");
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL,
+                         "plf opencl: invalid arguments");
   }
   const int prec = t->shape.single ? PREC_SINGLE : PREC_DOUBLE;
   if (!o->prog[prec].prog) {
-    seterr(err, err_len, "plf opencl: %s has no double precision "
-           "(cl_khr_fp64): a double-precision instance cannot run there; "
-           "use single precision or another platform", o->name);
-    return EMBER_ENOPLATFORM;
+    return errbuf_printf(err, err_len, EMBER_ENOPLATFORM,
+                         "plf opencl: %s has no double precision "
+                         "(cl_khr_fp64): a double-precision instance cannot "
+                         "run there; use single precision or another platform",
+                         o->name);
   }
   needs nd = needs_of(t);
   plf_answers a = {0};

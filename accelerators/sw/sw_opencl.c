@@ -8,7 +8,6 @@
  */
 #include "sw_opencl.h"
 
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 
 #include "cl_cache.h"
 #include "ember/ember_errors.h"
+#include "errbuf.h"
 #include "sw_cl_source.h"
 
 #define BUILD_OPTIONS "-cl-std=CL1.2"
@@ -38,16 +38,6 @@ struct acc_sw_ocl {
   bool from_cache;
   char cache_path[1024];
 };
-
-static void seterr(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t len, const char *fmt, ...) {
-  if (!err || !len) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, len, fmt, ap);
-  va_end(ap);
-}
 
 cl_ulong acc_sw_ocl_device_memory(cl_device_id dev) {
   cl_ulong v = 0;
@@ -100,8 +90,8 @@ static int make_kernels(acc_sw_ocl *o, char *err, size_t err_len) {
   size_t p2 = 1;
   while (p2 * 2 <= wg) p2 *= 2;
   if (wg == 0) {
-    seterr(err, err_len, "sw.cl: no work-group size fits the device");
-    return EMBER_EPLATFORM;
+    return errbuf_printf(err, err_len, EMBER_EPLATFORM,
+                         "sw.cl: no work-group size fits the device");
   }
   o->max_wg = p2;
   o->wg_cap = ACC_SW_OCL_DEFAULT_WG < p2 ? ACC_SW_OCL_DEFAULT_WG : p2;
@@ -113,8 +103,8 @@ static int make_kernels(acc_sw_ocl *o, char *err, size_t err_len) {
   o->min_groups = (size_t)units * GROUPS_PER_UNIT;
   return 0;
 fail:
-  seterr(err, err_len, "sw.cl: kernel setup failed (%d)", (int)rc);
-  return EMBER_EPLATFORM;
+  return errbuf_printf(err, err_len, EMBER_EPLATFORM,
+                       "sw.cl: kernel setup failed (%d)", (int)rc);
 }
 
 int acc_sw_ocl_create(cl_context ctx, cl_device_id dev, const char *cache_dir,
@@ -136,8 +126,8 @@ int acc_sw_ocl_create(cl_context ctx, cl_device_id dev, const char *cache_dir,
   if (clGetDeviceInfo(dev, CL_DEVICE_ENDIAN_LITTLE, sizeof little, &little,
                       NULL) == CL_SUCCESS &&
       !little) {
-    seterr(err, err_len, "sw.cl: big-endian device not supported");
-    rc = EMBER_EPLATFORM;
+    rc = errbuf_printf(err, err_len, EMBER_EPLATFORM,
+                       "sw.cl: big-endian device not supported");
     goto fail;
   }
   if (o->cache_path[0] &&
@@ -148,9 +138,9 @@ int acc_sw_ocl_create(cl_context ctx, cl_device_id dev, const char *cache_dir,
     cl_int crc;
     o->prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &crc);
     if (crc != CL_SUCCESS) {
-      seterr(err, err_len, "sw.cl: clCreateProgramWithSource failed (%d)",
-             (int)crc);
-      rc = EMBER_EPLATFORM;
+      rc = errbuf_printf(err, err_len, EMBER_EPLATFORM,
+                         "sw.cl: clCreateProgramWithSource failed (%d)",
+                         (int)crc);
       goto fail;
     }
     if ((rc = build(o, err, err_len)) != 0) goto fail;
@@ -208,14 +198,14 @@ static bool scoring_ok(const acc_sw_scoring *s) {
   return true;
 }
 
-#define CL_TRY(call, what)                                               \
-  do {                                                                   \
-    cl_int rc_ = (call);                                                 \
-    if (rc_ != CL_SUCCESS) {                                             \
-      seterr(err, err_len, "sw opencl: %s failed (%d)", what, (int)rc_); \
-      rc = EMBER_EPLATFORM;                                              \
-      goto done;                                                         \
-    }                                                                    \
+#define CL_TRY(call, what)                                                     \
+  do {                                                                         \
+    cl_int rc_ = (call);                                                       \
+    if (rc_ != CL_SUCCESS) {                                                   \
+      rc = errbuf_printf(err, err_len, EMBER_EPLATFORM,                        \
+                         "sw opencl: %s failed (%d)", what, (int)rc_);         \
+      goto done;                                                               \
+    }                                                                          \
   } while (0)
 
 /* Pairs go to the device in classes of query length: the work-group of a
@@ -363,15 +353,15 @@ static cl_int launch(cl_command_queue q, cl_kernel k, bool reverse,
 static int check_views(const acc_seqset *q, const acc_seqset *r, char *err,
                        size_t err_len) {
   if (q->count != r->count) {
-    seterr(err, err_len, "sw opencl: %u queries but %u references", q->count,
-           r->count);
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL,
+                         "sw opencl: %u queries but %u references", q->count,
+                         r->count);
   }
   for (uint32_t k = 0; k < q->count; k++)
     if (seq_len(q, k) > ACC_SW_MAX_QUERY_LEN ||
         seq_len(r, k) > ACC_SW_MAX_REF_LEN) {
-      seterr(err, err_len, "sw opencl: pair %u: a sequence is too long", k);
-      return EMBER_EINVAL;
+      return errbuf_printf(err, err_len, EMBER_EINVAL,
+                           "sw opencl: pair %u: a sequence is too long", k);
     }
   return 0;
 }
@@ -400,20 +390,19 @@ int acc_sw_ocl_run_resident(acc_sw_ocl *o, cl_command_queue q,
   int rc = check_views(queries, refs, err, err_len);
   if (rc) return rc;
   if (!scoring_ok(s)) {
-    seterr(err, err_len, "sw opencl: invalid scoring");
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL,
+                         "sw opencl: invalid scoring");
   }
   const uint32_t n = queries->count;
   if (n == 0) return 0;
   if (!out) return EMBER_EINVAL;
   if (!block_fits(qblock, queries) || !block_fits(rblock, refs)) {
-    seterr(err, err_len, "sw opencl: a device buffer is smaller than its "
-                         "block");
-    return EMBER_EINVAL;
+    return errbuf_printf(
+        err, err_len, EMBER_EINVAL,
+        "sw opencl: a device buffer is smaller than its block");
   }
   if (canceled(cancel)) {
-    seterr(err, err_len, "sw opencl: canceled");
-    return EMBER_ECANCELED;
+    return errbuf_printf(err, err_len, EMBER_ECANCELED, "sw opencl: canceled");
   }
 
   cl_uint *order = malloc((size_t)n * sizeof *order);
@@ -430,8 +419,8 @@ int acc_sw_ocl_run_resident(acc_sw_ocl *o, cl_command_queue q,
       plan(o, queries, refs, order, &chunks, &n_chunks) != 0 ||
       !(fev = calloc(n_chunks, sizeof *fev)) ||
       !(rev = calloc(n_chunks, sizeof *rev))) {
-    seterr(err, err_len, "sw opencl: out of memory for %u pairs", n);
-    rc = EMBER_ENOMEM;
+    rc = errbuf_printf(err, err_len, EMBER_ENOMEM,
+                       "sw opencl: out of memory for %u pairs", n);
     goto done;
   }
   /* letters the scoring rejects read as index 0: only validated input
@@ -473,9 +462,9 @@ int acc_sw_ocl_run_resident(acc_sw_ocl *o, cl_command_queue q,
      * look at the cancel flag */
     if (c >= 2) CL_TRY(clWaitForEvents(1, &rev[c - 2]), "a kernel");
     if (canceled(cancel)) {
-      seterr(err, err_len, "sw opencl: canceled after %zu of %zu chunks", c,
-             n_chunks);
-      rc = EMBER_ECANCELED;
+      rc = errbuf_printf(err, err_len, EMBER_ECANCELED,
+                         "sw opencl: canceled after %zu of %zu chunks", c,
+                         n_chunks);
       goto done;
     }
     CL_TRY(launch(q, o->fwd, false, &chunks[c], nw, fwait, &fev[c]),
@@ -495,9 +484,8 @@ int acc_sw_ocl_run_resident(acc_sw_ocl *o, cl_command_queue q,
   enqueued = false;   /* everything before the read is complete */
   for (uint32_t k = 0; k < n; k++)
     if (out[k].score < 0) {
-      seterr(err, err_len, "sw opencl: pair %u: reverse pass lost the score",
-             k);
-      rc = EMBER_EINTERNAL;
+      rc = errbuf_printf(err, err_len, EMBER_EINTERNAL,
+                         "sw opencl: pair %u: reverse pass lost the score", k);
       break;
     }
 
@@ -566,15 +554,15 @@ int acc_sw_ocl_run_batch(acc_sw_ocl *o, cl_command_queue q,
   int rc = check_views(queries, refs, err, err_len);
   if (rc) return rc;
   if (!scoring_ok(s)) {
-    seterr(err, err_len, "sw opencl: invalid scoring");
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL,
+                         "sw opencl: invalid scoring");
   }
   if (queries->count == 0) return 0;
   if (!out) return EMBER_EINVAL;
   if (!check_residues(s, queries) || !check_residues(s, refs)) {
-    seterr(err, err_len, "sw opencl: a sequence holds a residue the "
-                         "scoring does not encode");
-    return EMBER_EINVAL;
+    return errbuf_printf(
+        err, err_len, EMBER_EINVAL,
+        "sw opencl: a sequence holds a residue the scoring does not encode");
   }
   uint8_t qhdr[8], rhdr[8];
   cl_mem qm = NULL, rm = NULL;
@@ -582,8 +570,8 @@ int acc_sw_ocl_run_batch(acc_sw_ocl *o, cl_command_queue q,
   cl_int crc = upload_view(o->ctx, q, queries, qhdr, &qm, ev);
   if (crc == CL_SUCCESS) crc = upload_view(o->ctx, q, refs, rhdr, &rm, ev + 3);
   if (crc != CL_SUCCESS) {
-    seterr(err, err_len, "sw opencl: block upload failed (%d)", (int)crc);
-    rc = EMBER_EPLATFORM;
+    rc = errbuf_printf(err, err_len, EMBER_EPLATFORM,
+                       "sw opencl: block upload failed (%d)", (int)crc);
   } else {
     cl_event wait[6];
     cl_uint nw = 0;

@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 
 #include "clock.h"
 #include "ember/ember_errors.h"
+#include "errbuf.h"
 
 /*
  * Defaults: the board of the Blaze paper's cluster (section 6.1), an
@@ -73,17 +73,6 @@ struct nam_fpga_board {
   int closing;
 };
 
-static void errf(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void errf(char *err, size_t err_len, const char *fmt, ...) {
-  if (!err || !err_len) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, err_len, fmt, ap);
-  va_end(ap);
-}
-
 static uint64_t sat_add(uint64_t a, uint64_t b) {
   return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
@@ -126,48 +115,47 @@ static int valid_rate(double r) { return r >= 0 && r <= 1; }
 static int check_config(const nam_fpga_emu_config *c, char *err,
                         size_t err_len) {
   if (c->memory == 0) {
-    errf(err, err_len, "memory must be above 0");
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL, "memory must be above 0");
   }
   if (!(c->pcie_gbps > 0)) {
-    errf(err, err_len, "pcie_gbps must be above 0");
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL,
+                         "pcie_gbps must be above 0");
   }
   if (!valid_rate(c->fail_rate) || !valid_rate(c->hang_rate) ||
       c->fail_rate + c->hang_rate > 1) {
-    errf(err, err_len, "fail_rate and hang_rate must be in [0, 1], "
-         "their sum at most 1 (got %g and %g)", c->fail_rate, c->hang_rate);
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL,
+                         "fail_rate and hang_rate must be in [0, 1], their sum "
+                         "at most 1 (got %g and %g)",
+                         c->fail_rate, c->hang_rate);
   }
   if (c->n_bitstreams > NAM_FPGA_MAX_BITSTREAMS ||
       c->n_timing > NAM_FPGA_MAX_BITSTREAMS) {
-    errf(err, err_len, "at most %d bitstreams and timings",
-         NAM_FPGA_MAX_BITSTREAMS);
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL,
+                         "at most %d bitstreams and timings",
+                         NAM_FPGA_MAX_BITSTREAMS);
   }
   for (unsigned i = 0; i < c->n_bitstreams; i++) {
     size_t len = strnlen(c->bitstreams[i], sizeof c->bitstreams[i]);
     if (len == 0 || len == sizeof c->bitstreams[i]) {
-      errf(err, err_len, "bitstream %u: empty or unterminated name", i);
-      return EMBER_EINVAL;
+      return errbuf_printf(err, err_len, EMBER_EINVAL,
+                           "bitstream %u: empty or unterminated name", i);
     }
   }
   for (unsigned i = 0; i < c->n_timing; i++) {
     const nam_fpga_timing *t = &c->timing[i];
     size_t len = strnlen(t->accelerator, sizeof t->accelerator);
     if (len == 0 || len == sizeof t->accelerator) {
-      errf(err, err_len, "timing %u: empty or unterminated accelerator", i);
-      return EMBER_EINVAL;
+      return errbuf_printf(err, err_len, EMBER_EINVAL,
+                           "timing %u: empty or unterminated accelerator", i);
     }
     if (!(t->units_per_cycle >= 0) || !(t->clock_mhz >= 0)) {
-      errf(err, err_len, "timing of %s: rates must not be negative",
-           t->accelerator);
-      return EMBER_EINVAL;
+      return errbuf_printf(err, err_len, EMBER_EINVAL,
+                           "timing of %s: rates must not be negative",
+                           t->accelerator);
     }
   }
   if (strnlen(c->name, sizeof c->name) == sizeof c->name) {
-    errf(err, err_len, "unterminated board name");
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL, "unterminated board name");
   }
   return 0;
 }
@@ -175,29 +163,25 @@ static int check_config(const nam_fpga_emu_config *c, char *err,
 int nam_fpga_board_create(const nam_fpga_emu_config *cfg,
                           nam_fpga_board **out, char *err, size_t err_len) {
   if (!cfg || !out) {
-    errf(err, err_len, "no config");
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL, "no config");
   }
   int rc = check_config(cfg, err, err_len);
   if (rc) return rc;
   nam_fpga_board *b = calloc(1, sizeof *b);
   if (!b) {
-    errf(err, err_len, "out of memory");
-    return EMBER_ENOMEM;
+    return errbuf_printf(err, err_len, EMBER_ENOMEM, "out of memory");
   }
   b->cfg = *cfg;
   b->loaded = -1;
   b->rng = cfg->seed;
   if (pthread_mutex_init(&b->lock, NULL) != 0) {
     free(b);
-    errf(err, err_len, "out of memory");
-    return EMBER_ENOMEM;
+    return errbuf_printf(err, err_len, EMBER_ENOMEM, "out of memory");
   }
   if (pthread_cond_init(&b->wake, NULL) != 0) {
     pthread_mutex_destroy(&b->lock);
     free(b);
-    errf(err, err_len, "out of memory");
-    return EMBER_ENOMEM;
+    return errbuf_printf(err, err_len, EMBER_ENOMEM, "out of memory");
   }
   *out = b;
   return 0;
