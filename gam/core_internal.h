@@ -126,6 +126,10 @@ void core_app_free(gam_app *a);
 /* core_leases.c */
 /* Count delta leases on label at node (a label at 0 is dropped). */
 int core_in_use_add(gam_node *n, const char *label, int delta);
+/* A new lease of app a on node for label (copied), with room made for it
+ * in a->leases; the caller fills it in and appends it. NULL: out of
+ * memory. Granting and start-up's reload both make leases this way. */
+gam_lease *core_lease_new(gam_app *a, gam_node *node, const char *label);
 int core_lease_grant(gam_core *c, gam_app *a, gam_node *node);
 /* End one lease: store, counts, the node's next ack, the app's outbox. */
 int core_lease_end(gam_core *c, gam_lease *l, const char *reason);

@@ -53,21 +53,27 @@ static int push_ended(gam_node *node, uint64_t id, uint64_t expires) {
   return 0;
 }
 
-int core_lease_grant(gam_core *c, gam_app *a, gam_node *node) {
+gam_lease *core_lease_new(gam_app *a, gam_node *node, const char *label) {
   if (a->n_leases == a->cap_leases) {
     size_t cap = a->cap_leases ? 2 * a->cap_leases : 4;
     gam_lease **leases = realloc(a->leases, cap * sizeof *leases);
-    if (!leases) return EMBER_ENOMEM;
+    if (!leases) return NULL;
     a->leases = leases;
     a->cap_leases = cap;
   }
   gam_lease *l = calloc(1, sizeof *l);
-  if (!l || !(l->label = strdup(a->label))) {
+  if (!l || !(l->label = strdup(label))) {
     free(l);
-    return EMBER_ENOMEM;
+    return NULL;
   }
   l->app = a;
   l->node = node;
+  return l;
+}
+
+int core_lease_grant(gam_core *c, gam_app *a, gam_node *node) {
+  gam_lease *l = core_lease_new(a, node, a->label);
+  if (!l) return EMBER_ENOMEM;
   l->issued_unix_ms = lease_now_unix_ms();
   l->expires_unix_ms = l->issued_unix_ms + c->opt.lease_ttl_ms;
   if (core_in_use_add(node, l->label, 1) != 0) {

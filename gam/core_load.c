@@ -58,21 +58,9 @@ static int load_lease(void *user, const gam_store_lease_row *row) {
   gam_app *a = core_find_app(c, row->app_id);
   gam_node *n = core_find_node(c, row->node);
   if (!a || !n) return 0;
-  if (a->n_leases == a->cap_leases) {
-    size_t cap = a->cap_leases ? 2 * a->cap_leases : 4;
-    gam_lease **leases = realloc(a->leases, cap * sizeof *leases);
-    if (!leases) return EMBER_ENOMEM;
-    a->leases = leases;
-    a->cap_leases = cap;
-  }
-  gam_lease *l = calloc(1, sizeof *l);
-  if (!l || !(l->label = strdup(row->label))) {
-    free(l);
-    return EMBER_ENOMEM;
-  }
+  gam_lease *l = core_lease_new(a, n, row->label);
+  if (!l) return EMBER_ENOMEM;
   l->id = row->id;
-  l->app = a;
-  l->node = n;
   l->issued_unix_ms = row->issued_unix_ms;
   l->expires_unix_ms = row->expires_unix_ms;
   a->leases[a->n_leases++] = l;
