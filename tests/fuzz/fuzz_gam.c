@@ -188,7 +188,7 @@ static int release(gam_core *core, conn *c, const Ember__Release *r,
 static void check_outbox(gam_core *core) {
   gam_outbox_item *items = gam_core_take_outbox(core);
   for (gam_outbox_item *it = items; it; it = it->next) {
-    proto_frame f = {it->type, it->payload, it->len};
+    proto_frame f = {.type = it->type, .payload = it->payload, .len = it->len};
     ProtobufCMessage *m = proto_unpack(&f);
     if (!m) abort(); /* the GAM sent an app what it cannot read */
     protobuf_c_message_free_unpacked(m, NULL);
