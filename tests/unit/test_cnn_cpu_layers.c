@@ -22,41 +22,11 @@
 
 #include <cmocka.h>
 
-#include "cnn_cpu.h"
-#include "cnn_stage_check.h"
+#include "cnn_cpu_check.h"
 #include "cnn_test_util.h"
 
 #define TOL_FP 1e-5
 #define TOL_GRAD 1e-4
-
-static int fwd(void *s, const float *in, float *out, const uint8_t *labels,
-               double *loss, const cnn_pass *pass) {
-  return cnn_cpu_stage_forward_pass(s, in, out, labels, loss, pass);
-}
-static int bwd(void *s, const float *dout, float *din) {
-  return cnn_cpu_stage_backward(s, dout, din);
-}
-static int upd(void *s, double lr, double m, double d) {
-  return cnn_cpu_stage_update(s, lr, m, d);
-}
-static int setp(void *s, size_t l, const float *w, const float *b) {
-  return cnn_cpu_stage_set_params(s, l, w, b);
-}
-static int getp(void *s, size_t l, float *w, float *b) {
-  return cnn_cpu_stage_get_params(s, l, w, b);
-}
-static int getg(void *s, size_t l, float *w, float *b) {
-  return cnn_cpu_stage_get_grads(s, l, w, b);
-}
-static int setn(void *s, size_t l, const float *sc, const float *r) {
-  return cnn_cpu_stage_set_norm(s, l, sc, r);
-}
-static int getn(void *s, size_t l, float *sc, float *r) {
-  return cnn_cpu_stage_get_norm(s, l, sc, r);
-}
-static int getng(void *s, size_t l, float *sc) {
-  return cnn_cpu_stage_get_norm_grads(s, l, sc);
-}
 
 static void check_range(const char *name, const cnn_net *net, size_t first,
                         size_t end, uint32_t batch, uint64_t seed) {
@@ -64,8 +34,7 @@ static void check_range(const char *name, const cnn_net *net, size_t first,
   cnn_cpu_stage *s = NULL;
   int rc = cnn_cpu_stage_create(net, first, end, batch, &s, err, sizeof err);
   if (rc) fail_msg("%s: cnn_cpu_stage_create: %d %s", name, rc, err);
-  cnn_check_backend be = {s,    fwd,  bwd,  upd,  setp,
-                          getp, getg, setn, getn, getng};
+  cnn_check_backend be = cnn_cpu_check_backend(s);
   int failures = cnn_check_stage(name, net, first, end, batch, seed, &be,
                                  TOL_FP, TOL_GRAD);
   cnn_cpu_stage_destroy(s);

@@ -28,41 +28,11 @@
 
 #include <cmocka.h>
 
-#include "cnn_cpu.h"
-#include "cnn_stage_check.h"
+#include "cnn_cpu_check.h"
 #include "cnn_test_util.h"
 
 #define TOL_FP 1e-5
 #define TOL_GRAD 1e-4
-
-static int fwd(void *s, const float *in, float *out, const uint8_t *labels,
-               double *loss, const cnn_pass *pass) {
-  return cnn_cpu_stage_forward_pass(s, in, out, labels, loss, pass);
-}
-static int bwd(void *s, const float *dout, float *din) {
-  return cnn_cpu_stage_backward(s, dout, din);
-}
-static int upd(void *s, double lr, double m, double d) {
-  return cnn_cpu_stage_update(s, lr, m, d);
-}
-static int setp(void *s, size_t l, const float *w, const float *b) {
-  return cnn_cpu_stage_set_params(s, l, w, b);
-}
-static int getp(void *s, size_t l, float *w, float *b) {
-  return cnn_cpu_stage_get_params(s, l, w, b);
-}
-static int getg(void *s, size_t l, float *w, float *b) {
-  return cnn_cpu_stage_get_grads(s, l, w, b);
-}
-static int setn(void *s, size_t l, const float *sc, const float *r) {
-  return cnn_cpu_stage_set_norm(s, l, sc, r);
-}
-static int getn(void *s, size_t l, float *sc, float *r) {
-  return cnn_cpu_stage_get_norm(s, l, sc, r);
-}
-static int getng(void *s, size_t l, float *sc) {
-  return cnn_cpu_stage_get_norm_grads(s, l, sc);
-}
 
 typedef struct job {
   const char *name;
@@ -80,8 +50,7 @@ typedef struct job {
 
 static void *check_on_thread(void *arg) {
   job *j = arg;
-  cnn_check_backend be = {j->stage, fwd,  bwd,  upd,  setp,
-                          getp,     getg, setn, getn, getng};
+  cnn_check_backend be = cnn_cpu_check_backend(j->stage);
   j->failures = cnn_check_stage(j->name, j->net, j->first, j->end, j->batch,
                                 j->seed, &be, TOL_FP, TOL_GRAD);
   return NULL;
