@@ -146,14 +146,6 @@ static uint64_t reply_need(gam_conn *c) {
   return seq > c->srv->frame_seq ? seq : 0;
 }
 
-static void put_header(uint8_t *data, uint8_t type, size_t len) {
-  data[0] = (uint8_t)len;
-  data[1] = (uint8_t)(len >> 8);
-  data[2] = (uint8_t)(len >> 16);
-  data[3] = (uint8_t)(len >> 24);
-  data[4] = type;
-}
-
 /* Frame header + payload in one buffer, written (or held) asynchronously. */
 static void send_packed(gam_conn *c, uint8_t type, const uint8_t *payload,
                         size_t len, uint64_t need) {
@@ -163,7 +155,7 @@ static void send_packed(gam_conn *c, uint8_t type, const uint8_t *payload,
     gam_conn_close(c, "out of memory");
     return;
   }
-  put_header(data, type, len);
+  proto_header_write(data, (uint32_t)len, type);
   if (len) memcpy(data + PROTO_HEADER_SIZE, payload, len);
   conn_write(c, data, PROTO_HEADER_SIZE + len, need);
 }

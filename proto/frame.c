@@ -335,6 +335,14 @@ ProtobufCMessage *proto_unpack(const proto_frame *f) {
   return protobuf_c_message_unpack(d, NULL, f->len, f->payload);
 }
 
+void proto_header_write(uint8_t *h, uint32_t len, uint8_t type) {
+  h[0] = (uint8_t)len; /* little-endian, whatever the host */
+  h[1] = (uint8_t)(len >> 8);
+  h[2] = (uint8_t)(len >> 16);
+  h[3] = (uint8_t)(len >> 24);
+  h[4] = type;
+}
+
 int proto_wbuf_append(proto_wbuf *w, uint8_t type, const ProtobufCMessage *msg,
                       size_t max_frame) {
   size_t len = protobuf_c_message_get_packed_size(msg);
@@ -351,11 +359,7 @@ int proto_wbuf_append(proto_wbuf *w, uint8_t type, const ProtobufCMessage *msg,
     w->cap = cap;
   }
   uint8_t *h = w->data + w->len;
-  h[0] = (uint8_t)len;
-  h[1] = (uint8_t)(len >> 8);
-  h[2] = (uint8_t)(len >> 16);
-  h[3] = (uint8_t)(len >> 24);
-  h[4] = type;
+  proto_header_write(h, (uint32_t)len, type);
   protobuf_c_message_pack(msg, h + PROTO_HEADER_SIZE);
   w->len = need;
   return 0;

@@ -149,6 +149,10 @@ typedef struct proto_wbuf {
   size_t len, cap, sent;
 } proto_wbuf;
 
+/* proto_header_write - the PROTO_HEADER_SIZE bytes at h that announce a
+ * payload of len bytes of message type type. */
+void proto_header_write(uint8_t *h, uint32_t len, uint8_t type);
+
 /* proto_wbuf_append - append one frame holding msg (of message type type).
  * Returns 0, EMBER_ETOOBIG if the payload exceeds max_frame, EMBER_ENOMEM. */
 int proto_wbuf_append(proto_wbuf *w, uint8_t type, const ProtobufCMessage *msg,

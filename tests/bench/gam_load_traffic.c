@@ -265,11 +265,7 @@ static int conn_send(load *L, conn *c, uint64_t key, uint8_t type,
   uint8_t *p = PROTO_HEADER_SIZE + len <= sizeof stack
                    ? stack : malloc(PROTO_HEADER_SIZE + len);
   if (!p) return -1;
-  p[0] = (uint8_t)len;
-  p[1] = (uint8_t)(len >> 8);
-  p[2] = (uint8_t)(len >> 16);
-  p[3] = (uint8_t)(len >> 24);
-  p[4] = type;
+  proto_header_write(p, (uint32_t)len, type);
   protobuf_c_message_pack(m, p + PROTO_HEADER_SIZE);
   int rc = conn_write(L, c, key, p, PROTO_HEADER_SIZE + len);
   if (p != stack) free(p);

@@ -160,11 +160,7 @@ int gam_send(int fd, uint8_t type, const ProtobufCMessage *m) {
   size_t len = protobuf_c_message_get_packed_size(m);
   uint8_t *buf = malloc(PROTO_HEADER_SIZE + len);
   if (!buf) return -1;
-  buf[0] = (uint8_t)len;
-  buf[1] = (uint8_t)(len >> 8);
-  buf[2] = (uint8_t)(len >> 16);
-  buf[3] = (uint8_t)(len >> 24);
-  buf[4] = type;
+  proto_header_write(buf, (uint32_t)len, type);
   protobuf_c_message_pack(m, buf + PROTO_HEADER_SIZE);
   int rc = proto_send(fd, buf, PROTO_HEADER_SIZE + len, NULL, 0);
   free(buf);

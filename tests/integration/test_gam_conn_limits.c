@@ -197,14 +197,6 @@ static const char *const addresses[] = {
 #define WIDE 40  /* addresses of the wide attack: 127.0.1.1 .. */
 static char wide[WIDE][16];
 
-static void put_header(uint8_t *p, uint32_t len, uint8_t type) {
-  p[0] = (uint8_t)len;
-  p[1] = (uint8_t)(len >> 8);
-  p[2] = (uint8_t)(len >> 16);
-  p[3] = (uint8_t)(len >> 24);
-  p[4] = type;
-}
-
 /* The bytes each attacker of kind sends. */
 static void make_script(attack *t) {
   Ember__Hello h = EMBER__HELLO__INIT;
@@ -218,22 +210,22 @@ static void make_script(attack *t) {
     t->script_len = PROTO_HEADER_SIZE + BIG - 1;
     t->script = calloc(1, t->script_len);
     CHECK(t->script);
-    put_header(t->script, BIG, EMBER__MSG_TYPE__MSG_HELLO);
+    proto_header_write(t->script, BIG, EMBER__MSG_TYPE__MSG_HELLO);
     break;
   case BIG_FRAME:  /* Hello, then a 1 MiB Register but its last byte */
     t->script_len = PROTO_HEADER_SIZE + hl + PROTO_HEADER_SIZE + BIG - 1;
     t->script = calloc(1, t->script_len);
     CHECK(t->script);
-    put_header(t->script, (uint32_t)hl, EMBER__MSG_TYPE__MSG_HELLO);
+    proto_header_write(t->script, (uint32_t)hl, EMBER__MSG_TYPE__MSG_HELLO);
     protobuf_c_message_pack(&h.base, t->script + PROTO_HEADER_SIZE);
-    put_header(t->script + PROTO_HEADER_SIZE + hl, BIG,
+    proto_header_write(t->script + PROTO_HEADER_SIZE + hl, BIG,
                EMBER__MSG_TYPE__MSG_REGISTER);
     break;
   case IDLE:
     t->script_len = PROTO_HEADER_SIZE + hl;
     t->script = calloc(1, t->script_len);
     CHECK(t->script);
-    put_header(t->script, (uint32_t)hl, EMBER__MSG_TYPE__MSG_HELLO);
+    proto_header_write(t->script, (uint32_t)hl, EMBER__MSG_TYPE__MSG_HELLO);
     protobuf_c_message_pack(&h.base, t->script + PROTO_HEADER_SIZE);
     break;
   }
@@ -486,7 +478,7 @@ static void unread(void) {
   a.count = 1;
   uint8_t one[64];
   size_t len = protobuf_c_message_get_packed_size(&a.base);
-  put_header(one, (uint32_t)len, EMBER__MSG_TYPE__MSG_ACQUIRE);
+  proto_header_write(one, (uint32_t)len, EMBER__MSG_TYPE__MSG_ACQUIRE);
   protobuf_c_message_pack(&a.base, one + PROTO_HEADER_SIZE);
   size_t n1 = PROTO_HEADER_SIZE + len, total = n1 * UNREAD_REQUESTS;
   uint8_t *all = malloc(total);

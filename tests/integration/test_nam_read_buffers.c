@@ -29,18 +29,6 @@ enum { RECV_MS = 10000, PROBE_MS = 3000 };
 
 static nam_proc nam;
 
-static int part(int argc, char **argv, const char *name) {
-  return argc < 2 || strcmp(argv[1], name) == 0;
-}
-
-static void put_header(uint8_t *h, uint32_t len, uint8_t type) {
-  h[0] = (uint8_t)len;
-  h[1] = (uint8_t)(len >> 8);
-  h[2] = (uint8_t)(len >> 16);
-  h[3] = (uint8_t)(len >> 24);
-  h[4] = type;
-}
-
 /* ---- prehello ----------------------------------------------------------- */
 
 enum { N_PRE = 16 };
@@ -58,7 +46,7 @@ static void test_prehello(void) {
   int fds[N_PRE];
   size_t sent[N_PRE] = {0};
   uint8_t h[PROTO_HEADER_SIZE];
-  put_header(h, 64u << 20, EMBER__MSG_TYPE__MSG_HELLO);
+  proto_header_write(h, 64u << 20, EMBER__MSG_TYPE__MSG_HELLO);
   for (int i = 0; i < N_PRE; i++) {
     fds[i] = hostile_connect(&nam, 1, "127.0.0.2");
     CHECK(fds[i] >= 0);
@@ -188,7 +176,7 @@ static void test_count(void) {
   protobuf_c_message_free_unpacked(m, NULL);
   /* 4 MiB more would pass 8 MiB: refused at its length prefix */
   uint8_t h[PROTO_HEADER_SIZE + 16] = {0};
-  put_header(h, 4u << 20, EMBER__MSG_TYPE__MSG_PUT_BLOCK);
+  proto_header_write(h, 4u << 20, EMBER__MSG_TYPE__MSG_PUT_BLOCK);
   raw_send_bytes(&r, h, sizeof h, -1);
   raw_expect_error(&r, EMBER_ETOOBIG, "over max_block_bytes", RECV_MS);
   raw_expect_closed(&r, RECV_MS);
@@ -217,8 +205,8 @@ static void test_count(void) {
 
 int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
-  if (part(argc, argv, "prehello")) test_prehello();
-  if (part(argc, argv, "shrink")) test_shrink();
-  if (part(argc, argv, "count")) test_count();
+  if (test_part(argc, argv, "prehello")) test_prehello();
+  if (test_part(argc, argv, "shrink")) test_shrink();
+  if (test_part(argc, argv, "count")) test_count();
   return 0;
 }

@@ -74,15 +74,6 @@ static uint32_t le32(const uint8_t *p) {
          (uint32_t)p[3] << 24;
 }
 
-/* Write a raw header: payload length and type. */
-static void put_header(uint8_t *h, uint32_t len, uint8_t type) {
-  h[0] = (uint8_t)len;
-  h[1] = (uint8_t)(len >> 8);
-  h[2] = (uint8_t)(len >> 16);
-  h[3] = (uint8_t)(len >> 24);
-  h[4] = type;
-}
-
 /* One frame of msg in w (w is reset first). */
 static void frame_of(proto_wbuf *w, uint8_t type, const ProtobufCMessage *msg) {
   proto_wbuf_free(w);
@@ -354,7 +345,7 @@ static void over_limit_without_allocating(void **state) {
     proto_frame f;
     uint8_t h[PROTO_HEADER_SIZE];
     proto_reader_init(&r, 1024);
-    put_header(h, lens[i], EMBER__MSG_TYPE__MSG_PUT_BLOCK);
+    proto_header_write(h, lens[i], EMBER__MSG_TYPE__MSG_PUT_BLOCK);
     assert_int_equal(proto_reader_feed(&r, h, sizeof h), 0);
     assert_int_equal(proto_reader_next(&r, &f), EMBER_ETOOBIG);
     assert_in_range(r.cap, 1, FIRST_CHUNK);
@@ -375,7 +366,7 @@ static void over_limit_without_allocating(void **state) {
   uint8_t h[PROTO_HEADER_SIZE];
   proto_reader_init(&r, 0);
   assert_int_equal(r.max_frame, PROTO_DEFAULT_MAX_FRAME);
-  put_header(h, (uint32_t)PROTO_DEFAULT_MAX_FRAME + 1, 1);
+  proto_header_write(h, (uint32_t)PROTO_DEFAULT_MAX_FRAME + 1, 1);
   assert_int_equal(proto_reader_feed(&r, h, sizeof h), 0);
   assert_int_equal(proto_reader_next(&r, &f), EMBER_ETOOBIG);
   assert_in_range(r.cap, 1, FIRST_CHUNK);
@@ -386,7 +377,7 @@ static void over_limit_without_allocating(void **state) {
 static void exactly_at_limit(void **state) {
   const size_t max = 100000; /* over the first chunk: the reader grows */
   uint8_t *buf = __real_malloc(PROTO_HEADER_SIZE + max);
-  put_header(buf, (uint32_t)max, 200);
+  proto_header_write(buf, (uint32_t)max, 200);
   memset(buf + PROTO_HEADER_SIZE, 0xab, max);
   proto_reader r;
   proto_frame f;
@@ -419,7 +410,7 @@ static void unknown_type(void **state) {
   const uint8_t types[] = {EMBER__MSG_TYPE__MSG_NONE, 13, 200, 255};
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
     uint8_t buf[PROTO_HEADER_SIZE + 3];
-    put_header(buf, 3, types[i]);
+    proto_header_write(buf, 3, types[i]);
     memcpy(buf + PROTO_HEADER_SIZE, "abc", 3);
     proto_wbuf w = {0};
     frame_of(&w, EMBER__MSG_TYPE__MSG_CANCEL, &cancel_msg.base);
@@ -593,7 +584,7 @@ static void space_fits_announced_frame(void **state) {
   proto_reader r;
   proto_frame f;
   uint8_t h[PROTO_HEADER_SIZE];
-  put_header(h, LEN, 200);
+  proto_header_write(h, LEN, 200);
   proto_reader_init(&r, 0);
   assert_int_equal(proto_reader_feed(&r, h, sizeof h), 0);
   size_t avail = 0;
@@ -849,7 +840,7 @@ static void fds_by_position(void **state) {
 static void shrinks_after_large_frame(void **state) {
   enum { LEN = 300000 };
   uint8_t *buf = __real_malloc(PROTO_HEADER_SIZE + LEN);
-  put_header(buf, LEN, 200);
+  proto_header_write(buf, LEN, 200);
   memset(buf + PROTO_HEADER_SIZE, 0x11, LEN);
   proto_reader r;
   proto_frame f;
@@ -885,7 +876,7 @@ static void shrinks_after_large_frame(void **state) {
 static void limit_changes(void **state) {
   enum { LEN = 200000 };
   uint8_t *buf = __real_malloc(PROTO_HEADER_SIZE + LEN);
-  put_header(buf, LEN, 200);
+  proto_header_write(buf, LEN, 200);
   memset(buf + PROTO_HEADER_SIZE, 0x22, LEN);
   proto_reader r;
   proto_frame f;
