@@ -25,6 +25,10 @@
 #define DNA_QUERIES EMBER_SOURCE_DIR "/tests/data/sw/dna_queries.fa"
 #define DNA_REFS EMBER_SOURCE_DIR "/tests/data/sw/dna_refs.fa"
 
+int test_part(int argc, char **argv, const char *name) {
+  return argc < 2 || strcmp(argv[1], name) == 0;
+}
+
 int free_tcp_port(void) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in sa = {.sin_family = AF_INET,

@@ -38,6 +38,10 @@ typedef struct nam_proc {
 /* A TCP port on 127.0.0.1 that is free now (the kernel's pick), or -1. */
 int free_tcp_port(void);
 
+/* test_part - whether a test whose parts are named on its command line
+ * (argv[1], if given: that one only) runs part name. */
+int test_part(int argc, char **argv, const char *name);
+
 /* Start ember-nam with --set overrides (NULL-terminated, may be NULL;
  * an item that starts with "--" is passed as an option, e.g. --label=x);
  * waits for READY=1 (10 s). Returns 0, or -1 with a message on stderr. */

@@ -42,10 +42,6 @@ enum { RECV_MS = 10000, PROBE_MS = 3000 };
 
 static nam_proc nam;
 
-static int part(int argc, char **argv, const char *name) {
-  return argc < 2 || strcmp(argv[1], name) == 0;
-}
-
 static void start(unsigned long nofile, const char *const *sets) {
   nam.nofile = nofile;
   CHECK_EQ(nam_start_config(&nam, NULL, sets), 0);
@@ -385,9 +381,9 @@ static void test_unit(void) {
 
 int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
-  if (part(argc, argv, "unit")) test_unit();
-  if (part(argc, argv, "unclaimed")) test_unclaimed();
-  if (part(argc, argv, "bound")) test_bound();
-  if (part(argc, argv, "nofile")) test_nofile();
+  if (test_part(argc, argv, "unit")) test_unit();
+  if (test_part(argc, argv, "unclaimed")) test_unclaimed();
+  if (test_part(argc, argv, "bound")) test_bound();
+  if (test_part(argc, argv, "nofile")) test_nofile();
   return 0;
 }

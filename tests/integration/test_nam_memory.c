@@ -49,10 +49,6 @@ enum { RECV_MS = 30000 };
 static nam_proc nam;
 static int started;
 
-static int part(int argc, char **argv, const char *name) {
-  return argc < 2 || strcmp(argv[1], name) == 0;
-}
-
 static void at_exit(void) {
   if (started) nam_cleanup(&nam);
 }
@@ -441,8 +437,8 @@ static void test_daemon(void) {
 int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   atexit(at_exit);
-  if (part(argc, argv, "scratch")) test_scratch();
-  if (part(argc, argv, "outs")) test_outs();
-  if (part(argc, argv, "daemon")) test_daemon();
+  if (test_part(argc, argv, "scratch")) test_scratch();
+  if (test_part(argc, argv, "outs")) test_outs();
+  if (test_part(argc, argv, "daemon")) test_daemon();
   return 0;
 }

@@ -274,10 +274,6 @@ static int bench(int n) {
 
 /* argv[1], if given, names the one part to run (no_hello, trickle, idle,
  * reset, tcp_full): to see each fail alone against an older NAM. */
-static int part(int argc, char **argv, const char *name) {
-  return argc < 2 || strcmp(argv[1], name) == 0;
-}
-
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "bench") == 0) return bench(atoi(argv[2]));
   char metrics[64];
@@ -285,14 +281,14 @@ int main(int argc, char **argv) {
                             "idle_timeout=2s",
                             metrics_set(metrics, sizeof metrics), NULL};
   CHECK_EQ(nam_start(&nam, timeouts), 0);
-  if (part(argc, argv, "no_hello")) test_no_hello();
-  if (part(argc, argv, "trickle")) test_trickle();
-  if (part(argc, argv, "idle")) test_idle();
-  if (part(argc, argv, "reset")) test_reset();
+  if (test_part(argc, argv, "no_hello")) test_no_hello();
+  if (test_part(argc, argv, "trickle")) test_trickle();
+  if (test_part(argc, argv, "idle")) test_idle();
+  if (test_part(argc, argv, "reset")) test_reset();
   CHECK_EQ(nam_stop(&nam), 0);
   nam_cleanup(&nam);
 
-  if (part(argc, argv, "tcp_full")) {
+  if (test_part(argc, argv, "tcp_full")) {
     const char *small[] = {"max_clients_tcp=8",
                            metrics_set(metrics, sizeof metrics), NULL};
     CHECK_EQ(nam_start(&nam, small), 0);

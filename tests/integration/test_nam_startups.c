@@ -37,10 +37,6 @@ enum { RECV_MS = 10000, PROBE_MS = 3000, N_ADDR = 10 };
 
 static nam_proc nam;
 
-static int part(int argc, char **argv, const char *name) {
-  return argc < 2 || strcmp(argv[1], name) == 0;
-}
-
 static const char *attacker_addr(int i) {
   static char addr[N_ADDR][16];
   snprintf(addr[i % N_ADDR], sizeof addr[0], "127.0.0.%d", 2 + i % N_ADDR);
@@ -239,10 +235,10 @@ static void test_per_peer(void) {
 
 int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
-  if (part(argc, argv, "mixed"))
+  if (test_part(argc, argv, "mixed"))
     attack("mixed", (silent_attack){.n_unix = 150, .n_tcp = 150});
-  if (part(argc, argv, "tcp"))
+  if (test_part(argc, argv, "tcp"))
     attack("tcp", (silent_attack){.n_unix = 0, .n_tcp = 300});
-  if (part(argc, argv, "per_peer")) test_per_peer();
+  if (test_part(argc, argv, "per_peer")) test_per_peer();
   return 0;
 }
