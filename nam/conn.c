@@ -1,7 +1,7 @@
 /*
  * conn.c - one client connection: reads frames, answers Hello, takes
- * blocks (sealed memfds over unix, inline bytes over TCP), validates and
- * queues tasks, and writes their results. Anything a client sends that is
+ * blocks (sealed memfds over unix, inline bytes over TCP), queues
+ * tasks (the engine validates them) and writes their results. Anything a client sends that is
  * wrong gets an Error frame; only a broken stream closes the connection.
  */
 #include "server_internal.h"
@@ -37,6 +37,13 @@ static int close_after_flush_pending(nam_conn *c);
 
 static uint64_t now_ms(const nam_conn *c) { return uv_now(c->srv->loop); }
 
+uint64_t nam_conn_queued(nam_conn *c) {
+  pthread_mutex_lock(&c->send_mu);
+  uint64_t queued = c->out.len - c->out.sent;
+  pthread_mutex_unlock(&c->send_mu);
+  return queued;
+}
+
 static void update_poll(nam_conn *c) {
   if (c->closing) return;
   /* nothing more is read once a fatal Error is queued: its bytes would
@@ -44,7 +51,7 @@ static void update_poll(nam_conn *c) {
   int paused = c->inflight >= c->srv->limits.max_inflight || c->send_paused ||
                c->close_after_flush;
   int events = (paused ? 0 : UV_READABLE) |
-               (c->out.len > c->out.sent ? UV_WRITABLE : 0);
+               (nam_conn_queued(c) ? UV_WRITABLE : 0);
   if (events != c->poll_events) {
     /* a frame half read while we did not read is not the client's delay */
     if ((events & UV_READABLE) && !(c->poll_events & UV_READABLE) &&
@@ -61,8 +68,9 @@ static void update_poll(nam_conn *c) {
 /* Past max_send_queue a client's frames wait unread (nothing more of its
  * runs, its replies stop growing); conn_guard.c closes it if it stays. */
 static void note_send_queue(nam_conn *c) {
-  uint64_t queued = NAM_CONN_QUEUED(c);
-  if (c->send_paused || queued <= c->srv->limits.max_send_queue) return;
+  if (c->send_paused) return;
+  uint64_t queued = nam_conn_queued(c);
+  if (queued <= c->srv->limits.max_send_queue) return;
   c->send_paused = 1;
   c->over_ms = now_ms(c);
   log_notice("client %s: %llu reply bytes queued, over max_send_queue "
@@ -75,7 +83,7 @@ static void note_send_queue(nam_conn *c) {
  * that waited were handled (their replies may want sending). */
 static int resume_if_drained(nam_conn *c) {
   if (!c->send_paused) return 0;
-  uint64_t queued = NAM_CONN_QUEUED(c), max = c->srv->limits.max_send_queue;
+  uint64_t queued = nam_conn_queued(c), max = c->srv->limits.max_send_queue;
   /* send_stall_timeout counts only the time over the limit: a client that
    * reads, however slowly, is not stalled */
   if (queued > max && !c->over_ms) c->over_ms = now_ms(c);
@@ -88,18 +96,31 @@ static int resume_if_drained(nam_conn *c) {
   return 1;
 }
 
+/* Send what the socket takes now: 0, or an errno that broke it. */
+static int send_queued(nam_conn *c) {
+  int err = 0;
+  pthread_mutex_lock(&c->send_mu);
+  if (c->out_broken) err = ENOMEM;
+  while (!err && !c->closing && c->out.len > c->out.sent) {
+    ssize_t n = send(c->fd, c->out.data + c->out.sent,
+                     c->out.len - c->out.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) err = errno;
+      break;
+    }
+    proto_wbuf_consume(&c->out, (size_t)n);
+  }
+  pthread_mutex_unlock(&c->send_mu);
+  return err;
+}
+
 static void flush(nam_conn *c) {
   do {
-    while (!c->closing && c->out.len > c->out.sent) {
-      ssize_t n = send(c->fd, c->out.data + c->out.sent,
-                       c->out.len - c->out.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN) break;
-        nam_conn_close(c, strerror(errno));
-        return;
-      }
-      proto_wbuf_consume(&c->out, (size_t)n);
+    int err = c->closing ? 0 : send_queued(c);
+    if (err) {
+      nam_conn_close(c, strerror(err));
+      return;
     }
     if (c->closing) return;
   } while (resume_if_drained(c));
@@ -107,19 +128,39 @@ static void flush(nam_conn *c) {
   update_poll(c);
 }
 
-static void send_msg(nam_conn *c, Ember__MsgType type, const ProtobufCMessage *m) {
+/* Queue a frame the caller appends to out (under send_mu), or, when it
+ * is over the frame limit (e.g. a large result), an Error that says so. */
+static void send_queue(nam_conn *c, int (*append)(proto_wbuf *, void *),
+                       void *arg, uint64_t task_id) {
   if (c->closing) return;
-  int rc = proto_wbuf_append(&c->out, (uint8_t)type, m, c->srv->limits.max_frame);
+  pthread_mutex_lock(&c->send_mu);
+  int rc = append(&c->out, arg);
   if (rc == EMBER_ETOOBIG) {
-    /* e.g. a result larger than the frame limit: say so instead */
     Ember__Error e = EMBER__ERROR__INIT;
     e.code = rc;
     e.message = "reply over the frame limit";
+    if (task_id) { e.has_task_id = 1; e.task_id = task_id; }
     rc = proto_wbuf_append(&c->out, EMBER__MSG_TYPE__MSG_ERROR,
                            &e.base, c->srv->limits.max_frame);
   }
+  pthread_mutex_unlock(&c->send_mu);
   if (rc) nam_conn_close(c, "out of memory");
   else note_send_queue(c);
+}
+
+typedef struct msg_frame {
+  nam_conn *c;
+  uint8_t type;
+  const ProtobufCMessage *m;
+} msg_frame;
+
+static int append_msg(proto_wbuf *w, void *arg) {
+  msg_frame *f = arg;
+  return proto_wbuf_append(w, f->type, f->m, f->c->srv->limits.max_frame);
+}
+
+static void send_msg(nam_conn *c, Ember__MsgType type, const ProtobufCMessage *m) {
+  send_queue(c, append_msg, &(msg_frame){c, (uint8_t)type, m}, 0);
 }
 
 /* Returns code, so that a handler can say `return send_error(...)`. */
@@ -159,7 +200,7 @@ int nam_conn_error(nam_conn *c, int code, uint64_t task_id, uint64_t block_id,
 }
 
 static int close_after_flush_pending(nam_conn *c) {
-  if (c->close_after_flush && c->out.len == c->out.sent) {
+  if (c->close_after_flush && nam_conn_queued(c) == 0) {
     nam_conn_close(c, "protocol error");
     return 1;
   }
@@ -188,12 +229,7 @@ void nam_conn_drop(nam_conn *c, int code, int level, const char *why) {
   LOG(level, "client %s: %s", c->peer, why);
   send_error(c, code, 0, 0, "%s", why);
   /* one try: a client that does not read gets no more of our time */
-  while (c->out.len > c->out.sent) {
-    ssize_t n = send(c->fd, c->out.data + c->out.sent, c->out.len - c->out.sent,
-                     MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n <= 0) break;
-    proto_wbuf_consume(&c->out, (size_t)n);
-  }
+  send_queued(c);
   nam_conn_close(c, why);
 }
 
@@ -269,12 +305,14 @@ void nam_conn_open(nam_server *s, int fd, int is_unix, const char *peer) {
   }
   c->srv = s;
   c->fd = fd;
+  pthread_mutex_init(&c->send_mu, NULL);
   c->is_unix = is_unix;
   nam_peer_key key;
   char text[96];
   nam_peer_key_of(fd, is_unix, &key, text, sizeof text);
   if (nam_admit_open(s, c, &key) != 0) {
     log_warn("client %s: out of memory", peer);
+    pthread_mutex_destroy(&c->send_mu);
     free(c);
     close(fd);
     return;
@@ -313,6 +351,7 @@ static void maybe_free(nam_conn *c) {
     return;
   proto_reader_free(&c->reader);
   proto_wbuf_free(&c->out);
+  pthread_mutex_destroy(&c->send_mu);
   free(c);
 }
 
@@ -325,7 +364,9 @@ static void on_handle_closed(uv_handle_t *h) {
 void nam_conn_close(nam_conn *c, const char *why) {
   if (c->closing) return;
   nam_server *s = c->srv;
+  pthread_mutex_lock(&c->send_mu); /* no worker sends from now on */
   c->closing = 1;
+  pthread_mutex_unlock(&c->send_mu);
   LOG(c->admitted ? LOG_LVL_INFO : LOG_LVL_DEBUG,
       "client %s disconnected (%s), %u tasks in flight", c->peer, why,
       c->inflight);
@@ -368,10 +409,11 @@ static void count_inflight(nam_server *s, const acc_descriptor *acc, int delta) 
   }
 }
 
-/* Engine worker thread: hand the task to the loop. */
+/* Engine worker thread: reply, and hand the task to the loop. */
 static void on_engine_done(nam_task *task, void *user) {
   conn_task *ct = user;
   nam_server *s = ct->conn->srv;
+  nam_reply_from_worker(ct, task);
   pthread_mutex_lock(&s->done_lock);
   ct->done_next = NULL;
   if (s->done_tail) s->done_tail->done_next = ct; else s->done_head = ct;
@@ -380,54 +422,21 @@ static void on_engine_done(nam_task *task, void *user) {
   uv_async_send(&s->done_async);
 }
 
+/* The rest of a Result the worker encoded, or the whole of one it left
+ * to the loop (over its direct limit). */
+static int append_result(proto_wbuf *w, void *arg) {
+  conn_task *ct = arg;
+  if (ct->reply.len)
+    return proto_wbuf_append_raw(w, ct->reply.data, ct->reply.len);
+  return nam_reply_encode(ct, ct->task, w, ct->conn->srv->limits.max_frame);
+}
+
 static void send_result(nam_conn *c, conn_task *ct) {
-  nam_task *t = ct->task;
-  const nam_task_times *tm = nam_task_get_times(t);
-  Ember__Result r = EMBER__RESULT__INIT;
-  Ember__StageTimes times = EMBER__STAGE_TIMES__INIT;
-  acc_output out = {0};
-  nam_task_take_output(t, &out);
-  r.task_id = ct->id;
-  r.status = nam_task_status(t);
-  if (r.status) r.message = (char *)nam_task_message(t);
-  if (out.data) {
-    r.has_output = 1;
-    r.output.data = out.data;
-    r.output.len = out.size;
-  }
-  r.platform = (char *)nam_task_platform(t);
-  r.platform_kind = (char *)nam_task_platform_kind(t);
-  Ember__OutputBlock outs[ACC_MAX_OUTPUTS];
-  Ember__OutputBlock *out_ptrs[ACC_MAX_OUTPUTS];
-  if (r.status == 0) {
-    for (size_t i = 0; i < ct->n_outputs; i++) {
-      ember__output_block__init(&outs[i]);
-      outs[i].block_id = ct->output_ids[i];
-      outs[i].size = nam_task_output_size(t, i);
-      out_ptrs[i] = &outs[i];
-    }
-    r.n_outputs = ct->n_outputs;
-    r.outputs = out_ptrs;
-    for (size_t i = 0; i < ct->n_outputs; i++) c->out_bytes += outs[i].size;
-  }
-  if (tm->started) {
-    times.has_queue_ns = times.has_exec_ns = 1;
-    times.queue_ns = tm->started - tm->queued;
-    times.exec_ns = tm->finished - tm->started;
-  }
-  if (tm->staged && tm->executed >= tm->staged && tm->staged >= tm->started) {
-    times.has_stage_in_ns = times.has_stage_out_ns = 1;
-    times.stage_in_ns = tm->staged - tm->started;
-    times.stage_out_ns = tm->finished - tm->executed;
-  }
-  times.has_attempts = 1;
-  times.attempts = tm->attempts;
-  times.has_total_ns = 1;
-  times.total_ns = clock_now_ns() - ct->received_ns;
-  r.times = &times;
-  send_msg(c, EMBER__MSG_TYPE__MSG_RESULT, &r.base);
+  if (!ct->replied) send_queue(c, append_result, ct, ct->id);
   nam_stats_result_sent(&c->srv->metrics);
-  free(out.data);
+  if (nam_task_status(ct->task) == 0) /* its out blocks are held from now */
+    for (size_t i = 0; i < ct->n_outputs; i++)
+      c->out_bytes += nam_task_output_size(ct->task, i);
 }
 
 void nam_conn_task_done(conn_task *ct) {
@@ -444,6 +453,8 @@ void nam_conn_task_done(conn_task *ct) {
   for (size_t i = 0; i < ct->n_pins; i++)
     if (ct->pins[i]) nam_block_unref(ct->pins[i]);
   nam_task_free(ct->task);
+  free(ct->output.data);
+  proto_wbuf_free(&ct->reply);
   free(ct);
   c->active_ms = now_ms(c);
   if (c->closing) {
@@ -551,28 +562,19 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
                                             : "not found");
     }
   }
-  char err[512] = "";
-  void *prepared = NULL;
-  int rc = acc->validate(m->has_params ? m->params.data : NULL,
-                         m->has_params ? m->params.len : 0, inputs,
-                         m->n_input_blocks, &prepared, err, sizeof err);
-  if (rc) {
-    send_error(c, rc, m->task_id, 0, "%s: %s", acc->name,
-               err[0] ? err : ember_strerror(rc));
-    free(ct);
-    return rc;
-  }
   ct->conn = c;
   ct->id = m->task_id;
   ct->acc = acc;
   ct->received_ns = clock_now_ns();
+  ct->reply_max = s->limits.max_frame;
   ct->n_pins = m->n_input_blocks;
   ct->n_outputs = m->n_output_blocks;
   for (size_t i = 0; i < ct->n_outputs; i++)
     ct->output_ids[i] = m->output_blocks[i];
-  char why[400] = "";
+  char why[600] = "";
   nam_task_spec spec = {
-    .acc = acc, .prepared = prepared, .inputs = inputs,
+    .acc = acc, .params = m->has_params ? m->params.data : NULL,
+    .params_len = m->has_params ? m->params.len : 0, .inputs = inputs,
     .n_inputs = m->n_input_blocks, .app = c->app,
     .block_ids = m->input_blocks,
     .priority = m->has_priority ? m->priority : 0,
@@ -585,7 +587,7 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
     .done = on_engine_done, .user = ct, .err = why, .err_len = sizeof why,
     .admit = nam_conn_reserve_task,
   };
-  rc = nam_engine_submit(s->engine, &spec, &ct->task);
+  int rc = nam_engine_submit(s->engine, &spec, &ct->task);
   if (rc) {
     char kinds[128];
     nam_kinds_available(s->engine, acc, kinds, sizeof kinds);

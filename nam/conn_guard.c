@@ -16,7 +16,7 @@ static void check(nam_conn *c, uint64_t now) {
   if (c->over_ms && now - c->over_ms >= l->send_stall_ms) {
     snprintf(why, sizeof why, "%llu reply bytes queued unread, over "
              "max_send_queue (%llu) for %llu ms: disconnecting",
-             (unsigned long long)NAM_CONN_QUEUED(c),
+             (unsigned long long)nam_conn_queued(c),
              (unsigned long long)l->max_send_queue,
              (unsigned long long)(now - c->over_ms));
     nam_stats_dropped(&c->srv->metrics, NAM_DROPPED_SEND_STALL);

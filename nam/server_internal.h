@@ -45,6 +45,11 @@ typedef struct conn_task {
   uint64_t reserved;   /* its out blocks and scratch, counted at admission
                           until it finishes (conn_memory.c) */
   uint64_t received_ns;
+  /* its Result (conn_reply.c), made by the engine worker that ran it */
+  acc_output output;   /* taken from the task; the loop frees it */
+  proto_wbuf reply;    /* the encoded frame, if the worker did not send it */
+  size_t reply_max;    /* the frame limit when it was submitted */
+  int replied;         /* the worker sent it (or its start, the rest queued) */
   struct conn_task *prev, *next;  /* the connection's in-flight list */
   struct conn_task *done_next;    /* the server's completion list */
 } conn_task;
@@ -71,7 +76,12 @@ struct nam_conn {
   int closing;          /* no more I/O; freed when nothing is in flight */
   int handle_closed;
   proto_reader reader;
+  /* out, fd and closing are shared with the engine workers that send
+   * results (conn_reply.c): out only under send_mu, fd and closing
+   * written only under it */
+  pthread_mutex_t send_mu;
   proto_wbuf out;
+  int out_broken;       /* a worker could not queue the rest of a frame */
   nam_block_table blocks;
   conn_task *tasks;     /* in flight */
   unsigned inflight;
@@ -113,8 +123,8 @@ typedef struct listener {
   char path[108];
 } listener;
 
-/* Replies queued to c and not yet taken by its socket. */
-#define NAM_CONN_QUEUED(c) ((uint64_t)((c)->out.len - (c)->out.sent))
+/* Replies queued to c and not yet taken by its socket (takes send_mu). */
+uint64_t nam_conn_queued(nam_conn *c);
 
 struct nam_server {
   uv_loop_t *loop;
@@ -173,6 +183,17 @@ void nam_conn_task_done(conn_task *ct);
 void nam_conn_close(nam_conn *c, const char *why);
 /* Send an Error (code, detail), then close once it is out. */
 void nam_conn_refuse(nam_conn *c, int code, const char *detail);
+
+/* conn_reply.c: a task's Result. nam_reply_from_worker, on the engine
+ * worker that finished ct's task t (ct->task may not be set yet: the
+ * task can finish before nam_engine_submit returns): take its output, encode the Result and send it
+ * if nothing is queued before it (ct->replied), else leave the frame in
+ * ct->reply for the loop; a Result over the direct limit is left to the
+ * loop, its output in ct->output. nam_reply_encode appends ct's Result to
+ * w: 0, EMBER_ETOOBIG over max_frame, EMBER_ENOMEM. */
+void nam_reply_from_worker(conn_task *ct, nam_task *t);
+int nam_reply_encode(conn_task *ct, nam_task *t, proto_wbuf *w,
+                     size_t max_frame);
 
 /* conn.c: what conn_blocks.c answers through */
 void nam_conn_send(nam_conn *c, Ember__MsgType type, const ProtobufCMessage *m);

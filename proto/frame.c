@@ -343,6 +343,25 @@ void proto_header_write(uint8_t *h, uint32_t len, uint8_t type) {
   h[4] = type;
 }
 
+/* Room for need bytes in all. */
+static int wbuf_reserve(proto_wbuf *w, size_t need) {
+  if (need <= w->cap) return 0;
+  size_t cap = w->cap ? w->cap : 4096;
+  while (cap < need) cap *= 2;
+  uint8_t *data = realloc(w->data, cap);
+  if (!data) return EMBER_ENOMEM;
+  w->data = data;
+  w->cap = cap;
+  return 0;
+}
+
+int proto_wbuf_append_raw(proto_wbuf *w, const void *data, size_t len) {
+  if (wbuf_reserve(w, w->len + len)) return EMBER_ENOMEM;
+  memcpy(w->data + w->len, data, len);
+  w->len += len;
+  return 0;
+}
+
 int proto_wbuf_append(proto_wbuf *w, uint8_t type, const ProtobufCMessage *msg,
                       size_t max_frame) {
   size_t len = protobuf_c_message_get_packed_size(msg);
@@ -350,14 +369,7 @@ int proto_wbuf_append(proto_wbuf *w, uint8_t type, const ProtobufCMessage *msg,
       len > UINT32_MAX)
     return EMBER_ETOOBIG;
   size_t need = w->len + PROTO_HEADER_SIZE + len;
-  if (need > w->cap) {
-    size_t cap = w->cap ? w->cap : 4096;
-    while (cap < need) cap *= 2;
-    uint8_t *data = realloc(w->data, cap);
-    if (!data) return EMBER_ENOMEM;
-    w->data = data;
-    w->cap = cap;
-  }
+  if (wbuf_reserve(w, need)) return EMBER_ENOMEM;
   uint8_t *h = w->data + w->len;
   proto_header_write(h, (uint32_t)len, type);
   protobuf_c_message_pack(msg, h + PROTO_HEADER_SIZE);

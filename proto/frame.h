@@ -157,6 +157,9 @@ void proto_header_write(uint8_t *h, uint32_t len, uint8_t type);
  * Returns 0, EMBER_ETOOBIG if the payload exceeds max_frame, EMBER_ENOMEM. */
 int proto_wbuf_append(proto_wbuf *w, uint8_t type, const ProtobufCMessage *msg,
                       size_t max_frame);
+/* proto_wbuf_append_raw - append len bytes already framed (the rest of a
+ * frame whose start went out elsewhere). 0 or EMBER_ENOMEM. */
+int proto_wbuf_append_raw(proto_wbuf *w, const void *data, size_t len);
 void proto_wbuf_consume(proto_wbuf *w, size_t n);
 void proto_wbuf_free(proto_wbuf *w);
 

@@ -96,7 +96,7 @@ static void on_local_done(nam_task *nt, void *user) {
                 out.size, nam_task_platform(nt), &info);
 }
 
-/* Validate and queue on the in-process engine. */
+/* Queue on the in-process engine (which validates it). */
 static void run_local(ember_task *t) {
   ember_client *c = t->client;
   if (!t->acc) {
@@ -125,19 +125,10 @@ static void run_local(ember_task *t) {
   }
   for (size_t i = 0; i < t->n_states; i++) state_ids[i] = t->states[i]->id;
   for (size_t i = 0; i < t->n_outputs; i++) out_ids[i] = t->outputs[i]->id;
-  char err[512] = "";
-  void *prepared = NULL;
-  rc = t->acc->validate(t->params, t->params_len, inputs, t->n_inputs, &prepared,
-                        err, sizeof err);
-  if (rc) {
-    char msg[600];
-    snprintf(msg, sizeof msg, "%s: %s", t->acc->name, err);
-    ember__task_complete(t, rc, msg, NULL, 0, NULL, NULL);
-    return;
-  }
-  char why[300] = "";
+  char why[600] = "";
   nam_task_spec spec = {
-    .acc = t->acc, .prepared = prepared, .inputs = inputs,
+    .acc = t->acc, .params = t->params, .params_len = t->params_len,
+    .inputs = inputs,
     .n_inputs = t->n_inputs, .priority = t->priority,
     .platform_kind = t->platform_req[0] ? t->platform_req : NULL,
     .prefer_kind = t->platform_pref[0] ? t->platform_pref : NULL,

@@ -153,7 +153,7 @@ static void plan(nam_platform *p) {
 void nam_calibrate_start(nam_engine *e) {
   pthread_mutex_lock(&e->lock);
   e->calib_open = 1;
-  pthread_cond_broadcast(&e->work);
+  nam_wake_all(e);
   pthread_mutex_unlock(&e->lock);
 }
 
@@ -162,7 +162,7 @@ nam_task *nam_calibrate_next(nam_platform *p) {
   if (!e->calib_open) return NULL;
   if (!p->calib_planned) {
     plan(p);
-    pthread_cond_broadcast(&e->work); /* nam_engine_wait_calibrated */
+    nam_wake_all(e); /* nam_engine_wait_calibrated */
   }
   if (!p->calib_tasks || e->calibrating) return NULL;
   nam_task *t = p->calib_tasks;
@@ -261,7 +261,7 @@ void nam_calibrate_done(nam_platform *p, nam_task *t, int status,
     for (size_t i = 0; i < t->n_inputs; i++)
       nam_block_cache_drop(e->cache, NAM_ANON_APP, t->anon_id + i);
   /* the next calibration task, and dispatch with new figures */
-  pthread_cond_broadcast(&e->work);
+  nam_wake_all(e);
   pthread_mutex_unlock(&e->lock);
   free_task(t);
   if (event[0]) nam_engine_event(e, level, "%s", event);

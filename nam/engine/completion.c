@@ -46,7 +46,7 @@ static void requeue_locked(nam_engine *e, nam_platform *p, nam_task *t) {
   e->counters.queued++;
   e->counters.retries++;
   p->retried_away++;
-  pthread_cond_broadcast(&e->work);
+  nam_wake(e, t->acc);
 }
 
 /* A device attempt failed: count it against the pair. Lock held. */
@@ -161,7 +161,7 @@ void nam_task_complete(nam_platform *p, nam_task *t, int status,
   nam_finish_locked(e, t, status, message);
   /* p's backlog shrank: platforms that left queued tasks to it look again
    * now rather than at their next periodic check */
-  if (e->counters.queued) pthread_cond_broadcast(&e->work);
+  if (e->counters.queued) nam_wake(e, NULL);
   pthread_mutex_unlock(&e->lock);
   t->done(t, t->user);
 }

@@ -27,6 +27,14 @@ void nam_engine_event(nam_engine *e, int level, const char *fmt, ...) {
   e->cfg.event(e->cfg.event_user, level, msg);
 }
 
+static void init_monotonic_cond(pthread_cond_t *c) {
+  pthread_condattr_t a;
+  pthread_condattr_init(&a);
+  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+  pthread_cond_init(c, &a);
+  pthread_condattr_destroy(&a);
+}
+
 int nam_engine_add_platform(nam_engine *e, const nam_platform_ops *ops,
                             const char *name, unsigned workers,
                             const void *arg) {
@@ -44,6 +52,7 @@ int nam_engine_add_platform(nam_engine *e, const nam_platform_ops *ops,
   p->workers = ops->run ? workers : e->cfg.pipeline_depth;
   p->cache_budget = NAM_BLOCK_CACHE_UNLIMITED;
   snprintf(p->name, sizeof p->name, "%s", name);
+  init_monotonic_cond(&p->work);
   int rc = ops->start(p);
   if (rc && ops->run) {
     /* counted anyway so that destroy() joins the workers that started */
@@ -51,6 +60,7 @@ int nam_engine_add_platform(nam_engine *e, const nam_platform_ops *ops,
     return rc;
   }
   if (rc) {
+    pthread_cond_destroy(&p->work);
     nam_engine_event(e, LOG_LVL_WARN, "platform %s not started: %s", name,
                      ember_strerror(rc));
     return rc;
@@ -90,17 +100,10 @@ static void fill_defaults(nam_engine_config *c) {
   if (!c->timeout_factor) c->timeout_factor = 10;
 }
 
-static void init_monotonic_cond(pthread_cond_t *c) {
-  pthread_condattr_t a;
-  pthread_condattr_init(&a);
-  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-  pthread_cond_init(c, &a);
-  pthread_condattr_destroy(&a);
-}
-
 int nam_engine_create(const nam_engine_config *config, nam_engine **out) {
   *out = NULL;
   nam_engine *e = calloc(1, sizeof *e);
+  if (e) atomic_init(&e->wake_gen, 0);
   if (!e) return EMBER_ENOMEM;
   pthread_mutex_init(&e->lock, NULL);
   init_monotonic_cond(&e->work);
@@ -190,7 +193,7 @@ void nam_engine_destroy(nam_engine *e) {
       canceled = t;
     }
   }
-  pthread_cond_broadcast(&e->work);
+  nam_wake_all(e);
   pthread_mutex_unlock(&e->lock);
   while (canceled) {
     nam_task *t = canceled;
@@ -217,6 +220,8 @@ void nam_engine_destroy(nam_engine *e) {
   for (size_t i = 0; e->queues && i < e->n_queues; i++)
     free(e->queues[i].rounds);
   free(e->queues);
+  for (size_t i = 0; i < e->n_platforms; i++)
+    pthread_cond_destroy(&e->platforms[i].work);
   pthread_cond_destroy(&e->work);
   pthread_cond_destroy(&e->watchdog_wake);
   pthread_mutex_destroy(&e->lock);
@@ -346,10 +351,16 @@ int nam_engine_submit(nam_engine *e, const nam_task_spec *spec,
       spec->n_states > ACC_MAX_STATES ||
       ((spec->n_outputs || spec->n_states) && !spec->block_ids &&
        spec->n_inputs)) {
-    acc->release(spec->prepared);
     return refuse(spec, EMBER_EINVAL, "too many blocks, or out/state blocks "
                   "without block ids");
   }
+  void *prepared = NULL;
+  char bad[512] = "";
+  int rc = acc->validate(spec->params, spec->params_len, spec->inputs,
+                         spec->n_inputs, &prepared, bad, sizeof bad);
+  if (rc)
+    return refuse(spec, rc, "%s: %s", acc->name,
+                  bad[0] ? bad : ember_strerror(rc));
   nam_task *t = calloc(1, sizeof *t);
   acc_block *inputs = spec->n_inputs ? calloc(spec->n_inputs, sizeof *inputs)
                                      : NULL;
@@ -361,14 +372,14 @@ int nam_engine_submit(nam_engine *e, const nam_task_spec *spec,
     free(t);
     free(inputs);
     free(ids);
-    acc->release(spec->prepared);
+    acc->release(prepared);
     return refuse(spec, EMBER_ENOMEM, "out of memory");
   }
   if (spec->n_inputs) memcpy(inputs, spec->inputs, spec->n_inputs * sizeof *inputs);
   if (ids) memcpy(ids, spec->block_ids, spec->n_inputs * sizeof *ids);
   t->engine = e;
   t->acc = acc;
-  t->prepared = spec->prepared;
+  t->prepared = prepared;
   t->inputs = inputs;
   t->n_inputs = spec->n_inputs;
   t->app = spec->app;
@@ -382,7 +393,7 @@ int nam_engine_submit(nam_engine *e, const nam_task_spec *spec,
   t->user = spec->user;
   atomic_init(&t->cancel, 0);
   atomic_init(&t->timed_out, 0);
-  int rc = resolve_blocks(e, t, spec);
+  rc = resolve_blocks(e, t, spec);
   t->work = t->plan.cost.ops;
 
   pthread_mutex_lock(&e->lock);
@@ -407,8 +418,8 @@ int nam_engine_submit(nam_engine *e, const nam_task_spec *spec,
     nam_queue_insert(q, t);
     e->counters.submitted++;
     e->counters.queued++;
-    /* platforms decline tasks another would finish sooner: wake them all */
-    pthread_cond_broadcast(&e->work);
+    /* platforms decline tasks another would finish sooner: each looks */
+    nam_wake(e, acc);
   } else {
     t->status = rc;
     for (size_t i = 0; i < t->n_outputs; i++) /* never made: free the ids */
@@ -417,7 +428,7 @@ int nam_engine_submit(nam_engine *e, const nam_task_spec *spec,
   }
   pthread_mutex_unlock(&e->lock);
   if (rc) {
-    acc->release(spec->prepared);
+    acc->release(prepared);
     task_discard(t);
     return rc;
   }

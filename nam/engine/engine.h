@@ -112,8 +112,10 @@ typedef struct nam_engine_config {
 
 typedef void (*nam_task_done_fn)(nam_task *task, void *user);
 
-/* What to run. The engine copies the arrays (not the bytes: they must
- * stay valid until the done callback) and takes ownership of prepared.
+/* What to run. The engine validates params and inputs with the
+ * accelerator's validate() (the one place a task is checked, embedded or
+ * through ember-nam) and copies the arrays (not the input bytes: they must
+ * stay valid until the done callback; params need not).
  * With block_ids, input i is block block_ids[i] of app in the engine's
  * block cache (nam_engine_block_cache) and its device copies are reused
  * across tasks; without (or for an id the cache does not know at submit),
@@ -124,7 +126,8 @@ typedef void (*nam_task_done_fn)(nam_task *task, void *user);
  * namespace, app. */
 typedef struct nam_task_spec {
   const acc_descriptor *acc;
-  void *prepared;              /* from acc->validate() */
+  const void *params;          /* the accelerator's Params message */
+  size_t params_len;
   const acc_block *inputs;
   size_t n_inputs;
   uint64_t app;                /* who submits: cache namespace, fairness */
@@ -176,8 +179,8 @@ void nam_engine_destroy(nam_engine *engine);
  * unknown input or state id, EMBER_EINVAL for an output id in use or a
  * block of the wrong kind, EMBER_EPARAM when the accelerator's plan()
  * refuses the out and state blocks, EMBER_ESTATE for a lost state or
- * input, or what spec->admit returned; spec->err says which. On error the engine has released
- * spec->prepared.
+ * input, what the accelerator's validate() returned (its reason as
+ * "NAME: why"), or what spec->admit returned; spec->err says which.
  *
  * State: a task that names a state block runs on the platform that holds
  * it, after the tasks dispatched before it that name it too. If its

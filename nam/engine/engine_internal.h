@@ -198,12 +198,19 @@ struct nam_platform {
   nam_task *calib_tasks;      /* calibration tasks to run first */
   int calib_planned;
   nam_pipeline *pipeline;
+  /* its threads waiting in nam_dispatch_next (engine->lock): a task
+   * wakes one of them, not every thread of every platform */
+  pthread_cond_t work;
+  unsigned idle;
   void *impl;
 };
 
 struct nam_engine {
   pthread_mutex_t lock;
-  pthread_cond_t work;        /* a task was queued, or the engine stops */
+  pthread_cond_t work;        /* calibration went on, or the engine stops:
+                                 nam_engine_wait_calibrated */
+  _Atomic uint64_t wake_gen;  /* bumped by nam_wake: what a worker that
+                                 spins before sleeping watches */
   int stopping;
   uint64_t next_seq;
   uint64_t next_anon;
@@ -246,6 +253,13 @@ int nam_engine_add_platform(nam_engine *e, const nam_platform_ops *ops,
 /* nam_engine_event - report through the config's event callback. */
 void nam_engine_event(nam_engine *e, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Lock held. nam_wake: acc's tasks (NULL: any) may be dispatched now:
+ * one waiting thread of each platform that can run them looks. nam_wake_all:
+ * every thread looks, and nam_engine_wait_calibrated's waiters (platforms
+ * start or stop, calibration goes on). */
+void nam_wake(nam_engine *e, const acc_descriptor *acc);
+void nam_wake_all(nam_engine *e);
 
 /* nam_dispatch_next - block until a task this platform may run is queued,
  * mark it RUNNING and return it; NULL once the engine stops. Called by

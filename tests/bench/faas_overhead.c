@@ -14,6 +14,8 @@
  * one-pair tasks over the unix socket.
  *
  * Usage: faas_overhead [PAIRS (default 100000)] [LATENCY_SAMPLES (10000)]
+ * FAAS_SET=key=value passes one more --set to the NAM (e.g.
+ * opencl.enabled=false, to see what an idle platform's threads cost).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -340,7 +342,9 @@ int main(int argc, char **argv) {
   nam_proc nam;
   char workers[32];
   snprintf(workers, sizeof workers, "cpu_workers=%u", cores);
-  const char *sets[] = {workers, "log_level=warning", NULL};
+  const char *extra = getenv("FAAS_SET");
+  const char *sets[] = {workers, "log_level=warning", extra ? extra : workers,
+                        NULL};
   if (nam_start(&nam, sets) != 0) return 1;
 
   /* each figure is the best of REPEATS runs: the machine is shared */

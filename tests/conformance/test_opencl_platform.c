@@ -138,14 +138,10 @@ static void cpu_answer(job *j) {
 }
 
 static void submit(nam_engine *e, job *j, const uint64_t *ids) {
-  char err[256] = "";
-  void *prep = NULL;
-  int rc = acc_sw_descriptor.validate(j->params, j->params_len, j->in, 2,
-                                      &prep, err, sizeof err);
-  CHECK(rc == 0, "%s: validate: %s", j->label, err);
   nam_task_spec spec = {
     .acc = &acc_sw_descriptor,
-    .prepared = prep,
+    .params = j->params,
+    .params_len = j->params_len,
     .inputs = j->in,
     .n_inputs = 2,
     .app = APP,
@@ -154,8 +150,11 @@ static void submit(nam_engine *e, job *j, const uint64_t *ids) {
     .done = on_done,
     .user = j,
   };
-  rc = nam_engine_submit(e, &spec, &j->task);
-  CHECK(rc == 0, "%s: submit: %s", j->label, ember_strerror(rc));
+  char err[256] = "";
+  spec.err = err;
+  spec.err_len = sizeof err;
+  int rc = nam_engine_submit(e, &spec, &j->task);
+  CHECK(rc == 0, "%s: submit: %s", j->label, err[0] ? err : ember_strerror(rc));
   if (rc) j->task = NULL;
 }
 
@@ -211,16 +210,12 @@ static int no_device(nam_engine *e) {
   uint8_t *b = malloc(size);
   acc_seqset_write(b, size, seq, &len, 1);
   j.in[0] = j.in[1] = (acc_block){b, size};
-  void *prep = NULL;
-  char err[256];
-  int rc = acc_sw_descriptor.validate(j.params, j.params_len, j.in, 2, &prep,
-                                      err, sizeof err);
-  CHECK(rc == 0, "validate: %s", err);
-  nam_task_spec spec = {.acc = &acc_sw_descriptor, .prepared = prep,
+  nam_task_spec spec = {.acc = &acc_sw_descriptor, .params = j.params,
+                        .params_len = j.params_len,
                         .inputs = j.in, .n_inputs = 2, .app = APP,
                         .platform_kind = "opencl", .done = on_done};
   nam_task *t = NULL;
-  rc = nam_engine_submit(e, &spec, &t);
+  int rc = nam_engine_submit(e, &spec, &t);
   CHECK(rc == EMBER_ENOPLATFORM, "opencl task without a device: rc %d", rc);
   free(b);
   printf("no OpenCL device: engine up with %zu platforms, opencl task "

@@ -144,7 +144,8 @@ int ejob_submit(nam_engine *e, ejob *j) {
   pthread_once(&once, init_cond);
   nam_task_spec spec = {
     .acc = acc_of(j),
-    .prepared = validate(j),
+    .params = j->params,
+    .params_len = j->params_len,
     .inputs = j->in,
     .n_inputs = 2,
     .app = j->app,

@@ -126,17 +126,9 @@ static int run_task(nam_engine *e, const task_args *a, char *why,
                     size_t why_len) {
   uint8_t params[8];
   memcpy(params, &a->k, 8);
-  void *prepared = NULL;
-  char err[256] = "";
-  int rc = acc_tally_descriptor.validate(params, 8, a->inputs, a->n_inputs,
-                                         &prepared, err, sizeof err);
-  if (rc) {
-    snprintf(why, why_len, "%s", err);
-    return rc;
-  }
   waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
   nam_task_spec spec = {
-    .acc = &acc_tally_descriptor, .prepared = prepared,
+    .acc = &acc_tally_descriptor, .params = params, .params_len = 8,
     .inputs = a->inputs, .n_inputs = a->n_inputs, .app = APP,
     .block_ids = a->in_ids, .platform_kind = a->platform,
     .output_ids = a->out_ids, .n_outputs = a->n_outputs,
@@ -145,7 +137,7 @@ static int run_task(nam_engine *e, const task_args *a, char *why,
     .admit = a->admit,
   };
   nam_task *t = NULL;
-  rc = nam_engine_submit(e, &spec, &t);
+  int rc = nam_engine_submit(e, &spec, &t);
   if (rc) return rc;
   pthread_mutex_lock(&w.mu);
   while (!w.done) pthread_cond_wait(&w.cv, &w.mu);
@@ -186,20 +178,14 @@ static void run_flight(nam_engine *e, int *rc, unsigned *overlapped) {
   unsigned submitted = 0;
   for (uint64_t j = 0; j < FLIGHT; j++) {
     uint64_t k = j + 1;
-    void *prepared = NULL;
-    char err[256] = "";
-    assert_int_equal(acc_tally_descriptor.validate((uint8_t *)&k, 8, NULL, 0,
-                                                   &prepared, err,
-                                                   sizeof err),
-                     0);
     nam_task_spec spec = {
-      .acc = &acc_tally_descriptor, .prepared = prepared, .app = APP,
+      .acc = &acc_tally_descriptor, .params = &k, .params_len = 8, .app = APP,
       .platform_kind = "fpga-emu", .state_ids = &sid, .n_states = 1,
       .done = on_flight_done, .user = &f,
     };
     t[j] = NULL;
     rc[j] = nam_engine_submit(e, &spec, &t[j]);
-    if (rc[j]) /* the engine released prepared */
+    if (rc[j])
       assert_int_equal(rc[j], EMBER_ESTATE);
     else
       submitted++;
@@ -598,14 +584,9 @@ static void test_refusals(void **state) {
 static nam_task *submit_task(nam_engine *e, const task_args *a, waiter *w) {
   uint8_t params[8];
   memcpy(params, &a->k, 8);
-  void *prepared = NULL;
   char err[256] = "";
-  assert_int_equal(acc_tally_descriptor.validate(params, 8, a->inputs,
-                                                 a->n_inputs, &prepared, err,
-                                                 sizeof err),
-                   0);
   nam_task_spec spec = {
-    .acc = &acc_tally_descriptor, .prepared = prepared,
+    .acc = &acc_tally_descriptor, .params = params, .params_len = 8,
     .inputs = a->inputs, .n_inputs = a->n_inputs, .app = APP,
     .block_ids = a->in_ids, .platform_kind = a->platform,
     .output_ids = a->out_ids, .n_outputs = a->n_outputs,
