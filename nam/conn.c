@@ -1,6 +1,7 @@
 /*
  * conn.c - one client connection: reads frames, answers Hello, takes
- * blocks (sealed memfds over unix, inline bytes over TCP), queues
+ * blocks (sealed memfds over unix, inline bytes over TCP and for small
+ * blocks over unix), queues
  * tasks (the engine validates them) and writes their results. Anything a client sends that is
  * wrong gets an Error frame; only a broken stream closes the connection.
  */
@@ -703,10 +704,11 @@ static int handle_put_block(nam_conn *c, Ember__PutBlock *m, uint64_t at) {
       fatal(c, EMBER_EPROTO, "%s", "PutBlock with fd transport but no fd came with it");
       return 0;
     }
-  } else if (c->is_unix) {
+  } else if (c->is_unix && m->size > PROTO_UNIX_INLINE_MAX) {
     send_error(c, EMBER_EBLOCK, 0, m->block_id,
-               "block %llu: over a unix socket blocks travel as sealed memfds",
-               (unsigned long long)m->block_id);
+               "block %llu: over a unix socket blocks over %u bytes travel "
+               "as sealed memfds", (unsigned long long)m->block_id,
+               PROTO_UNIX_INLINE_MAX);
     return 0;
   }
   int adopted = 0, room;
@@ -782,6 +784,10 @@ static void send_welcome(nam_conn *c) {
   w.max_frame = c->srv->limits.max_frame;
   w.max_inflight = c->srv->limits.max_inflight;
   w.max_block_bytes = c->srv->limits.max_block_bytes;
+  if (c->is_unix) {
+    w.has_unix_inline_max = 1;
+    w.unix_inline_max = PROTO_UNIX_INLINE_MAX;
+  }
   const uint8_t *challenge = nam_conn_lease_challenge(c);
   if (challenge) {
     w.has_challenge = 1;

@@ -25,6 +25,10 @@
 #define PROTO_DEFAULT_MAX_FRAME ((size_t)64 << 20)
 #define PROTO_MAX_PENDING_FDS 64    /* received fds not yet claimed */
 #define PROTO_MAX_FDS_PER_SEND 16
+/* Over a unix socket, blocks up to this size may travel inline (the NAM
+ * says so in its Welcome): copying 64 KiB costs less than making, sealing,
+ * passing and mapping a memfd. */
+#define PROTO_UNIX_INLINE_MAX 65536u
 /* The largest payload a peer takes before the handshake is done: a Hello
  * (names, a lease of the GAM's with its app key and MAC: well under 1 KiB)
  * or a LeaseProof. A longer frame is refused at its length prefix. */

@@ -151,13 +151,28 @@ static void test_blocks(void) {
   raw_send(&r, EMBER__MSG_TYPE__MSG_PUT_BLOCK, &pb.base, fd);
   close(fd);
   raw_expect_error(&r, EMBER_EBLOCK, "holds 8 bytes", RECV_MS);
-  pb.has_transport = 0; /* inline bytes over a unix socket */
+  /* small blocks may come inline over a unix socket (cheaper than a
+   * memfd); larger ones must be memfds */
+  pb.has_transport = 0;
   pb.has_data = 1;
+  pb.block_id = 3;
   pb.data.data = (uint8_t *)data;
   pb.data.len = 8;
   pb.size = 8;
   raw_send(&r, EMBER__MSG_TYPE__MSG_PUT_BLOCK, &pb.base, -1);
+  uint8_t *over = calloc(PROTO_UNIX_INLINE_MAX + 1, 1);
+  pb.block_id = 4;
+  pb.data.data = over;
+  pb.data.len = pb.size = PROTO_UNIX_INLINE_MAX + 1;
+  raw_send(&r, EMBER__MSG_TYPE__MSG_PUT_BLOCK, &pb.base, -1);
+  free(over);
   raw_expect_error(&r, EMBER_EBLOCK, "sealed memfds", RECV_MS);
+  /* the small one is there: putting it again is refused */
+  pb.block_id = 3;
+  pb.data.data = (uint8_t *)data;
+  pb.data.len = pb.size = 8;
+  raw_send(&r, EMBER__MSG_TYPE__MSG_PUT_BLOCK, &pb.base, -1);
+  raw_expect_error(&r, EMBER_EINVAL, "block 3 already exists", RECV_MS);
   Ember__ReleaseBlock rb = EMBER__RELEASE_BLOCK__INIT;
   rb.block_id = 42;
   raw_send(&r, EMBER__MSG_TYPE__MSG_RELEASE_BLOCK, &rb.base, -1);
