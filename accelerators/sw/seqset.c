@@ -14,14 +14,6 @@ static void put_u32(uint8_t *p, uint32_t v) {
   memcpy(p, &v, sizeof v);
 }
 
-void acc_sw_errf(char *err, size_t err_len, const char *fmt, ...) {
-  if (!err || err_len == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, err_len, fmt, ap);
-  va_end(ap);
-}
-
 const char *acc_sw_residue_text(unsigned char c, char *buf, size_t len) {
   if (c >= 0x21 && c <= 0x7e)
     snprintf(buf, len, "'%c' (0x%02x)", c, c);
@@ -65,61 +57,60 @@ int acc_seqset_write(uint8_t *dst, size_t dst_size,
 int acc_seqset_view(const acc_block *b, acc_seqset *out, char *err,
                     size_t err_len) {
   if (!b || !out || (!b->data && b->size)) {
-    acc_sw_errf(err, err_len, "no block");
-    return EMBER_EFORMAT;
+    return errbuf_printf(err, err_len, EMBER_EFORMAT, "no block");
   }
   if (b->size < ACC_SEQSET_HEADER) {
-    acc_sw_errf(err, err_len,
-                "truncated: %zu bytes, a sequence set needs at least 12",
-                b->size);
-    return EMBER_EFORMAT;
+    return errbuf_printf(
+        err, err_len, EMBER_EFORMAT,
+        "truncated: %zu bytes, a sequence set needs at least 12", b->size);
   }
   uint32_t magic = acc_seqset_u32(b->data);
   if (magic != ACC_SEQSET_MAGIC) {
-    acc_sw_errf(err, err_len,
-                "not a sequence set: magic 0x%08x, expected 0x%08x (ESQ1)",
-                magic, ACC_SEQSET_MAGIC);
-    return EMBER_EFORMAT;
+    return errbuf_printf(
+        err, err_len, EMBER_EFORMAT,
+        "not a sequence set: magic 0x%08x, expected 0x%08x (ESQ1)", magic,
+        ACC_SEQSET_MAGIC);
   }
   uint32_t count = acc_seqset_u32(b->data + 4);
   /* count + 1 offsets must fit in what follows the header */
   uint64_t table = 4 * ((uint64_t)count + 1);
   uint64_t avail = b->size - ACC_SEQSET_HEADER;
   if (table > avail) {
-    acc_sw_errf(err, err_len,
-                "truncated: count %u needs a %llu-byte offset table, "
-                "only %llu bytes follow the header",
-                count, (unsigned long long)table,
-                (unsigned long long)avail);
-    return EMBER_EFORMAT;
+    return errbuf_printf(err, err_len, EMBER_EFORMAT,
+                         "truncated: count %u needs a %llu-byte offset table, "
+                         "only %llu bytes follow the header",
+                         count, (unsigned long long)table,
+                         (unsigned long long)avail);
   }
   const uint8_t *offsets = b->data + ACC_SEQSET_HEADER;
   uint64_t area = avail - table;
   uint32_t prev = acc_seqset_u32(offsets);
   if (prev != 0) {
-    acc_sw_errf(err, err_len, "offsets[0] is %u, must be 0", prev);
-    return EMBER_EFORMAT;
+    return errbuf_printf(err, err_len, EMBER_EFORMAT,
+                         "offsets[0] is %u, must be 0", prev);
   }
   for (uint32_t i = 1; i <= count; i++) {
     uint32_t o = acc_seqset_u32(offsets + 4 * (size_t)i);
     if (o < prev) {
-      acc_sw_errf(err, err_len,
-                  "offsets decrease at sequence %u: %u after %u", i, o, prev);
-      return EMBER_EFORMAT;
+      return errbuf_printf(err, err_len, EMBER_EFORMAT,
+                           "offsets decrease at sequence %u: %u after %u", i, o,
+                           prev);
     }
     if (o > area) {
-      acc_sw_errf(err, err_len,
-                  "offset of sequence %u ends at %u, beyond the %llu-byte "
-                  "residue area", i - 1, o, (unsigned long long)area);
-      return EMBER_EFORMAT;
+      return errbuf_printf(
+          err, err_len, EMBER_EFORMAT,
+          "offset of sequence %u ends at %u, beyond the %llu-byte "
+          "residue area",
+          i - 1, o, (unsigned long long)area);
     }
     prev = o;
   }
   if (prev != area) {
-    acc_sw_errf(err, err_len,
-                "size mismatch: residues end at %u but the block holds %llu "
-                "residue bytes", prev, (unsigned long long)area);
-    return EMBER_EFORMAT;
+    return errbuf_printf(
+        err, err_len, EMBER_EFORMAT,
+        "size mismatch: residues end at %u but the block holds %llu "
+        "residue bytes",
+        prev, (unsigned long long)area);
   }
   out->count = count;
   out->offsets = offsets;

@@ -29,15 +29,16 @@ typedef struct sw_prepared {
 static int view_inputs(const acc_block *inputs, size_t n_inputs,
                        acc_seqset sets[2], char *err, size_t err_len) {
   if (n_inputs != 2 || !inputs) {
-    acc_sw_errf(err, err_len, "expected 2 input blocks (queries, "
-                "references), got %zu", inputs ? n_inputs : 0);
-    return EMBER_EFORMAT;
+    return errbuf_printf(err, err_len, EMBER_EFORMAT,
+                         "expected 2 input blocks (queries, "
+                         "references), got %zu",
+                         inputs ? n_inputs : 0);
   }
   for (int b = 0; b < 2; b++) {
     char why[160];
     if (acc_seqset_view(&inputs[b], &sets[b], why, sizeof why) != 0) {
-      acc_sw_errf(err, err_len, "block %d (%s): %s", b, block_names[b], why);
-      return EMBER_EFORMAT;
+      return errbuf_printf(err, err_len, EMBER_EFORMAT, "block %d (%s): %s", b,
+                           block_names[b], why);
     }
   }
   return 0;
@@ -54,22 +55,22 @@ static int check_sequences(const acc_sw_scoring *s, const acc_seqset sets[2],
       const uint8_t *res;
       acc_seqset_get(&sets[b], i, &res, &len[b]);
       if (len[b] == 0) {
-        acc_sw_errf(err, err_len, "%s %u is empty", seq_names[b], i);
-        return EMBER_EFORMAT;
+        return errbuf_printf(err, err_len, EMBER_EFORMAT, "%s %u is empty",
+                             seq_names[b], i);
       }
       if (len[b] > limits[b]) {
-        acc_sw_errf(err, err_len, "%s %u has %zu residues, the limit is %zu",
-                    seq_names[b], i, len[b], limits[b]);
-        return EMBER_EFORMAT;
+        return errbuf_printf(err, err_len, EMBER_EFORMAT,
+                             "%s %u has %zu residues, the limit is %zu",
+                             seq_names[b], i, len[b], limits[b]);
       }
       for (size_t k = 0; k < len[b]; k++)
         if (s->encode[res[k]] < 0) {
           char txt[16];
-          acc_sw_errf(err, err_len, "unknown residue %s in %s %u at "
-                      "position %zu",
-                      acc_sw_residue_text(res[k], txt, sizeof txt),
-                      seq_names[b], i, k);
-          return EMBER_EFORMAT;
+          return errbuf_printf(err, err_len, EMBER_EFORMAT,
+                               "unknown residue %s in %s %u at "
+                               "position %zu",
+                               acc_sw_residue_text(res[k], txt, sizeof txt),
+                               seq_names[b], i, k);
         }
     }
     uint64_t c = (uint64_t)len[0] * len[1];
@@ -83,30 +84,29 @@ static int sw_validate(const uint8_t *params, size_t params_len,
                        const acc_block *inputs, size_t n_inputs,
                        void **prepared, char *err, size_t err_len) {
   if (!prepared || (!params && params_len)) {
-    acc_sw_errf(err, err_len, "invalid arguments");
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL, "invalid arguments");
   }
   *prepared = NULL;
   Ember__Sw__Params *p = NULL;
   if (params_len) {
     p = ember__sw__params__unpack(NULL, params_len, params);
     if (!p) {
-      acc_sw_errf(err, err_len, "params: not a valid ember.sw.Params "
-                  "message (%zu bytes)", params_len);
-      return EMBER_EPARAM;
+      return errbuf_printf(err, err_len, EMBER_EPARAM,
+                           "params: not a valid ember.sw.Params "
+                           "message (%zu bytes)",
+                           params_len);
     }
   }
   sw_prepared *sp = malloc(sizeof *sp);
   if (!sp) {
     ember__sw__params__free_unpacked(p, NULL);
-    acc_sw_errf(err, err_len, "out of memory");
-    return EMBER_ENOMEM;
+    return errbuf_printf(err, err_len, EMBER_ENOMEM, "out of memory");
   }
   char why[200];
   int rc = acc_sw_scoring_from_params(p, &sp->scoring, why, sizeof why);
   ember__sw__params__free_unpacked(p, NULL);
   if (rc) {
-    acc_sw_errf(err, err_len, "params: %s", why);
+    errbuf_printf(err, err_len, 0, "params: %s", why);
     free(sp);
     return EMBER_EPARAM;
   }
@@ -114,12 +114,14 @@ static int sw_validate(const uint8_t *params, size_t params_len,
   acc_seqset sets[2];
   rc = view_inputs(inputs, n_inputs, sets, err, err_len);
   if (!rc && sets[0].count != sets[1].count) {
-    acc_sw_errf(err, err_len, "mismatched batch sizes: %u queries, %u "
-                "references", sets[0].count, sets[1].count);
+    errbuf_printf(err, err_len, 0,
+                  "mismatched batch sizes: %u queries, %u "
+                  "references",
+                  sets[0].count, sets[1].count);
     rc = EMBER_EFORMAT;
   }
   if (!rc && sets[0].count == 0) {
-    acc_sw_errf(err, err_len, "empty batch: no sequence pairs");
+    errbuf_printf(err, err_len, 0, "empty batch: no sequence pairs");
     rc = EMBER_EFORMAT;
   }
   if (!rc) rc = check_sequences(&sp->scoring, sets, &sp->cells, err, err_len);
@@ -169,26 +171,25 @@ static int sw_run_cpu(void *prepared, const acc_block *inputs,
                       acc_output *out, char *err, size_t err_len) {
   sw_prepared *sp = prepared;
   if (!sp || !out) {
-    acc_sw_errf(err, err_len, "invalid arguments");
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL, "invalid arguments");
   }
   acc_seqset sets[2];
   int rc = view_inputs(inputs, n_inputs, sets, err, err_len);
   if (rc) return rc;
   if (sets[0].count != sp->count || sets[1].count != sp->count) {
-    acc_sw_errf(err, err_len, "inputs differ from the validated ones");
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL,
+                         "inputs differ from the validated ones");
   }
   acc_sw_hit *hits = malloc(sp->count * sizeof *hits);
   if (!hits) {
-    acc_sw_errf(err, err_len, "out of memory for %u results", sp->count);
-    return EMBER_ENOMEM;
+    return errbuf_printf(err, err_len, EMBER_ENOMEM,
+                         "out of memory for %u results", sp->count);
   }
   rc = acc_sw_run_batch(&sp->scoring, &sets[0], &sets[1], 0, sp->count, hits,
                         ctx ? ctx->cancel : NULL);
   if (!rc) rc = pack_result(hits, sp->count, out);
   free(hits);
-  if (rc) acc_sw_errf(err, err_len, "sw: %s", ember_strerror(rc));
+  if (rc) errbuf_printf(err, err_len, 0, "sw: %s", ember_strerror(rc));
   return rc;
 }
 
@@ -204,9 +205,10 @@ static int sw_plan(const void *prepared, const acc_task_shape *shape,
                    acc_task_plan *plan, char *err, size_t err_len) {
   const sw_prepared *sp = prepared;
   if (shape->n_outputs || shape->n_states) {
-    acc_sw_errf(err, err_len, "sw takes no out or state blocks (got %zu "
-                "and %zu)", shape->n_outputs, shape->n_states);
-    return EMBER_EPARAM;
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "sw takes no out or state blocks (got %zu "
+                         "and %zu)",
+                         shape->n_outputs, shape->n_states);
   }
   plan->cost.ops = sp->cells;
   plan->cost.bytes_read = sp->input_bytes;

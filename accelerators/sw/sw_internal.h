@@ -8,10 +8,7 @@
 #include <stddef.h>
 
 #include "../accel.h"
-
-/* acc_sw_errf: format a reason into err (NULL or err_len 0: nothing). */
-void acc_sw_errf(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#include "errbuf.h" /* errbuf_printf: every reason goes into err through it */
 
 /* acc_sw_residue_text: a residue byte as it should appear in a message:
  * "'Z' (0x5a)" for printable bytes, "0x01" otherwise. buf holds >= 16. */

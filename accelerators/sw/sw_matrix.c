@@ -212,30 +212,28 @@ int acc_sw_matrix_parse(const char *text, size_t len, const char *source,
 int acc_sw_matrix_read_file(const char *path, acc_sw_matrix *out, char *err,
                             size_t err_len) {
   if (!path || !out) {
-    acc_sw_errf(err, err_len, "no matrix file");
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL, "no matrix file");
   }
   FILE *f = fopen(path, "rb");
   if (!f) {
-    acc_sw_errf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
-    return EMBER_EIO;
+    return errbuf_printf(err, err_len, EMBER_EIO, "%s: cannot open: %s", path,
+                         strerror(errno));
   }
   char *buf = malloc(MATRIX_FILE_LIMIT + 1);
   if (!buf) {
     fclose(f);
-    acc_sw_errf(err, err_len, "%s: out of memory", path);
-    return EMBER_ENOMEM;
+    return errbuf_printf(err, err_len, EMBER_ENOMEM, "%s: out of memory", path);
   }
   size_t n = fread(buf, 1, MATRIX_FILE_LIMIT + 1, f);
   int failed = ferror(f);
   fclose(f);
   int rc;
   if (failed) {
-    acc_sw_errf(err, err_len, "%s: read error", path);
+    errbuf_printf(err, err_len, 0, "%s: read error", path);
     rc = EMBER_EIO;
   } else if (n > MATRIX_FILE_LIMIT) {
-    acc_sw_errf(err, err_len, "%s: larger than %u bytes, not a matrix",
-                path, MATRIX_FILE_LIMIT);
+    errbuf_printf(err, err_len, 0, "%s: larger than %u bytes, not a matrix",
+                  path, MATRIX_FILE_LIMIT);
     rc = EMBER_ETOOBIG;
   } else {
     rc = acc_sw_matrix_parse(buf, n, path, out, err, err_len);

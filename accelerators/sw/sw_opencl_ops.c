@@ -31,13 +31,14 @@ static int ops_run(void *state, void *queue, void *prepared,
                    size_t err_len) {
   if (!state || !queue || !prepared || !inputs || !dev_inputs || !out ||
       (n_wait && !wait_events)) {
-    acc_sw_errf(err, err_len, "sw opencl: invalid arguments");
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL,
+                         "sw opencl: invalid arguments");
   }
   if (n_inputs != 2 || !dev_inputs[0] || !dev_inputs[1]) {
-    acc_sw_errf(err, err_len, "sw opencl: expected 2 input blocks in device "
-                "buffers, got %zu", n_inputs);
-    return EMBER_EINVAL;
+    return errbuf_printf(err, err_len, EMBER_EINVAL,
+                         "sw opencl: expected 2 input blocks in device "
+                         "buffers, got %zu",
+                         n_inputs);
   }
   /* the host copies give the plan; validate checked them already, so a
    * failure here means the inputs are not the validated ones */
@@ -47,16 +48,15 @@ static int ops_run(void *state, void *queue, void *prepared,
     char why[160];
     if (acc_seqset_view(&inputs[b], &sets[b], why, sizeof why) != 0 ||
         sets[b].count != count) {
-      acc_sw_errf(err, err_len, "sw opencl: inputs differ from the "
-                  "validated ones");
-      return EMBER_EINVAL;
+      return errbuf_printf(err, err_len, EMBER_EINVAL,
+                           "sw opencl: inputs differ from the "
+                           "validated ones");
     }
   }
   acc_sw_hit *hits = malloc((size_t)count * sizeof *hits);
   if (!hits) {
-    acc_sw_errf(err, err_len, "sw opencl: out of memory for %u results",
-                count);
-    return EMBER_ENOMEM;
+    return errbuf_printf(err, err_len, EMBER_ENOMEM,
+                         "sw opencl: out of memory for %u results", count);
   }
   int rc = acc_sw_ocl_run_resident(
       state, (cl_command_queue)queue, acc_sw_prepared_scoring(prepared),
@@ -64,8 +64,8 @@ static int ops_run(void *state, void *queue, void *prepared,
       (cl_uint)n_wait, (const cl_event *)wait_events,
       ctx ? ctx->cancel : NULL, hits, err, err_len);
   if (rc == 0 && (rc = acc_sw_pack_hits(hits, count, out)) != 0)
-    acc_sw_errf(err, err_len, "sw opencl: out of memory packing %u results",
-                count);
+    errbuf_printf(err, err_len, 0,
+                  "sw opencl: out of memory packing %u results", count);
   free(hits);
   return rc;
 }

@@ -13,16 +13,17 @@
 
 static int check_gap(const char *name, int32_t v, char *err, size_t err_len) {
   if (v < 0) {
-    acc_sw_errf(err, err_len,
-                "%s must be a non-negative penalty, got %d (a penalty of the "
-                "wrong sign: gaps cost gap_open + (k-1) * gap_extend, so "
-                "pass %lld)", name, v, -(long long)v);
-    return EMBER_EPARAM;
+    return errbuf_printf(
+        err, err_len, EMBER_EPARAM,
+        "%s must be a non-negative penalty, got %d (a penalty of the "
+        "wrong sign: gaps cost gap_open + (k-1) * gap_extend, so "
+        "pass %lld)",
+        name, v, -(long long)v);
   }
   if (v > ACC_SW_MAX_GAP) {
-    acc_sw_errf(err, err_len, "%s must be at most %d, got %d", name,
-                ACC_SW_MAX_GAP, v);
-    return EMBER_EPARAM;
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "%s must be at most %d, got %d", name, ACC_SW_MAX_GAP,
+                         v);
   }
   return 0;
 }
@@ -42,14 +43,14 @@ int acc_sw_scoring_dna(int32_t match, int32_t mismatch, int32_t gap_open,
                        int32_t gap_extend, acc_sw_scoring *out, char *err,
                        size_t err_len) {
   if (match <= 0 || match > 127) {
-    acc_sw_errf(err, err_len, "match must be in [1, 127], got %d%s", match,
-                match <= 0 ? " (a match is a reward, > 0)" : "");
-    return EMBER_EPARAM;
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "match must be in [1, 127], got %d%s", match,
+                         match <= 0 ? " (a match is a reward, > 0)" : "");
   }
   if (mismatch >= 0 || mismatch < -128) {
-    acc_sw_errf(err, err_len, "mismatch must be in [-128, -1], got %d%s",
-                mismatch, mismatch >= 0 ? " (a mismatch is a cost, < 0)" : "");
-    return EMBER_EPARAM;
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "mismatch must be in [-128, -1], got %d%s", mismatch,
+                         mismatch >= 0 ? " (a mismatch is a cost, < 0)" : "");
   }
   int rc = check_gap("gap_open", gap_open, err, err_len);
   if (!rc) rc = check_gap("gap_extend", gap_extend, err, err_len);
@@ -81,9 +82,9 @@ int acc_sw_scoring_matrix(const acc_sw_matrix *m, int32_t gap_open,
                           int32_t gap_extend, acc_sw_scoring *out, char *err,
                           size_t err_len) {
   if (!m || m->size < 1 || m->size > ACC_SW_MAX_ALPHABET) {
-    acc_sw_errf(err, err_len, "matrix must have 1 to %d letters",
-                ACC_SW_MAX_ALPHABET);
-    return EMBER_EPARAM;
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "matrix must have 1 to %d letters",
+                         ACC_SW_MAX_ALPHABET);
   }
   int rc = check_gap("gap_open", gap_open, err, err_len);
   if (!rc) rc = check_gap("gap_extend", gap_extend, err, err_len);
@@ -104,9 +105,8 @@ int acc_sw_scoring_matrix(const acc_sw_matrix *m, int32_t gap_open,
   for (int i = 0; i < m->size; i++) {
     unsigned char c = (unsigned char)m->alphabet[i];
     if (c < 0x21 || c > 0x7e) {
-      acc_sw_errf(err, err_len, "matrix letter %d is not printable (0x%02x)",
-                  i, c);
-      return EMBER_EPARAM;
+      return errbuf_printf(err, err_len, EMBER_EPARAM,
+                           "matrix letter %d is not printable (0x%02x)", i, c);
     }
     s.encode[c] = (int8_t)i;
     if (c >= 'A' && c <= 'Z') s.encode[c + 32] = (int8_t)i;
@@ -114,10 +114,11 @@ int acc_sw_scoring_matrix(const acc_sw_matrix *m, int32_t gap_open,
   }
   for (int i = 0; i < m->size * m->size; i++) {
     if (m->scores[i] < -128 || m->scores[i] > 127) {
-      acc_sw_errf(err, err_len, "matrix score %d ('%c' vs '%c') is out of "
-                  "range [-128, 127]", m->scores[i],
-                  m->alphabet[i / m->size], m->alphabet[i % m->size]);
-      return EMBER_EPARAM;
+      return errbuf_printf(err, err_len, EMBER_EPARAM,
+                           "matrix score %d ('%c' vs '%c') is out of "
+                           "range [-128, 127]",
+                           m->scores[i], m->alphabet[i / m->size],
+                           m->alphabet[i % m->size]);
     }
     s.matrix[i] = m->scores[i];
   }
@@ -132,35 +133,39 @@ static int matrix_from_message(const Ember__Sw__Matrix *msg, acc_sw_matrix *m,
   const char *a = msg->alphabet ? msg->alphabet : "";
   size_t n = strlen(a);
   if (n == 0 || n > ACC_SW_MAX_ALPHABET) {
-    acc_sw_errf(err, err_len, "matrix.alphabet must have 1 to %d letters, "
-                "got %zu", ACC_SW_MAX_ALPHABET, n);
-    return EMBER_EPARAM;
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "matrix.alphabet must have 1 to %d letters, "
+                         "got %zu",
+                         ACC_SW_MAX_ALPHABET, n);
   }
   memset(m, 0, sizeof *m);
   m->size = (int)n;
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)a[i];
     if (c < 0x21 || c > 0x7e) {
-      acc_sw_errf(err, err_len, "matrix.alphabet: letter %zu is not a "
-                  "printable character (0x%02x)", i, c);
-      return EMBER_EPARAM;
+      return errbuf_printf(err, err_len, EMBER_EPARAM,
+                           "matrix.alphabet: letter %zu is not a "
+                           "printable character (0x%02x)",
+                           i, c);
     }
     for (size_t j = 0; j < i; j++) {
       unsigned char d = (unsigned char)a[j];
       int fc = (c >= 'a' && c <= 'z') ? c - 32 : c;
       int fd = (d >= 'a' && d <= 'z') ? d - 32 : d;
       if (fc == fd) {
-        acc_sw_errf(err, err_len, "matrix.alphabet: letter '%c' appears "
-                    "twice", c);
-        return EMBER_EPARAM;
+        return errbuf_printf(err, err_len, EMBER_EPARAM,
+                             "matrix.alphabet: letter '%c' appears "
+                             "twice",
+                             c);
       }
     }
     m->alphabet[i] = (char)c;
   }
   if (msg->n_scores != n * n) {
-    acc_sw_errf(err, err_len, "matrix.scores has %zu values, expected %zu "
-                "(%zu letters squared)", msg->n_scores, n * n, n);
-    return EMBER_EPARAM;
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "matrix.scores has %zu values, expected %zu "
+                         "(%zu letters squared)",
+                         msg->n_scores, n * n, n);
   }
   for (size_t i = 0; i < n * n; i++) m->scores[i] = msg->scores[i];
   return 0;
@@ -175,9 +180,9 @@ int acc_sw_scoring_from_params(const Ember__Sw__Params *p,
 
   if (p->alphabet == EMBER__SW__ALPHABET__DNA) {
     if (p->matrix_name || p->matrix) {
-      acc_sw_errf(err, err_len, "DNA scores with match/mismatch; matrix_name "
-                  "and matrix are for the PROTEIN alphabet");
-      return EMBER_EPARAM;
+      return errbuf_printf(err, err_len, EMBER_EPARAM,
+                           "DNA scores with match/mismatch; matrix_name "
+                           "and matrix are for the PROTEIN alphabet");
     }
     return acc_sw_scoring_dna(p->match, p->mismatch,
                               p->has_gap_open ? p->gap_open : DNA_DEFAULT_OPEN,
@@ -186,18 +191,18 @@ int acc_sw_scoring_from_params(const Ember__Sw__Params *p,
                               out, err, err_len);
   }
   if (p->alphabet != EMBER__SW__ALPHABET__PROTEIN) {
-    acc_sw_errf(err, err_len, "unknown alphabet %d (DNA = 0, PROTEIN = 1)",
-                (int)p->alphabet);
-    return EMBER_EPARAM;
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "unknown alphabet %d (DNA = 0, PROTEIN = 1)",
+                         (int)p->alphabet);
   }
   if (p->has_match || p->has_mismatch) {
-    acc_sw_errf(err, err_len, "match/mismatch are for the DNA alphabet; "
-                "PROTEIN scores with a substitution matrix");
-    return EMBER_EPARAM;
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "match/mismatch are for the DNA alphabet; "
+                         "PROTEIN scores with a substitution matrix");
   }
   if (p->matrix_name && p->matrix) {
-    acc_sw_errf(err, err_len, "give matrix_name or matrix, not both");
-    return EMBER_EPARAM;
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "give matrix_name or matrix, not both");
   }
   acc_sw_matrix m;
   if (p->matrix) {
@@ -208,13 +213,13 @@ int acc_sw_scoring_from_params(const Ember__Sw__Params *p,
                                       : PROTEIN_DEFAULT_MATRIX;
     int rc = acc_sw_matrix_builtin(name, &m);
     if (rc == EMBER_ENOTFOUND) {
-      acc_sw_errf(err, err_len, "unknown matrix '%.64s' (built-in: %s)", name,
-                  acc_sw_matrix_builtin_names());
-      return EMBER_EPARAM;
+      return errbuf_printf(err, err_len, EMBER_EPARAM,
+                           "unknown matrix '%.64s' (built-in: %s)", name,
+                           acc_sw_matrix_builtin_names());
     }
     if (rc) {
-      acc_sw_errf(err, err_len, "built-in matrix '%s' is corrupt", name);
-      return rc;
+      return errbuf_printf(err, err_len, rc, "built-in matrix '%s' is corrupt",
+                           name);
     }
   }
   return acc_sw_scoring_matrix(&m,
