@@ -13,12 +13,7 @@
 #include <sodium.h>
 
 #include "ember/ember_errors.h"
-
-static int fail(char *err, size_t len, int code, const char *fmt,
-                const char *a, const char *b) {
-  if (len) snprintf(err, len, fmt, a, b);
-  return code;
-}
+#include "errbuf.h"
 
 /* Whether [s, end) holds only line ends: counted to end, not to a NUL,
  * so that "KEY\n\0junk" is refused as well as "KEY\njunk". */
@@ -32,7 +27,8 @@ int lease_key_load(const char *path, lease_key *out, char *err,
                    size_t err_len) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return fail(err, err_len, EMBER_EIO, "%s: %s", path, strerror(errno));
+    return errbuf_printf(err, err_len, EMBER_EIO, "%s: %s", path,
+                         strerror(errno));
   struct stat st;
   char text[130];
   ssize_t n = -1;
@@ -40,10 +36,11 @@ int lease_key_load(const char *path, lease_key *out, char *err,
   int saved = errno;
   close(fd);
   if (n < 0)
-    return fail(err, err_len, EMBER_EIO, "%s: %s", path, strerror(saved));
+    return errbuf_printf(err, err_len, EMBER_EIO, "%s: %s", path,
+                         strerror(saved));
   if (st.st_mode & 077)
-    return fail(err, err_len, EMBER_EDENIED,
-                "%s: %s", path, "group or others may read it (chmod 600)");
+    return errbuf_printf(err, err_len, EMBER_EDENIED, "%s: %s", path,
+                         "group or others may read it (chmod 600)");
   text[n] = '\0';
   size_t bin_len = 0;
   const char *end = NULL;
@@ -53,15 +50,15 @@ int lease_key_load(const char *path, lease_key *out, char *err,
       sodium_hex2bin(out->bytes, sizeof out->bytes, text, (size_t)n, NULL,
                      &bin_len, &end) != 0 ||
       bin_len != LEASE_KEY_BYTES || !only_line_ends(end, text + n))
-    return fail(err, err_len, EMBER_EFORMAT, "%s: %s", path,
-                "expected 64 hex digits");
+    return errbuf_printf(err, err_len, EMBER_EFORMAT, "%s: %s", path,
+                         "expected 64 hex digits");
   return 0;
 }
 
 int lease_key_create(const char *path, char *err, size_t err_len) {
   if (sodium_init() < 0)
-    return fail(err, err_len, EMBER_EINTERNAL, "%s: %s", path,
-                "libsodium failed to initialise");
+    return errbuf_printf(err, err_len, EMBER_EINTERNAL, "%s: %s", path,
+                         "libsodium failed to initialise");
   uint8_t key[LEASE_KEY_BYTES];
   char hex[2 * LEASE_KEY_BYTES + 2];
   randombytes_buf(key, sizeof key);
@@ -70,13 +67,16 @@ int lease_key_create(const char *path, char *err, size_t err_len) {
   strcat(hex, "\n");
   int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0)
-    return fail(err, err_len, EMBER_EIO, "%s: %s", path, strerror(errno));
+    return errbuf_printf(err, err_len, EMBER_EIO, "%s: %s", path,
+                         strerror(errno));
   size_t len = strlen(hex);
   int ok = write(fd, hex, len) == (ssize_t)len;
   int saved = errno;
   if (close(fd) != 0) ok = 0;
   sodium_memzero(hex, sizeof hex);
-  if (!ok) return fail(err, err_len, EMBER_EIO, "%s: %s", path, strerror(saved));
+  if (!ok)
+    return errbuf_printf(err, err_len, EMBER_EIO, "%s: %s", path,
+                         strerror(saved));
   return 0;
 }
 
@@ -114,13 +114,13 @@ int lease_verify(const lease_key *key, const Ember__Lease *lease,
   if (!lease || lease->mac.len != crypto_auth_hmacsha256_BYTES ||
       crypto_auth_hmacsha256_verify(lease->mac.data, lease->body.data,
                                     lease->body.len, key->bytes) != 0)
-    return fail(why, why_len, EMBER_ELEASE, "%s%s", "bad signature", "");
+    return errbuf_printf(why, why_len, EMBER_ELEASE, "bad signature");
   Ember__LeaseBody *b =
       ember__lease_body__unpack(NULL, lease->body.len, lease->body.data);
-  if (!b) return fail(why, why_len, EMBER_ELEASE, "%s%s", "malformed", "");
+  if (!b) return errbuf_printf(why, why_len, EMBER_ELEASE, "malformed");
   if (b->expires_unix_ms <= now_unix_ms) {
     ember__lease_body__free_unpacked(b, NULL);
-    return fail(why, why_len, EMBER_ELEASE, "%s%s", "expired", "");
+    return errbuf_printf(why, why_len, EMBER_ELEASE, "expired");
   }
   *body_out = b;
   return 0;
