@@ -11,9 +11,13 @@
  * with 1 and 4 client threads sharing one client; T is the NAM's number of
  * cpu workers (one per core). It prints pairs/s and the ratios b/a, c/a,
  * d/a (each the best of three runs), then the round-trip latency of
- * one-pair tasks over the unix socket.
+ * one-pair tasks over the unix socket and TCP loopback beside the kernel's
+ * own time for one pair, called in-process. With --sweep it also finds the
+ * smallest batch that keeps 0.97 of in-process throughput over the unix
+ * socket.
  *
  * Usage: faas_overhead [PAIRS (default 100000)] [LATENCY_SAMPLES (10000)]
+ *                      [--sweep]
  * FAAS_SET=key=value passes one more --set to the NAM (e.g.
  * opencl.enabled=false, to see what an idle platform's threads cost).
  */
@@ -261,7 +265,49 @@ static void wake_floor(size_t samples) {
 
 /* ---- one-pair round trips ---------------------------------------------- */
 
-static void latency(const char *address, const batch *b, size_t samples) {
+/* percentiles of sorted samples */
+static double p50_us(const uint64_t *v, size_t n) { return v[n / 2] / 1e3; }
+static double p99_us(const uint64_t *v, size_t n) { return v[n * 99 / 100] / 1e3; }
+
+/* The kernel alone on one pair, in-process (validate, run, release): what
+ * a round trip through the NAM is compared with. Returns its p50 in us. */
+static double kernel_latency(const batch *b, size_t samples) {
+  Ember__Sw__Params p = EMBER__SW__PARAMS__INIT;
+  size_t params_len = ember__sw__params__get_packed_size(&p);
+  uint8_t *params = malloc(params_len + 1);
+  ember__sw__params__pack(&p, params);
+  uint64_t *t = malloc(samples * sizeof *t);
+  acc_block in[2];
+  uint8_t *qb = seqset(b->q, 1, &in[0].size), *rb = seqset(b->r, 1, &in[1].size);
+  in[0].data = qb;
+  in[1].data = rb;
+  for (size_t i = 0; i < samples + 100; i++) {
+    uint64_t t0 = now_ns();
+    void *prep;
+    char err[256];
+    acc_output out = {0};
+    if (acc_sw_descriptor.validate(params, params_len, in, 2, &prep, err,
+                                   sizeof err) != 0 ||
+        acc_sw_descriptor.run_cpu(prep, in, 2, &(acc_run_ctx){0}, &out, err,
+                                  sizeof err) != 0)
+      exit(1);
+    acc_sw_descriptor.release(prep);
+    free(out.data);
+    if (i >= 100) t[i - 100] = now_ns() - t0;
+  }
+  qsort(t, samples, sizeof *t, cmp_u64);
+  double p50 = p50_us(t, samples);
+  printf("kernel in-process, 1 pair (validate + run):   p50 %6.1f us  p99 %6.1f us\n",
+         p50, p99_us(t, samples));
+  free(t);
+  free(qb);
+  free(rb);
+  free(params);
+  return p50;
+}
+
+static void latency(const char *address, const batch *b, size_t samples,
+                    double kernel_p50) {
   ember_client *c;
   ember_options opts = {.client_name = "faas_latency", .no_fallback = 1};
   if (ember_connect(address, &opts, &c) != 0) exit(1);
@@ -296,22 +342,22 @@ static void latency(const char *address, const batch *b, size_t samples) {
     }
     ember_task_free(t);
   }
-  qsort(full, samples, sizeof *full, cmp_u64);
-  qsort(rt, samples, sizeof *rt, cmp_u64);
-  qsort(inside, samples, sizeof *inside, cmp_u64);
-  qsort(queued, samples, sizeof *queued, cmp_u64);
-  qsort(exec, samples, sizeof *exec, cmp_u64);
+  uint64_t *all[] = {full, rt, inside, queued, exec};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+    qsort(all[i], samples, sizeof *all[i], cmp_u64);
   printf("one-pair round trip over %s, %zu samples:\n", address, samples);
-  printf("  task on ready blocks (ember_run):        p50 %6.1f us  p99 %6.1f us\n",
-         rt[samples / 2] / 1e3, rt[samples * 99 / 100] / 1e3);
+  double rt50 = p50_us(rt, samples), full50 = p50_us(full, samples);
+  printf("  task on ready blocks (ember_run):        p50 %6.1f us  p99 %6.1f us"
+         "  (kernel + %.1f, p99 kernel + %.1f)\n", rt50, p99_us(rt, samples),
+         rt50 - kernel_p50, p99_us(rt, samples) - kernel_p50);
   printf("    of which inside the NAM:               p50 %6.1f us  p99 %6.1f us\n",
-         inside[samples / 2] / 1e3, inside[samples * 99 / 100] / 1e3);
+         p50_us(inside, samples), p99_us(inside, samples));
   printf("    of which queued (until a worker took it): p50 %6.1f us  p99 %6.1f us\n",
-         queued[samples / 2] / 1e3, queued[samples * 99 / 100] / 1e3);
+         p50_us(queued, samples), p99_us(queued, samples));
   printf("    of which executing the kernel:         p50 %6.1f us  p99 %6.1f us\n",
-         exec[samples / 2] / 1e3, exec[samples * 99 / 100] / 1e3);
-  printf("  whole call (ember_sw_align, 1 pair):      p50 %6.1f us  p99 %6.1f us\n",
-         full[samples / 2] / 1e3, full[samples * 99 / 100] / 1e3);
+         p50_us(exec, samples), p99_us(exec, samples));
+  printf("  whole call (ember_sw_align, 1 pair):      p50 %6.1f us  p99 %6.1f us"
+         "  (kernel + %.1f)\n", full50, p99_us(full, samples), full50 - kernel_p50);
   ember_block_release(in[0]);
   ember_block_release(in[1]);
   free(qs);
@@ -324,9 +370,37 @@ static void latency(const char *address, const batch *b, size_t samples) {
   ember_close(c);
 }
 
+/* ---- the smallest batch that keeps 0.97 -------------------------------- */
+
+/* The first n of b. */
+static batch head_of(const batch *b, size_t n) {
+  batch h = *b;
+  h.n = n;
+  return h;
+}
+
+static void batch_sweep(nam_proc *nam, const batch *b, unsigned cores,
+                        size_t per) {
+  static const size_t sizes[] = {500, 1000, 2000, 5000, 10000, 20000, 50000};
+  printf("\nbatch size over the unix socket (1 client thread): ratio to in-process\n");
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes && sizes[i] <= b->n; i++) {
+    batch h = head_of(b, sizes[i]);
+    double a = 0;
+    for (int r = 0; r < REPEATS; r++) {
+      double v = run_direct(&h, cores, per);
+      if (v > a) a = v;
+    }
+    size_t fb;
+    double v = best_client(nam->unix_addr, &h, 1, cores, &fb);
+    printf("  %6zu pairs: %8.0f pairs/s against %8.0f: %.3f%s\n", sizes[i], v, a,
+           v / a, v / a >= 0.97 ? "  (>= 0.97)" : "");
+  }
+}
+
 int main(int argc, char **argv) {
   size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 100000;
   size_t samples = argc > 2 ? strtoul(argv[2], NULL, 10) : 10000;
+  int sweep = argc > 3 && strcmp(argv[3], "--sweep") == 0;
   unsigned cores = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
   batch b;
   if (n == 0 || samples == 0 || make_batch(&b, n) != 0) {
@@ -372,7 +446,10 @@ int main(int argc, char **argv) {
   }
   printf("\n");
   wake_floor(samples);
-  latency(nam.unix_addr, &b, samples);
+  double kernel_p50 = kernel_latency(&b, samples);
+  latency(nam.unix_addr, &b, samples, kernel_p50);
+  latency(nam.tcp_addr, &b, samples, kernel_p50);
+  if (sweep) batch_sweep(&nam, &b, cores, per);
   nam_stop(&nam);
   nam_cleanup(&nam);
   free(b.q);
