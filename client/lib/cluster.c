@@ -3,7 +3,6 @@
  * client per granted NAM presenting its lease, and a thread that reads the
  * GAM connection for LeaseEnded while the cluster lives (see ember.h).
  */
-#include "client_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +16,12 @@
 
 #include <sodium.h>
 
+#include "backend.h"
+#include "clock.h"
+#include "last_error.h"
 #include "lease_proof.h"
+#include "remote.h"
+#include "struct_abi.h"
 
 #define GAM_MAX_FRAME ((size_t)16 << 20)
 /* Waiting for the Allocation: the app's wait plus this much for the GAM to
@@ -50,7 +54,7 @@ struct ember_cluster {
   pthread_mutex_t lock;
 };
 
-static uint64_t now_ms(void) { return ember__client_now_ns() / 1000000u; }
+static uint64_t now_ms(void) { return clock_now_ns() / 1000000u; }
 
 static int send_frame(ember_cluster *cl, Ember__MsgType type,
                       const ProtobufCMessage *m) {
@@ -154,8 +158,15 @@ static int open_members(ember_cluster *cl, const Ember__Allocation *a,
     snprintf(mb->address, sizeof mb->address, "%s%s",
              strncmp(g->address, "tcp:", 4) == 0 ? "" : "tcp:", g->address);
     mb->lease_id = g->lease_id;
-    int rc = ember__client_open(mb->address, &copts, g->lease, g->lease_id,
-                                cl->sk, &mb->client);
+    ember__lease lease = {.id = g->lease_id, .sk = cl->sk};
+    if (g->lease) {
+      lease.body = g->lease->body.data;
+      lease.body_len = g->lease->body.len;
+      lease.mac = g->lease->mac.data;
+      lease.mac_len = g->lease->mac.len;
+    }
+    int rc = ember__client_open(mb->address, &copts, g->lease ? &lease : NULL,
+                                &mb->client);
     if (rc) {
       char detail[512];
       snprintf(detail, sizeof detail, "%s", ember_last_error());

@@ -1,15 +1,19 @@
 /* introspect.c - what accelerators and platforms a NAM (or the embedded
  * engine) offers, as an ember_listing: its structs are the library's size
  * and reached through pointers, so a program built against older headers
- * reads the fields it knows (ember.h "ABI"). */
-#include "client_internal.h"
+ * reads the fields it knows (ember.h "ABI"). The back ends build it. */
+#include "introspect.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
+#include "engine.h"
+#include "frame.h"
 #include "platform_counters.h"
+#include "plugins.h"
 
 struct ember_listing {
   ember_accel_info *accels;
@@ -73,8 +77,8 @@ static ember_listing *listing_new(size_t na, size_t np, size_t n_pairs) {
   return l;
 }
 
-static int from_engine(const ember_client *c, nam_engine *e,
-                       ember_listing **out) {
+int ember__listing_from_engine(const ember_client *c, nam_engine *e,
+                               ember_listing **out) {
   size_t na = ember__accels_count(c->accels);
   nam_platform_status ps[16];
   size_t np = nam_engine_platforms(e, ps, 16);
@@ -125,7 +129,8 @@ static int from_engine(const ember_client *c, nam_engine *e,
   return 0;
 }
 
-static int from_reply(const Ember__AcceleratorList *m, ember_listing **out) {
+int ember__listing_from_reply(const Ember__AcceleratorList *m,
+                              ember_listing **out) {
   size_t n_pairs = 0;
   for (size_t i = 0; i < m->n_platforms; i++) n_pairs += m->platforms[i]->n_pairs;
   ember_listing *l = listing_new(m->n_accelerators, m->n_platforms, n_pairs);
@@ -185,28 +190,7 @@ static int from_reply(const Ember__AcceleratorList *m, ember_listing **out) {
 
 int ember_list_accelerators(ember_client *c, ember_listing **out) {
   *out = NULL;
-  int rc;
-  if (c->mode == MODE_EMBEDDED) {
-    nam_engine *e;
-    rc = ember__client_engine(c, &e);
-    if (rc == 0) rc = from_engine(c, e, out);
-  } else {
-    Ember__ListAccelerators req = EMBER__LIST_ACCELERATORS__INIT;
-    ProtobufCMessage *reply = NULL;
-    rc = ember__remote_request(c, EMBER__MSG_TYPE__MSG_LIST_ACCELERATORS,
-                               &req.base, EMBER__MSG_TYPE__MSG_ACCELERATOR_LIST,
-                               &reply);
-    if (rc) {
-      if (rc == EMBER_ECONNLOST || rc == EMBER_ECONNECT) {
-        if (!ember_last_error()[0])
-          ember__client_set_error("%s: cannot reach the NAM", c->address);
-        rc = EMBER_ECONNECT;
-      }
-      return rc;
-    }
-    rc = from_reply((Ember__AcceleratorList *)reply, out);
-    protobuf_c_message_free_unpacked(reply, NULL);
-  }
+  int rc = c->backend->list_accelerators(c, out);
   if (rc == 0 && (*out)->failed) {
     ember_listing_free(*out);
     *out = NULL;

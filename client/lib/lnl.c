@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_internal.h"
+#include "clock.h"
+#include "last_error.h"
 #include "lnl_run.h"
 #include "plf_alignment.h"
 #include "plf_model.h"
+#include "struct_abi.h"
 
 #define EMBER__LNL_PARAMS_V0 EMBER__V0_SIZE(ember_lnl_params, instances)
 #define EMBER__LNL_REPORT_V0 EMBER__V0_SIZE(ember_lnl_report, instances)
@@ -754,7 +756,7 @@ int ember_lnl(ember_client *client, const ember_lnl_params *params,
   } else {
     ember_lnl_params_default(&p);
   }
-  uint64_t start = ember__client_now_ns();
+  uint64_t start = clock_now_ns();
   ember_lnl_report full = {.size = sizeof full};
   int rc = check_args(client, &p, model, trees);
   if (rc == 0) {
@@ -762,7 +764,7 @@ int ember_lnl(ember_client *client, const ember_lnl_params *params,
     rc = score(client, &p, model, trees, lnl, site_lnl, &full, progress,
                user);
   }
-  full.wall_ns = ember__client_now_ns() - start;
+  full.wall_ns = clock_now_ns() - start;
   if (report)
     ember__struct_out(report, &full, sizeof full, EMBER__LNL_REPORT_V0);
   return rc;

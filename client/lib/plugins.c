@@ -6,11 +6,16 @@
  * loader pins every plugin it accepts (RTLD_NODELETE, its file kept open),
  * so loading again for every client would only pile up descriptors. The
  * sets are reachable from `sets` until exit. */
-#include "client_internal.h"
+#include "plugins.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "ember/ember.h"
+#include "last_error.h"
+#include "plugin_loader.h"
 
 struct ember__accel_set {
   char *dir;

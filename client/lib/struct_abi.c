@@ -1,7 +1,9 @@
 /* struct_abi.c - the size fields of ember.h's public structs: a program
  * built against older headers passes smaller structs, and the library must
  * neither read nor write past what the program allocated. */
-#include "client_internal.h"
+#include "struct_abi.h"
+
+#include "last_error.h"
 
 #include <string.h>
 

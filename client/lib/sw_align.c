@@ -4,7 +4,6 @@
  * reference blocks each), keeps them all in flight, and gathers the results
  * in batch order.
  */
-#include "client_internal.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -12,10 +11,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "accelerators/sw/sw.pb-c.h"
+#include "clock.h"
+#include "last_error.h"
+#include "platform_kinds.h"
+#include "struct_abi.h"
 #include "sw/seqset.h"
 #include "sw/sw.h"
-#include "accelerators/sw/sw.pb-c.h"
-#include "platform_kinds.h"
 
 /* Tasks of about 32 M cells (~10 ms on one core) keep the per-task costs
  * (blocks, frames, wake-ups) near 1%; a batch is still cut into at least
@@ -232,7 +234,7 @@ static int sw_align(ember_client *c, const ember_sw_params *params,
     ember__client_set_error("ember_sw_align: missing argument");
     return EMBER_EINVAL;
   }
-  uint64_t start = ember__client_now_ns();
+  uint64_t start = clock_now_ns();
   uint8_t *packed = NULL;
   size_t packed_len = 0;
   int rc = pack_params(params, &packed, &packed_len);
@@ -284,7 +286,7 @@ static int sw_align(ember_client *c, const ember_sw_params *params,
   for (size_t first = submitted * per; first_err && first < n; first += per)
     mark_failed(first, n - first < per ? n - first : per, results, report);
   if (progress && first_err == 0) progress(n, n, progress_user);
-  if (report) report->wall_ns = ember__client_now_ns() - start;
+  if (report) report->wall_ns = clock_now_ns() - start;
   free(chunks);
   free(packed);
   if (first_err) ember__client_set_error("%s", first_msg);

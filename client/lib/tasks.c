@@ -1,25 +1,29 @@
 /*
- * tasks.c - submitting tasks, waiting for them, and running them on the
- * in-process engine: embedded mode, or the CPU fallback when the NAM
- * cannot. A task completes exactly once, whoever completes it.
+ * tasks.c - the task API: submitting tasks to the client's back end,
+ * waiting for them, and completing them: a task completes exactly once,
+ * whichever back end reports it (ember__task_complete).
  */
-#include "client_internal.h"
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-void ember__task_unref(ember_task *t) {
+#include "backend.h"
+#include "blocks.h"
+#include "clock.h"
+#include "last_error.h"
+#include "plugins.h"
+#include "struct_abi.h"
+
+static void task_unref(ember_task *t) {
   pthread_mutex_lock(&t->mu);
   int left = --t->refs;
-  nam_task *local = t->local;
   pthread_mutex_unlock(&t->mu);
   if (left > 0) return;
   for (size_t i = 0; i < t->n_states; i++) ember__block_unref(t->states[i]);
   for (size_t i = 0; i < t->n_outputs; i++) ember__block_unref(t->outputs[i]);
-  nam_task_free(local);
+  t->client->backend->task_free(t);
   free(t->output);
   free(t->params);
   pthread_cond_destroy(&t->cv);
@@ -28,8 +32,8 @@ void ember__task_unref(ember_task *t) {
 }
 
 void ember__task_complete(ember_task *t, int status, const char *message,
-                   uint8_t *output, size_t output_len, const char *platform,
-                   const ember_task_info *info) {
+                          uint8_t *output, size_t output_len,
+                          const char *platform, const ember_task_info *info) {
   pthread_mutex_lock(&t->mu);
   if (t->done) { /* exactly once: a late second answer is dropped */
     pthread_mutex_unlock(&t->mu);
@@ -55,7 +59,7 @@ void ember__task_complete(ember_task *t, int status, const char *message,
                ? info->platform_kind
                : "cpu");
   t->info.platform_kind = t->platform_kind;
-  t->info.round_trip_ns = ember__client_now_ns() - t->submit_ns;
+  t->info.round_trip_ns = clock_now_ns() - t->submit_ns;
   t->done = 1;
   pthread_mutex_unlock(&t->mu);
 
@@ -73,216 +77,7 @@ void ember__task_complete(ember_task *t, int status, const char *message,
   t->settled = 1;
   pthread_cond_broadcast(&t->cv);
   pthread_mutex_unlock(&t->mu);
-  ember__task_unref(t);
-}
-
-static void on_local_done(nam_task *nt, void *user) {
-  ember_task *t = user;
-  acc_output out = {0};
-  nam_task_take_output(nt, &out);
-  const nam_task_times *tm = nam_task_get_times(nt);
-  ember_task_info info = {0};
-  if (tm->started) {
-    info.queue_ns = tm->started - tm->queued;
-    info.exec_ns = tm->finished - tm->started;
-  }
-  info.server_ns = tm->finished - tm->queued;
-  info.platform_kind = nam_task_platform_kind(nt);
-  info.attempts = tm->attempts;
-  if (nam_task_status(nt) == 0)
-    for (size_t i = 0; i < t->n_outputs; i++)
-      t->outputs[i]->size = nam_task_output_size(nt, i);
-  ember__task_complete(t, nam_task_status(nt), nam_task_message(nt), out.data,
-                out.size, nam_task_platform(nt), &info);
-}
-
-/* Queue on the in-process engine (which validates it). */
-static void run_local(ember_task *t) {
-  ember_client *c = t->client;
-  if (!t->acc) {
-    ember__task_complete(t, EMBER_ENOACCEL, "this client has no CPU code for that "
-                  "accelerator", NULL, 0, NULL, NULL);
-    return;
-  }
-  nam_engine *engine;
-  int rc = ember__client_engine(c, &engine);
-  if (rc) {
-    ember__task_complete(t, rc, "cannot start the in-process engine", NULL, 0, NULL, NULL);
-    return;
-  }
-  acc_block inputs[16];
-  uint64_t ids[16], state_ids[ACC_MAX_STATES], out_ids[ACC_MAX_OUTPUTS];
-  int cached = c->mode == MODE_EMBEDDED; /* blocks live in the engine */
-  for (size_t i = 0; i < t->n_inputs; i++) {
-    ember_block *b = t->inputs[i];
-    ids[i] = b->id;
-    inputs[i].size = b->size;
-    inputs[i].data = b->is_output ? NULL : ember__block_bytes(b);
-    if (!inputs[i].data && !b->is_output) {
-      ember__task_complete(t, EMBER_ENOMEM, "cannot map an input block", NULL, 0, NULL, NULL);
-      return;
-    }
-  }
-  for (size_t i = 0; i < t->n_states; i++) state_ids[i] = t->states[i]->id;
-  for (size_t i = 0; i < t->n_outputs; i++) out_ids[i] = t->outputs[i]->id;
-  char why[600] = "";
-  nam_task_spec spec = {
-    .acc = t->acc, .params = t->params, .params_len = t->params_len,
-    .inputs = inputs,
-    .n_inputs = t->n_inputs, .priority = t->priority,
-    .platform_kind = t->platform_req[0] ? t->platform_req : NULL,
-    .prefer_kind = t->platform_pref[0] ? t->platform_pref : NULL,
-    .app = CLIENT_EMBEDDED_APP, .block_ids = cached ? ids : NULL,
-    .state_ids = state_ids, .n_states = t->n_states,
-    .output_ids = out_ids, .n_outputs = t->n_outputs,
-    .done = on_local_done, .user = t, .err = why, .err_len = sizeof why,
-  };
-  nam_task *nt = NULL;
-  rc = nam_engine_submit(engine, &spec, &nt);
-  if (rc) {
-    char msg[400];
-    if (rc == EMBER_ENOPLATFORM && t->platform_req[0])
-      snprintf(msg, sizeof msg, "no platform of kind '%s' here (available: cpu)",
-               t->platform_req);
-    else
-      snprintf(msg, sizeof msg, "%s", why[0] ? why : ember_strerror(rc));
-    ember__task_complete(t, rc, msg, NULL, 0, NULL, NULL);
-    return;
-  }
-  pthread_mutex_lock(&t->mu);
-  t->local = nt;
-  pthread_mutex_unlock(&t->mu);
-}
-
-int ember__task_has_remote_blocks(const ember_task *t) {
-  if (t->n_states || t->n_outputs) return 1;
-  for (size_t i = 0; i < t->n_inputs; i++)
-    if (t->inputs[i]->is_output) return 1;
-  return 0;
-}
-
-void ember__task_fallback(ember_task *t, int why, const char *message) {
-  if (ember__task_has_remote_blocks(t)) {
-    /* its out or state blocks live on the NAM: the CPU here has no copy */
-    char msg[600];
-    snprintf(msg, sizeof msg, "the task's out or state blocks live on the "
-             "NAM, which cannot run it (%s)", message ? message : "");
-    ember__task_complete(t, EMBER_ESTATE, msg, NULL, 0, NULL, NULL);
-    return;
-  }
-  if (t->client->opts.no_fallback) {
-    ember__task_complete(t, why, message, NULL, 0, NULL, NULL);
-    return;
-  }
-  t->info.fell_back = 1;
-  run_local(t);
-}
-
-/* Send the task's blocks that this connection lacks, then the Submit. */
-static int send_task(ember_client *c, ember_task *t, uint64_t gen) {
-  proto_wbuf w = {0};
-  int fds[16];
-  size_t nfds = 0;
-  int rc = 0;
-  pthread_mutex_lock(&c->send_lock);
-  for (size_t i = 0; rc == 0 && i < t->n_inputs + t->n_states; i++) {
-    ember_block *b = i < t->n_inputs ? t->inputs[i] : t->states[i - t->n_inputs];
-    if (b->put_gen == gen) continue;
-    if (b->is_output || (b->put_gen && (b->flags & EMBER_BLOCK_STATE))) {
-      rc = EMBER_ESTATE; /* it lived on a connection that is gone */
-      break;
-    }
-    int fd = -1;
-    rc = ember__block_append_put(b, &w, &fd);
-    if (fd >= 0) fds[nfds++] = fd;
-  }
-  uint64_t state_ids[ACC_MAX_STATES], out_ids[ACC_MAX_OUTPUTS];
-  for (size_t i = 0; i < t->n_states; i++) state_ids[i] = t->states[i]->id;
-  for (size_t i = 0; i < t->n_outputs; i++) out_ids[i] = t->outputs[i]->id;
-  Ember__Submit s = EMBER__SUBMIT__INIT;
-  uint64_t ids[16];
-  for (size_t i = 0; i < t->n_inputs; i++) ids[i] = t->inputs[i]->id;
-  s.task_id = t->id;
-  s.accelerator = t->accelerator;
-  if (t->params_len) {
-    s.has_params = 1;
-    s.params.data = t->params;
-    s.params.len = t->params_len;
-  }
-  s.n_input_blocks = t->n_inputs;
-  s.input_blocks = ids;
-  if (t->priority) {
-    s.has_priority = 1;
-    s.priority = t->priority;
-  }
-  if (t->platform_req[0]) s.platform = t->platform_req;
-  if (t->platform_pref[0]) s.prefer_platform = t->platform_pref;
-  s.n_state_blocks = t->n_states;
-  s.state_blocks = state_ids;
-  s.n_output_blocks = t->n_outputs;
-  s.output_blocks = out_ids;
-  if (rc == 0) rc = proto_wbuf_append(&w, EMBER__MSG_TYPE__MSG_SUBMIT, &s.base,
-                                      c->max_frame);
-  /* the blocks are on this connection once sent; mark them first: the
-   * result may come back (and release the inputs) before the send returns.
-   * A failed send shuts the connection down, so the marks then go stale. */
-  if (rc == 0) {
-    for (size_t i = 0; i < t->n_inputs; i++) t->inputs[i]->put_gen = gen;
-    for (size_t i = 0; i < t->n_states; i++) t->states[i]->put_gen = gen;
-    for (size_t i = 0; i < t->n_outputs; i++) t->outputs[i]->put_gen = gen;
-    rc = ember__remote_send_locked(c, &w, fds, nfds);
-  }
-  pthread_mutex_unlock(&c->send_lock);
-  proto_wbuf_free(&w);
-  return rc;
-}
-
-int ember__task_can_fall_back(const ember_task *t) {
-  /* the in-process engine has cpu platforms only */
-  return !t->client->opts.no_fallback && t->acc &&
-         !ember__task_has_remote_blocks(t) &&
-         (!t->platform_req[0] || strcmp(t->platform_req, "cpu") == 0);
-}
-
-static void submit_remote(ember_client *c, ember_task *t) {
-  if (ember__remote_ensure(c) != 0) {
-    ember__remote_lost_task(c, t, EMBER_ECONNECT, ember_last_error());
-    return;
-  }
-  ember__task_send(c, t);
-}
-
-void ember__task_send(ember_client *c, ember_task *t) {
-  pthread_mutex_lock(&c->lock);
-  while (c->fd >= 0 && !c->closing && c->inflight >= c->max_inflight)
-    pthread_cond_wait(&c->slot_cv, &c->lock); /* backpressure */
-  if (c->fd < 0 || c->closing) {
-    pthread_mutex_unlock(&c->lock);
-    ember__remote_lost_task(c, t, EMBER_ECONNLOST, "connection to the NAM lost");
-    return;
-  }
-  t->id = c->next_task_id++;
-  uint64_t gen = c->gen;
-  int rc = ember__inflight_add(c, t);
-  pthread_mutex_unlock(&c->lock);
-  if (rc) {
-    ember__task_complete(t, rc, "out of memory", NULL, 0, NULL, NULL);
-    return;
-  }
-  int rc2 = send_task(c, t, gen);
-  if (rc2 == EMBER_ENOMEM || rc2 == EMBER_ESTATE) {
-    pthread_mutex_lock(&c->lock);
-    ember_task *mine = ember__inflight_take(c, t->id);
-    pthread_mutex_unlock(&c->lock);
-    if (mine)
-      ember__task_complete(t, rc2, rc2 == EMBER_ESTATE
-                                ? "an out or state block lived on an earlier "
-                                  "connection to the NAM: it is lost"
-                                : "out of memory",
-                    NULL, 0, NULL, NULL);
-  }
-  /* a send that failed shut the socket down: the reader hands every
-   * in-flight task, this one included, to ember__remote_lost_task */
+  task_unref(t);
 }
 
 int ember_submit(ember_client *c, const char *accelerator, const void *params,
@@ -374,15 +169,12 @@ int ember_submit(ember_client *c, const char *accelerator, const void *params,
   t->refs = 2; /* the application's, and one until it completes */
   pthread_mutex_init(&t->mu, NULL);
   pthread_cond_init(&t->cv, NULL);
-  t->submit_ns = ember__client_now_ns();
+  t->submit_ns = clock_now_ns();
   pthread_mutex_lock(&c->lock);
   c->stats.tasks_submitted++;
   pthread_mutex_unlock(&c->lock);
   *out = t;
-  if (c->mode == MODE_EMBEDDED)
-    run_local(t);
-  else
-    submit_remote(c, t);
+  c->backend->submit(t);
   return 0;
 }
 
@@ -430,19 +222,8 @@ const ember_task_info *ember_task_get_info(const ember_task *t) {
 }
 
 int ember_task_cancel(ember_task *t) {
-  pthread_mutex_lock(&t->mu);
-  int done = t->done;
-  nam_task *local = t->local;
-  pthread_mutex_unlock(&t->mu);
-  if (done) return EMBER_ENOTFOUND;
-  if (local) return nam_task_cancel(local) == 0 ? 0 : EMBER_ENOTFOUND;
-  if (ember__remote_unpark(t->client, t)) { /* waiting for a reconnect */
-    ember__task_complete(t, EMBER_ECANCELED, "canceled", NULL, 0, NULL, NULL);
-    return 0;
-  }
-  Ember__Cancel m = EMBER__CANCEL__INIT;
-  m.task_id = t->id;
-  return ember__remote_send_msg(t->client, EMBER__MSG_TYPE__MSG_CANCEL, &m.base);
+  if (ember_task_done(t)) return EMBER_ENOTFOUND;
+  return t->client->backend->cancel(t);
 }
 
 void ember_task_free(ember_task *t) {
@@ -452,7 +233,7 @@ void ember_task_free(ember_task *t) {
     ember_task_cancel(t);
     ember_task_wait(t, -1); /* the library must not complete freed memory */
   }
-  ember__task_unref(t);
+  task_unref(t);
 }
 
 int ember_run(ember_client *c, const char *accelerator, const void *params,

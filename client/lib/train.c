@@ -13,8 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_internal.h"
 #include "cnn_partition.h"
+#include "last_error.h"
+#include "struct_abi.h"
 #include "train_internal.h"
 
 #define EMBER__TRAIN_PARAMS_V0 EMBER__V0_SIZE(ember_train_params, user)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_internal.h"
+#include "last_error.h"
 #include "train_internal.h"
 
 static int from_dir(const char *dir, cnn_data_split split, const cnn_net *net,

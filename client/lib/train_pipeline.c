@@ -48,7 +48,8 @@
 #include <string.h>
 
 #include "accelerators/cnn/cnn.pb-c.h"
-#include "client_internal.h"
+#include "clock.h"
+#include "last_error.h"
 #include "train_internal.h"
 
 enum op { OP_NONE, OP_FORWARD, OP_BACKWARD, OP_UPDATE, OP_INIT, OP_GET };
@@ -721,7 +722,7 @@ int ember__train_pass_run(train_run *r, const train_samples *s,
     return EMBER_ENOMEM;
   }
   for (size_t i = 0; i < N; i++) r->stages[i].exec_ns = 0;
-  uint64_t t0 = ember__client_now_ns();
+  uint64_t t0 = clock_now_ns();
   int rc = 0;
   unsigned seen = 0;
   for (;;) {
@@ -776,7 +777,7 @@ int ember__train_pass_run(train_run *r, const train_samples *s,
         if (!rc) rc = crc;
       }
   }
-  out->wall_ns = ember__client_now_ns() - t0;
+  out->wall_ns = clock_now_ns() - t0;
   if (!rc && p.st[N - 1].fwd_done != p.M) {
     ember__client_set_error("the pipeline stopped after %zu of %zu "
                             "micro-batches", p.st[N - 1].fwd_done, p.M);

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_internal.h"
+#include "last_error.h"
 #include "train_internal.h"
 
 #define WEIGHTS_MAGIC "EMBCNNW1"
