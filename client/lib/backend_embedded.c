@@ -189,7 +189,7 @@ static void embedded_submit(ember_task *t) {
   nam_task *nt = NULL;
   rc = nam_engine_submit(engine, &spec, &nt);
   if (rc) {
-    char msg[400];
+    char msg[700];
     if (rc == EMBER_ENOPLATFORM && t->platform_req[0])
       snprintf(msg, sizeof msg, "no platform of kind '%s' here (available: cpu)",
                t->platform_req);

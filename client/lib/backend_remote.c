@@ -123,6 +123,16 @@ static int append_put(ember_block *b, proto_wbuf *w, int *fd_out) {
     m.flags = b->flags;
   }
   *fd_out = -1;
+  ember_client *c = b->client;
+  remote *rb = remote_of(c);
+  pthread_mutex_lock(&c->lock);
+  /* made inline-sized for a NAM that took it; this one does not */
+  int rc = b->memfd < 0 && rb->unix_socket &&
+                   b->size > rb->link.unix_inline_max
+               ? ember__block_mem_add_memfd(b)
+               : 0;
+  pthread_mutex_unlock(&c->lock);
+  if (rc) return rc;
   if (b->memfd >= 0) {
     m.has_transport = 1;
     m.transport = EMBER__PUT_BLOCK__TRANSPORT__FD;
@@ -635,10 +645,17 @@ static void remote_lease_ended(ember_client *c) {
   pthread_mutex_unlock(&c->lock);
 }
 
-/* Over a unix socket the NAM maps the block's memfd: no copy. */
+/* Over a unix socket the NAM maps the block's memfd: no copy. A small
+ * block goes inline instead when the NAM takes it (its Welcome says up to
+ * what size): making, sealing, passing and mapping a memfd costs more
+ * than copying a few KiB. */
 static int remote_alloc_block(ember_block *b, const void *init) {
-  return remote_of(b->client)->unix_socket ? ember__block_mem_memfd(b, init)
-                                           : ember__block_mem_malloc(b, init);
+  remote *rb = remote_of(b->client);
+  pthread_mutex_lock(&b->client->lock);
+  int as_memfd = rb->unix_socket && b->size > rb->link.unix_inline_max;
+  pthread_mutex_unlock(&b->client->lock);
+  return as_memfd ? ember__block_mem_memfd(b, init)
+                  : ember__block_mem_malloc(b, init);
 }
 
 static int remote_seal_block(ember_block *b) {

@@ -54,6 +54,19 @@ int ember__block_mem_memfd(ember_block *b, const void *init) {
   return 0;
 }
 
+int ember__block_mem_add_memfd(ember_block *b) {
+  int fd = memfd_create("ember-block", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0 || write_all(fd, b->data, b->size) != 0 ||
+      fcntl(fd, F_ADD_SEALS, ALL_SEALS) != 0) {
+    ember__client_set_error("block %llu as a memfd: %s",
+                            (unsigned long long)b->id, strerror(errno));
+    if (fd >= 0) close(fd);
+    return EMBER_ENOMEM;
+  }
+  b->memfd = fd;
+  return 0;
+}
+
 int ember__block_mem_seal(ember_block *b) {
   if (b->memfd < 0) return 0;
   /* a writable mapping would make the write seal fail: drop it first;

@@ -12,6 +12,10 @@
 int ember__block_mem_malloc(ember_block *b, const void *init);
 /* b->memfd: init written into it, else mapped writable at b->data */
 int ember__block_mem_memfd(ember_block *b, const void *init);
+/* a plain-memory block gets a sealed memfd holding its bytes as well (a
+ * NAM on a unix socket that takes no inline bytes this large); its bytes
+ * stay where they are. Under client->lock. */
+int ember__block_mem_add_memfd(ember_block *b);
 /* a memfd block is written: drop the writable mapping and seal it */
 int ember__block_mem_seal(ember_block *b);
 /* the readable bytes (a memfd mapped read-only on first use); NULL when

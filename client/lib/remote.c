@@ -241,6 +241,12 @@ int ember__remote_connect(ember__remote *r) {
       pthread_mutex_lock(&c->lock);
       if (wm->has_max_inflight && wm->max_inflight) r->max_inflight = wm->max_inflight;
       if (wm->has_max_frame && wm->max_frame < r->max_frame) r->max_frame = wm->max_frame;
+      /* a NAM that does not say takes only memfds over its unix socket */
+      r->unix_inline_max = 0;
+      if (wm->has_unix_inline_max)
+        r->unix_inline_max = wm->unix_inline_max < PROTO_UNIX_INLINE_MAX
+                                 ? (size_t)wm->unix_inline_max
+                                 : PROTO_UNIX_INLINE_MAX;
       pthread_mutex_unlock(&c->lock);
     } else if (m && f.type == EMBER__MSG_TYPE__MSG_ERROR) {
       Ember__Error *e = (Ember__Error *)m;

@@ -44,6 +44,8 @@ typedef struct ember__remote {
   proto_reader rd;           /* owned by the reader thread */
   size_t max_frame;
   unsigned max_inflight;     /* the NAM's Welcome says */
+  size_t unix_inline_max;    /* likewise: blocks up to this size may go
+                                inline over its unix socket (0: none) */
   uint64_t last_attempt_ns, backoff_ns;
   uint64_t down_since_ns;    /* the connection went away; 0 while up */
   char down_why[512];        /* the last reason it is down */

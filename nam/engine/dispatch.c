@@ -233,12 +233,35 @@ static nam_task *pick(nam_platform *p, uint64_t now, nam_task **doomed) {
   return best;
 }
 
+/* Would p take one of the first tasks queued for acc (NULL: any) now?
+ * What a woken thread of p would find; a task further back is found at
+ * p's next periodic look. */
+#define WAKE_LOOKAHEAD 8
+
+static int platform_wants(nam_platform *p, const acc_descriptor *acc,
+                          uint64_t now) {
+  nam_engine *e = p->engine;
+  for (size_t i = 0; i < e->n_queues; i++) {
+    nam_task_queue *q = &e->queues[i];
+    if ((acc && q->acc != acc) || !q->head || !p->ops->supports(p, q->acc))
+      continue;
+    unsigned looked = 0;
+    for (nam_task *t = q->head; t && looked < WAKE_LOOKAHEAD;
+         t = t->next, looked++)
+      if (may_take(p, t, now)) return 1;
+  }
+  return 0;
+}
+
+/* Only a platform that would take the work is woken: a thread woken to
+ * decline costs the machine a wake-up per task (an idle OpenCL device's
+ * stage-in thread, while the cpu platform is faster). */
 void nam_wake(nam_engine *e, const acc_descriptor *acc) {
   atomic_fetch_add_explicit(&e->wake_gen, 1, memory_order_release);
+  uint64_t now = clock_now_ns();
   for (size_t i = 0; i < e->n_platforms; i++) {
     nam_platform *p = &e->platforms[i];
-    if (p->idle && (!acc || p->ops->supports(p, acc)))
-      pthread_cond_signal(&p->work);
+    if (p->idle && platform_wants(p, acc, now)) pthread_cond_signal(&p->work);
   }
 }
 
