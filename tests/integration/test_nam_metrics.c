@@ -89,8 +89,23 @@ static size_t align_via(const char *address, const pair_set *ps) {
                           NULL, NULL), 0);
   CHECK_EQ(rep.tasks_fallback, 0);
   free(got);
+  /* a reference too long to go inline over the unix socket: a memfd */
+  size_t rlen = PROTO_UNIX_INLINE_MAX + 4096;
+  char *ref = malloc(rlen);
+  uint32_t x = 12345; /* a fixed random sequence: the read is unique */
+  for (size_t i = 0; i < rlen; i++) {
+    x = x * 1103515245u + 12345u;
+    ref[i] = "ACGT"[(x >> 16) & 3];
+  }
+  ember_seq q = {ref + 1000, 150}, r = {ref, rlen};
+  ember_sw_result hit;
+  ember_sw_report one = {.size = sizeof one};
+  CHECK_EQ(ember_sw_align(c, &p, &q, &r, 1, &hit, &one, NULL, NULL), 0);
+  CHECK_EQ(hit.ref_start, 1000); /* the read, where it was cut */
+  CHECK_EQ(hit.ref_end, 1149);
+  free(ref);
   ember_close(c);
-  return rep.tasks;
+  return rep.tasks + one.tasks;
 }
 
 /* A submit the NAM refuses (sw with no inputs); returns its error. */

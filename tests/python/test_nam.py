@@ -27,8 +27,14 @@ def test_sw_align_over_unix_socket(nam):
         st = c.stats()
         assert st["tasks_submitted"] == 4 and st["tasks_fallback"] == 0
         assert st["bytes_sent"] > 0 and st["bytes_received"] > 0
-        # the blocks went as memfds, not inline in the frames
-        assert st["bytes_sent_by_fd"] >= sum(map(len, queries + refs))
+        # blocks this small go inline (cheaper than a memfd each)
+        assert st["bytes_sent"] >= sum(map(len, queries + refs))
+        assert st["bytes_sent_by_fd"] == 0
+        # a reference past the NAM's inline limit (64 KiB) goes as a memfd
+        long_ref = "ACGT" * 20000
+        hit = c.sw_align([long_ref[1000:1150]], [long_ref])
+        assert hit[0]["score"] > 0
+        assert c.stats()["bytes_sent_by_fd"] >= len(long_ref)
         accs = c.accelerators()
         assert [a["name"] for a in accs] == ["sw", "plf", "cnn"]
         assert accs[0]["platforms"] == ["cpu"]

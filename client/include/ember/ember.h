@@ -143,8 +143,10 @@ const char *ember_last_error(void);
 /*
  * ember_block_alloc - get size writable bytes for a new block.
  *
- * Over a unix socket the memory is a memfd the NAM will map, so filling it
- * is the only copy the data ever sees. Write the bytes into *data, then call
+ * Over a unix socket the memory of a block larger than the NAM's inline
+ * limit (64 KiB) is a memfd the NAM will map, so filling it is the only
+ * copy the data ever sees; a smaller block travels in the frame (copying a
+ * few KiB costs less than a memfd). Write the bytes into *data, then call
  * ember_block_seal(); after sealing the memory is read-only.
  */
 int ember_block_alloc(ember_client *client, size_t size, unsigned flags,
@@ -890,10 +892,11 @@ typedef struct ember_client_stats {
   /* Bytes of this client's NAM connections (every connection since
    * ember_connect, 0 in embedded mode): bytes_sent and bytes_received are
    * the frames written to and read from the socket, Hello and Welcome
-   * included. Over a unix socket a block's bytes are not in the frames:
-   * its memfd is passed with the frame and the NAM maps it; bytes_sent_by_fd
-   * counts the sizes of the memfds passed (not in bytes_sent). Over TCP
-   * blocks travel inline, in bytes_sent. An out block that a later task
+   * included. Over a unix socket a block over the NAM's inline limit (64
+   * KiB) is not in the frames: its memfd is passed with the frame and the
+   * NAM maps it; bytes_sent_by_fd counts the sizes of the memfds passed
+   * (not in bytes_sent). Smaller blocks, and every block over TCP, travel
+   * inline, in bytes_sent. An out block that a later task
    * reads on the NAM is in none of them until ember_block_read. */
   uint64_t bytes_sent;
   uint64_t bytes_received;
