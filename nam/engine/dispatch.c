@@ -38,32 +38,15 @@
 
 #include "clock.h"
 #include "ember/ember_errors.h"
-#include "spin.h"
-
-/* Each worker's spin before it sleeps: a small task's next one often
- * comes within microseconds, and a futex wake-up costs more than that. */
-static _Thread_local spin_budget worker_spin = {SPIN_MAX_NS / 2};
 
 /* Lock held: wait for nam_wake (or a periodic look at the queues). */
 static void wait_for_work(nam_platform *p, uint64_t now) {
-  nam_engine *e = p->engine;
-  uint64_t gen = atomic_load_explicit(&e->wake_gen, memory_order_relaxed);
-  if (worker_spin.ns >= SPIN_MIN_NS) {
-    pthread_mutex_unlock(&e->lock);
-    int changed = spin_for_change(&e->wake_gen, gen, &worker_spin);
-    pthread_mutex_lock(&e->lock);
-    if (changed) return;
-    /* a nam_wake between the spin and here signaled no one: look again */
-    if (atomic_load_explicit(&e->wake_gen, memory_order_relaxed) != gen)
-      return;
-  }
   /* a probe may come due, and load estimates change as others finish:
    * look again now and then even when nobody signals */
   struct timespec at = clock_ts_at(now + 50000000u);
   p->idle++;
-  pthread_cond_timedwait(&p->work, &e->lock, &at);
+  pthread_cond_timedwait(&p->work, &p->engine->lock, &at);
   p->idle--;
-  spin_after_sleep(&worker_spin, clock_now_ns() - now);
 }
 
 static nam_pair *pair_of(nam_platform *p, const nam_task *t) {
@@ -257,7 +240,6 @@ static int platform_wants(nam_platform *p, const acc_descriptor *acc,
  * decline costs the machine a wake-up per task (an idle OpenCL device's
  * stage-in thread, while the cpu platform is faster). */
 void nam_wake(nam_engine *e, const acc_descriptor *acc) {
-  atomic_fetch_add_explicit(&e->wake_gen, 1, memory_order_release);
   uint64_t now = clock_now_ns();
   for (size_t i = 0; i < e->n_platforms; i++) {
     nam_platform *p = &e->platforms[i];
@@ -266,7 +248,6 @@ void nam_wake(nam_engine *e, const acc_descriptor *acc) {
 }
 
 void nam_wake_all(nam_engine *e) {
-  atomic_fetch_add_explicit(&e->wake_gen, 1, memory_order_release);
   for (size_t i = 0; i < e->n_platforms; i++)
     pthread_cond_broadcast(&e->platforms[i].work);
   pthread_cond_broadcast(&e->work);

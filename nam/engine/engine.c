@@ -103,7 +103,6 @@ static void fill_defaults(nam_engine_config *c) {
 int nam_engine_create(const nam_engine_config *config, nam_engine **out) {
   *out = NULL;
   nam_engine *e = calloc(1, sizeof *e);
-  if (e) atomic_init(&e->wake_gen, 0);
   if (!e) return EMBER_ENOMEM;
   pthread_mutex_init(&e->lock, NULL);
   init_monotonic_cond(&e->work);

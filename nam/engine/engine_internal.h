@@ -209,8 +209,6 @@ struct nam_engine {
   pthread_mutex_t lock;
   pthread_cond_t work;        /* calibration went on, or the engine stops:
                                  nam_engine_wait_calibrated */
-  _Atomic uint64_t wake_gen;  /* bumped by nam_wake: what a worker that
-                                 spins before sleeping watches */
   int stopping;
   uint64_t next_seq;
   uint64_t next_anon;

@@ -3,7 +3,7 @@
  *
  * Starts ember-nam (default settings, one cpu worker per core), connects
  * CLIENTS clients over its unix socket, runs one one-pair task on each (so
- * that every worker has spun and slept since), then leaves them idle for
+ * that every worker has run and slept since), then leaves them idle for
  * SECONDS and reports the NAM's CPU time over that window from
  * /proc/PID/stat, and pidstat's own figure when sysstat is installed.
  * Prints figures; asserts nothing.
@@ -60,7 +60,7 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  sleep(1); /* every spin has ended */
+  sleep(1); /* what the tasks started has settled */
   long ticks_per_s = sysconf(_SC_CLK_TCK);
   long long before = cpu_ticks(nam.pid);
   char cmd[128];
