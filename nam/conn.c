@@ -494,6 +494,26 @@ static int input_of(nam_conn *c, uint64_t id, nam_block **pin,
   return 0;
 }
 
+/* A client that waits for one small task at a time (an MCMC program's
+ * likelihoods) gets it run by the loop itself: handing it to a worker and
+ * back would cost two thread wake-ups, more than the task. Others' frames
+ * wait meanwhile, so only tasks expected to take under 50 us, and at
+ * most four per turn of the loop. */
+#define INLINE_TASK_MAX_NS 50000u
+#define INLINE_TASKS_PER_TURN 4
+
+static uint64_t inline_budget(nam_conn *c) {
+  nam_server *s = c->srv;
+  if (c->inflight) return 0;
+  if (s->inline_turn != s->turn) {
+    s->inline_turn = s->turn;
+    s->inline_runs = 0;
+  }
+  if (s->inline_runs >= INLINE_TASKS_PER_TURN) return 0;
+  s->inline_runs++; /* counted whether it runs here or not: an upper bound */
+  return INLINE_TASK_MAX_NS;
+}
+
 /* Returns 0 when the task is queued, else the error sent back. */
 static int handle_submit(nam_conn *c, const Ember__Submit *m) {
   nam_server *s = c->srv;
@@ -586,7 +606,7 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
     .output_ids = m->output_blocks, .n_outputs = m->n_output_blocks,
     .state_ids = m->state_blocks, .n_states = m->n_state_blocks,
     .done = on_engine_done, .user = ct, .err = why, .err_len = sizeof why,
-    .admit = nam_conn_reserve_task,
+    .admit = nam_conn_reserve_task, .inline_max_ns = inline_budget(c),
   };
   int rc = nam_engine_submit(s->engine, &spec, &ct->task);
   if (rc) {

@@ -150,6 +150,8 @@ struct nam_server {
   unsigned pass_drops;      /* startups dropped in this round of accepts */
   uv_prepare_t turn_prepare; /* counts the loop's turns: */
   uint64_t turn;            /* a startup is not dropped in its first one */
+  uint64_t inline_turn;     /* small tasks the loop ran itself (conn.c), */
+  unsigned inline_runs;     /* at most a few per turn */
   uv_timer_t guard_timer;   /* conn_guard.c: timeouts of every connection */
   uint64_t guard_period_ms;
   uint64_t refused_log_ms;  /* refusals are logged at most once a second */

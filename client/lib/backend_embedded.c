@@ -141,6 +141,11 @@ static void on_local_done(nam_task *nt, void *user) {
                        out.data, out.size, nam_task_platform(nt), &info);
 }
 
+/* A task its caller waits for (ember_run) and that should take under this
+ * runs on the caller's thread: a worker's wake-up and the caller's would
+ * cost more (an MCMC program's likelihoods through the BEAGLE door). */
+#define SYNC_INLINE_MAX_NS 50000u
+
 /* Queue on the in-process engine (which validates it): an embedded
  * client's task, or a remote one falling back. */
 static void embedded_submit(ember_task *t) {
@@ -185,6 +190,7 @@ static void embedded_submit(ember_task *t) {
     .state_ids = state_ids, .n_states = t->n_states,
     .output_ids = out_ids, .n_outputs = t->n_outputs,
     .done = on_local_done, .user = t, .err = why, .err_len = sizeof why,
+    .inline_max_ns = t->sync ? SYNC_INLINE_MAX_NS : 0,
   };
   nam_task *nt = NULL;
   rc = nam_engine_submit(engine, &spec, &nt);

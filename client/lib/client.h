@@ -84,6 +84,7 @@ struct ember_task {
   ember_task_cb callback;
   void *user;
   uint64_t submit_ns;
+  int sync;                  /* ember_run: the submitter waits for it */
 
   pthread_mutex_t mu;
   pthread_cond_t cv;

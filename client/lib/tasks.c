@@ -80,9 +80,11 @@ void ember__task_complete(ember_task *t, int status, const char *message,
   task_unref(t);
 }
 
-int ember_submit(ember_client *c, const char *accelerator, const void *params,
-                 size_t params_len, ember_block *const *inputs, size_t n_inputs,
-                 const ember_submit_options *opts, ember_task **out) {
+/* ember_submit, or ember_run's submit (sync: the caller waits for it). */
+static int submit(ember_client *c, const char *accelerator, const void *params,
+                  size_t params_len, ember_block *const *inputs,
+                  size_t n_inputs, const ember_submit_options *opts, int sync,
+                  ember_task **out) {
   *out = NULL;
   if (!c || !accelerator || (n_inputs && !inputs) || (params_len && !params)) {
     ember__client_set_error("ember_submit: missing argument");
@@ -167,6 +169,7 @@ int ember_submit(ember_client *c, const char *accelerator, const void *params,
     t->user = opts->user;
   }
   t->refs = 2; /* the application's, and one until it completes */
+  t->sync = sync;
   pthread_mutex_init(&t->mu, NULL);
   pthread_cond_init(&t->cv, NULL);
   t->submit_ns = clock_now_ns();
@@ -176,6 +179,13 @@ int ember_submit(ember_client *c, const char *accelerator, const void *params,
   *out = t;
   c->backend->submit(t);
   return 0;
+}
+
+int ember_submit(ember_client *c, const char *accelerator, const void *params,
+                 size_t params_len, ember_block *const *inputs, size_t n_inputs,
+                 const ember_submit_options *opts, ember_task **out) {
+  return submit(c, accelerator, params, params_len, inputs, n_inputs, opts, 0,
+                out);
 }
 
 int ember_task_wait(ember_task *t, int timeout_ms) {
@@ -239,8 +249,8 @@ void ember_task_free(ember_task *t) {
 int ember_run(ember_client *c, const char *accelerator, const void *params,
               size_t params_len, ember_block *const *inputs, size_t n_inputs,
               const ember_submit_options *opts, ember_task **out) {
-  int rc = ember_submit(c, accelerator, params, params_len, inputs, n_inputs,
-                        opts, out);
+  int rc = submit(c, accelerator, params, params_len, inputs, n_inputs, opts,
+                  1, out);
   if (rc) return rc;
   return ember_task_wait(*out, -1);
 }

@@ -263,6 +263,46 @@ static void complete_doomed(nam_task *doomed) {
   }
 }
 
+/* Lock held: t runs on p from now. */
+static void start_on(nam_platform *p, nam_task *t) {
+  nam_engine *e = p->engine;
+  t->state = NAM_TASK_RUNNING;
+  t->platform = p->name;
+  t->ran_kind = p->ops->kind;
+  t->times.started = clock_now_ns();
+  t->times.dispatched = t->times.started;
+  t->times.attempts++;
+  t->expected_ns = nam_expected_ns(p, t);
+  p->inflight_ns += t->expected_ns;
+  p->running++;
+  if (!t->calibration) {
+    e->counters.queued--;
+    e->counters.running++;
+  }
+}
+
+nam_platform *nam_dispatch_inline(nam_engine *e, nam_task *t,
+                                  uint64_t max_ns) {
+  /* tasks already waiting go first; a calibration measures alone */
+  if (!max_ns || e->stopping || e->calibrating ||
+      e->queues[t->acc_index].length)
+    return NULL;
+  uint64_t now = clock_now_ns();
+  for (size_t i = 0; i < e->n_platforms; i++) {
+    nam_platform *p = &e->platforms[i];
+    if (p->ops != &nam_platform_cpu_ops || p->running >= p->workers ||
+        p->pairs[t->acc_index].disabled || !may_take(p, t, now))
+      continue;
+    uint64_t expect = nam_expected_ns(p, t); /* 0: no figures yet */
+    if (!expect || expect > max_ns || nam_task_claim_states(e, t, p) != 0)
+      continue;
+    nam_queue_served(&e->queues[t->acc_index], t->round);
+    start_on(p, t);
+    return p;
+  }
+  return NULL;
+}
+
 nam_task *nam_dispatch_next(nam_platform *p) {
   nam_engine *e = p->engine;
   pthread_mutex_lock(&e->lock);
@@ -284,19 +324,7 @@ nam_task *nam_dispatch_next(nam_platform *p) {
     wait_for_work(p, now);
   }
   if (t) {
-    t->state = NAM_TASK_RUNNING;
-    t->platform = p->name;
-    t->ran_kind = p->ops->kind;
-    t->times.started = clock_now_ns();
-    t->times.dispatched = t->times.started;
-    t->times.attempts++;
-    t->expected_ns = nam_expected_ns(p, t);
-    p->inflight_ns += t->expected_ns;
-    p->running++;
-    if (!t->calibration) {
-      e->counters.queued--;
-      e->counters.running++;
-    }
+    start_on(p, t);
   } else {
     nam_calibrate_drop(p); /* stopping */
   }

@@ -394,6 +394,7 @@ int nam_engine_submit(nam_engine *e, const nam_task_spec *spec,
   atomic_init(&t->timed_out, 0);
   rc = resolve_blocks(e, t, spec);
   t->work = t->plan.cost.ops;
+  nam_platform *runner = NULL;
 
   pthread_mutex_lock(&e->lock);
   nam_task_queue *q = nam_queue_of(e, acc);
@@ -414,11 +415,14 @@ int nam_engine_submit(nam_engine *e, const nam_task_spec *spec,
     t->round = nam_queue_assign_round(q, e->cfg.scheduler, t->app);
     t->state = NAM_TASK_QUEUED;
     t->times.queued = clock_now_ns();
-    nam_queue_insert(q, t);
     e->counters.submitted++;
     e->counters.queued++;
-    /* platforms decline tasks another would finish sooner: each looks */
-    nam_wake(e, acc);
+    runner = nam_dispatch_inline(e, t, spec->inline_max_ns);
+    if (!runner) {
+      nam_queue_insert(q, t);
+      /* platforms decline tasks another would finish sooner: each looks */
+      nam_wake(e, acc);
+    }
   } else {
     t->status = rc;
     for (size_t i = 0; i < t->n_outputs; i++) /* never made: free the ids */
@@ -432,6 +436,8 @@ int nam_engine_submit(nam_engine *e, const nam_task_spec *spec,
     return rc;
   }
   *out = t;
+  /* a worker's wake-up would cost more than the task: run it here */
+  if (runner) nam_whole_task_run(runner, t);
   return 0;
 }
 

@@ -14,7 +14,9 @@
  *
  * Threads: every function may be called from any thread. Done callbacks run
  * on a platform worker thread, or on the thread that canceled a queued task,
- * or on the thread calling nam_engine_destroy(); they must not block.
+ * or on the thread calling nam_engine_destroy(), or inside
+ * nam_engine_submit() for a task it runs there (inline_max_ns); they must
+ * not block.
  */
 #ifndef EMBER_NAM_ENGINE_H
 #define EMBER_NAM_ENGINE_H
@@ -151,6 +153,13 @@ typedef struct nam_task_spec {
    * against its limits here). */
   int (*admit)(void *user, uint64_t out_bytes, uint64_t scratch_bytes,
                char *why, size_t why_len);
+  /* 0, or: the submitting thread may run the task itself, inside submit
+   * (done callback included), when nothing of its accelerator waits ahead
+   * of it, a cpu worker is free and would take it, and its calibrated
+   * time there is at most this many ns: for callers that wait for one
+   * small task at a time, whose hand-off to a worker and back would cost
+   * more than the task. */
+  uint64_t inline_max_ns;
 } nam_task_spec;
 
 enum nam_task_state { NAM_TASK_QUEUED, NAM_TASK_RUNNING, NAM_TASK_DONE };

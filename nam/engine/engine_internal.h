@@ -259,6 +259,15 @@ void nam_engine_event(nam_engine *e, int level, const char *fmt, ...)
 void nam_wake(nam_engine *e, const acc_descriptor *acc);
 void nam_wake_all(nam_engine *e);
 
+/* nam_dispatch_inline - lock held: t, just admitted, runs on the
+ * submitting thread instead of waiting for a worker, when nothing of its
+ * accelerator is queued ahead of it, a cpu platform has a free worker and
+ * would take it, and its expected time there is known and at most max_ns.
+ * Returns that platform with t marked running on it (the caller then runs
+ * it with nam_whole_task_run), or NULL. */
+nam_platform *nam_dispatch_inline(nam_engine *e, nam_task *t,
+                                  uint64_t max_ns);
+
 /* nam_dispatch_next - block until a task this platform may run is queued,
  * mark it RUNNING and return it; NULL once the engine stops. Called by
  * platform workers (and the pipeline's stage-in thread). */

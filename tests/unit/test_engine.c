@@ -40,6 +40,7 @@ typedef struct job {
   size_t params_len;
   int priority;
   const char *platform_kind;
+  uint64_t inline_max_ns;   /* nam_task_spec.inline_max_ns */
   int gate;                 /* the done callback waits for open_gate() */
   int open_gate_when_done;  /* the done callback opens the gate */
 
@@ -210,11 +211,13 @@ static int submit_job(nam_engine *e, job *j) {
     .platform_kind = j->platform_kind,
     .done = on_done,
     .user = j,
+    .inline_max_ns = j->inline_max_ns,
   };
-  /* the callback may run before submit returns: publish the task first */
-  pthread_mutex_lock(&lock);
+  /* the callback may run before submit returns: publish the task first
+   * (a task run inline calls it on this thread, inside submit) */
+  if (!j->inline_max_ns) pthread_mutex_lock(&lock);
   int rc = nam_engine_submit(e, &spec, &j->task);
-  pthread_mutex_unlock(&lock);
+  if (!j->inline_max_ns) pthread_mutex_unlock(&lock);
   if (rc) assert_null(j->task);
   return rc;
 }
@@ -695,6 +698,46 @@ static void counters_add_up(void **state) {
   free_job(&refused);
 }
 
+/* A small task whose submitter allows it runs inside submit, on the
+ * submitting thread, once the cpu platform has figures (here from the
+ * task before it: a lone cpu platform is not calibrated); behind a
+ * queued task it waits its turn like any other. */
+static void inline_small_task(void **state) {
+  nam_engine *e = engine(1, 0);
+  job first, small, gate, ahead, queued;
+  make_job(&first, 1, 20); /* its time is the cpu platform's first figure */
+  assert_int_equal(submit_job(e, &first), 0);
+  wait_done(1);
+  make_job(&small, 1, 20);
+  small.inline_max_ns = UINT64_MAX / 2; /* whatever it is expected to take */
+  assert_int_equal(submit_job(e, &small), 0);
+  assert_int_equal(small.calls, 1); /* done before submit returned */
+  assert_true(pthread_equal(small.thread, test_thread));
+  check_result(&small);
+
+  /* a task queued ahead (the worker is held) goes first: the next one
+   * waits behind it instead of jumping the queue */
+  hold_worker(e, &gate);
+  make_job(&ahead, 1, 20);
+  assert_int_equal(submit_job(e, &ahead), 0);
+  make_job(&queued, 1, 20);
+  queued.inline_max_ns = UINT64_MAX / 2;
+  assert_int_equal(submit_job(e, &queued), 0);
+  assert_int_equal(queued.calls, 0);
+  open_gate();
+  wait_done(5);
+  assert_true(ahead.order < queued.order);
+  assert_false(pthread_equal(queued.thread, test_thread));
+  check_result(&ahead);
+  check_result(&queued);
+  nam_engine_destroy(e);
+  free_job(&first);
+  free_job(&small);
+  free_job(&gate);
+  free_job(&ahead);
+  free_job(&queued);
+}
+
 static void null_is_noop(void **state) {
   nam_engine_destroy(NULL);
   nam_task_free(NULL);
@@ -724,6 +767,7 @@ int main(void) {
     T(queue_capacity),
     T(destroy_cancels_queued),
     T(counters_add_up),
+    T(inline_small_task),
     T(null_is_noop),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
