@@ -352,6 +352,9 @@ static void maybe_free(nam_conn *c) {
     return;
   proto_reader_free(&c->reader);
   proto_wbuf_free(&c->out);
+  /* the worker that handed over its last task may still be unlocking */
+  pthread_mutex_lock(&c->send_mu);
+  pthread_mutex_unlock(&c->send_mu);
   pthread_mutex_destroy(&c->send_mu);
   free(c);
 }
@@ -413,13 +416,22 @@ static void count_inflight(nam_server *s, const acc_descriptor *acc, int delta) 
 /* Engine worker thread: reply, and hand the task to the loop. */
 static void on_engine_done(nam_task *task, void *user) {
   conn_task *ct = user;
-  nam_server *s = ct->conn->srv;
-  nam_reply_from_worker(ct, task);
+  nam_conn *c = ct->conn;
+  nam_server *s = c->srv;
+  /* counted before the client can see its result */
+  nam_stats_task_done(&s->metrics, ct->acc, task, ct->received_ns);
+  nam_reply_prepare(ct, task);
+  /* the task reaches the loop's list before send_mu is free: a frame the
+   * client sends once it has this result finds it there (on_poll) */
+  pthread_mutex_lock(&c->send_mu);
+  nam_reply_send_locked(ct);
+  if (ct->replied) nam_stats_result_sent(&s->metrics);
   pthread_mutex_lock(&s->done_lock);
   ct->done_next = NULL;
   if (s->done_tail) s->done_tail->done_next = ct; else s->done_head = ct;
   s->done_tail = ct;
   pthread_mutex_unlock(&s->done_lock);
+  pthread_mutex_unlock(&c->send_mu); /* c is not touched after this */
   uv_async_send(&s->done_async);
 }
 
@@ -433,11 +445,9 @@ static int append_result(proto_wbuf *w, void *arg) {
 }
 
 static void send_result(nam_conn *c, conn_task *ct) {
-  if (!ct->replied) send_queue(c, append_result, ct, ct->id);
+  if (ct->replied) return; /* the worker sent it (and counted it) */
+  send_queue(c, append_result, ct, ct->id);
   nam_stats_result_sent(&c->srv->metrics);
-  if (nam_task_status(ct->task) == 0) /* its out blocks are held from now */
-    for (size_t i = 0; i < ct->n_outputs; i++)
-      c->out_bytes += nam_task_output_size(ct->task, i);
 }
 
 void nam_conn_task_done(conn_task *ct) {
@@ -448,8 +458,10 @@ void nam_conn_task_done(conn_task *ct) {
   c->inflight--;
   s->stats.inflight--;
   count_inflight(s, ct->acc, -1);
-  nam_stats_task_done(&s->metrics, ct->acc, ct->task, ct->received_ns);
-  if (!c->closing) send_result(c, ct); /* its out blocks: out_bytes now */
+  if (!c->closing) send_result(c, ct);
+  if (!c->closing && nam_task_status(ct->task) == 0)
+    for (size_t i = 0; i < ct->n_outputs; i++) /* held from now on */
+      c->out_bytes += nam_task_output_size(ct->task, i);
   nam_conn_unreserve_task(ct); /* and its scratch is freed */
   for (size_t i = 0; i < ct->n_pins; i++)
     if (ct->pins[i]) nam_block_unref(ct->pins[i]);
@@ -1115,6 +1127,14 @@ static void on_poll(uv_poll_t *poll, int status, int events) {
                                            : uv_strerror(status));
     return;
   }
-  if (events & UV_READABLE) on_readable(c);
+  if (events & UV_READABLE) {
+    /* what the client sends may follow a result a worker sent it: that
+     * task's bookkeeping (memory, counts, in flight) comes first */
+    pthread_mutex_lock(&c->send_mu);
+    pthread_mutex_unlock(&c->send_mu);
+    nam_server_flush(c->srv);
+    if (c->closing) return;
+    on_readable(c);
+  }
   if (!c->closing && (events & UV_WRITABLE)) flush(c);
 }

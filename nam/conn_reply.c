@@ -68,7 +68,7 @@ int nam_reply_encode(conn_task *ct, nam_task *t, proto_wbuf *w,
   return proto_wbuf_append(w, EMBER__MSG_TYPE__MSG_RESULT, &r.base, max_frame);
 }
 
-void nam_reply_from_worker(conn_task *ct, nam_task *t) {
+void nam_reply_prepare(conn_task *ct, nam_task *t) {
   nam_task_take_output(t, &ct->output);
   size_t max = ct->reply_max < DIRECT_REPLY_MAX ? ct->reply_max : DIRECT_REPLY_MAX;
   if (nam_reply_encode(ct, t, &ct->reply, max) != 0) {
@@ -78,10 +78,12 @@ void nam_reply_from_worker(conn_task *ct, nam_task *t) {
   }
   free(ct->output.data); /* it is in the frame now */
   ct->output = (acc_output){0};
+}
+
+void nam_reply_send_locked(conn_task *ct) {
   nam_conn *c = ct->conn;
-  pthread_mutex_lock(&c->send_mu);
   /* with replies queued before it, it waits its turn (the loop's flush) */
-  if (!c->closing && c->out.len == c->out.sent) {
+  if (ct->reply.len && !c->closing && c->out.len == c->out.sent) {
     while (ct->reply.sent < ct->reply.len) {
       ssize_t n = send(c->fd, ct->reply.data + ct->reply.sent,
                        ct->reply.len - ct->reply.sent,
@@ -99,7 +101,6 @@ void nam_reply_from_worker(conn_task *ct, nam_task *t) {
       ct->replied = 1;
     }
   }
-  pthread_mutex_unlock(&c->send_mu);
   if (ct->replied) {
     proto_wbuf_free(&ct->reply);
     ct->reply = (proto_wbuf){0};

@@ -59,6 +59,7 @@ int nam_server_create(uv_loop_t *loop, nam_engine *engine,
   s->limits = *limits;
   snprintf(s->name, sizeof s->name, "%s", name);
   pthread_mutex_init(&s->done_lock, NULL);
+  nam_stats_init(&s->metrics);
   uv_async_init(loop, &s->done_async, on_tasks_done);
   s->done_async.data = s;
   uv_timer_init(loop, &s->accept_timer);
@@ -376,5 +377,6 @@ void nam_server_destroy(nam_server *s) {
   if (!s) return;
   nam_admit_free(s);
   pthread_mutex_destroy(&s->done_lock);
+  nam_stats_destroy(&s->metrics);
   free(s);
 }

@@ -186,14 +186,17 @@ void nam_conn_close(nam_conn *c, const char *why);
 /* Send an Error (code, detail), then close once it is out. */
 void nam_conn_refuse(nam_conn *c, int code, const char *detail);
 
-/* conn_reply.c: a task's Result. nam_reply_from_worker, on the engine
- * worker that finished ct's task t (ct->task may not be set yet: the
- * task can finish before nam_engine_submit returns): take its output, encode the Result and send it
- * if nothing is queued before it (ct->replied), else leave the frame in
- * ct->reply for the loop; a Result over the direct limit is left to the
- * loop, its output in ct->output. nam_reply_encode appends ct's Result to
- * w: 0, EMBER_ETOOBIG over max_frame, EMBER_ENOMEM. */
-void nam_reply_from_worker(conn_task *ct, nam_task *t);
+/* conn_reply.c: a task's Result, made by the engine worker that finished
+ * ct's task t (ct->task may not be set yet: the task can finish before
+ * nam_engine_submit returns). nam_reply_prepare takes its output and
+ * encodes the Result into ct->reply (one over the direct limit is left to
+ * the loop, its output in ct->output); nam_reply_send_locked, with
+ * ct->conn's send_mu held, sends it if nothing is queued before it
+ * (ct->replied), else leaves it in ct->reply for the loop.
+ * nam_reply_encode appends ct's Result to w: 0, EMBER_ETOOBIG over
+ * max_frame, EMBER_ENOMEM. */
+void nam_reply_prepare(conn_task *ct, nam_task *t);
+void nam_reply_send_locked(conn_task *ct);
 int nam_reply_encode(conn_task *ct, nam_task *t, proto_wbuf *w,
                      size_t max_frame);
 

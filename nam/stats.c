@@ -58,7 +58,19 @@ void nam_stats_block_received(nam_stats *st, enum nam_stats_transport tr,
   st->block_bytes[tr] += bytes;
 }
 
-void nam_stats_result_sent(nam_stats *st) { st->results_sent++; }
+void nam_stats_init(nam_stats *st) {
+  pthread_mutex_init(&st->results_lock, NULL);
+}
+
+void nam_stats_destroy(nam_stats *st) {
+  pthread_mutex_destroy(&st->results_lock);
+}
+
+void nam_stats_result_sent(nam_stats *st) {
+  pthread_mutex_lock(&st->results_lock);
+  st->results_sent++;
+  pthread_mutex_unlock(&st->results_lock);
+}
 
 static void observe(nam_stats_histogram *h, uint64_t ns) {
   for (size_t i = 0; i < NAM_STATS_BUCKETS; i++)
@@ -90,6 +102,7 @@ void nam_stats_task_done(nam_stats *st, const acc_descriptor *acc,
   enum nam_stats_outcome o = status == 0                  ? NAM_OUTCOME_OK
                              : status == EMBER_ECANCELED ? NAM_OUTCOME_CANCELED
                                                           : NAM_OUTCOME_FAILED;
+  pthread_mutex_lock(&st->results_lock);
   task_series(st, acc->name, platform && platform[0] ? platform : "none")
       ->outcome[o]++;
   const nam_task_times *tm = nam_task_get_times(task);
@@ -104,6 +117,7 @@ void nam_stats_task_done(nam_stats *st, const acc_descriptor *acc,
   }
   uint64_t now = clock_now_ns();
   observe(&st->latency[NAM_STAGE_TOTAL], now > received_ns ? now - received_ns : 0);
+  pthread_mutex_unlock(&st->results_lock);
 }
 
 void nam_stats_task_rejected(nam_stats *st, const acc_descriptor *acc,
@@ -389,13 +403,15 @@ static void render_gauges(FILE *f, nam_server *server, nam_engine *engine) {
   nam_stats_render_platforms(f, engine, ps, np);
 }
 
-int nam_stats_render(const nam_stats *st, nam_server *server,
+int nam_stats_render(nam_stats *st, nam_server *server,
                      nam_engine *engine, char **text, size_t *len) {
   char *buf = NULL;
   size_t size = 0;
   FILE *f = open_memstream(&buf, &size);
   if (!f) return EMBER_ENOMEM;
+  pthread_mutex_lock(&st->results_lock);
   render_counters(f, st);
+  pthread_mutex_unlock(&st->results_lock);
   nam_stats_render_plugins(f, nam_accels_plugins());
   render_gauges(f, server, engine);
   process_metrics_write(f);

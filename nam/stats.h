@@ -11,6 +11,7 @@
 #ifndef EMBER_NAM_STATS_H
 #define EMBER_NAM_STATS_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -88,6 +89,10 @@ enum nam_stats_drop {
 };
 
 typedef struct nam_stats {
+  /* the engine workers that send results count them (conn_reply.c): the
+   * fields up to results_sent only under results_lock, so that a client
+   * that has its result sees it counted */
+  pthread_mutex_t results_lock;
   nam_stats_task_series tasks[NAM_STATS_MAX_SERIES];
   size_t n_tasks;
   nam_stats_task_series tasks_other;   /* once tasks[] is full */
@@ -108,7 +113,13 @@ typedef struct nam_stats {
   uint64_t gam_heartbeats_sent, gam_reconnects;
 } nam_stats;
 
-/* Recording; st is zeroed (calloc or memset) before the first call. */
+/* st zeroed (calloc or memset), then nam_stats_init before the first
+ * call; nam_stats_destroy after the last. */
+void nam_stats_init(nam_stats *st);
+void nam_stats_destroy(nam_stats *st);
+
+/* Recording: from the loop thread, but nam_stats_task_done and
+ * nam_stats_result_sent from any thread. */
 void nam_stats_connection(nam_stats *st, int is_unix);
 void nam_stats_frame(nam_stats *st, uint8_t type);
 void nam_stats_protocol_error(nam_stats *st);
@@ -135,7 +146,7 @@ void nam_stats_result_sent(nam_stats *st);
  * Returns 0 with a malloc'd, NUL-terminated text in *text (caller frees)
  * and its length in *len, or EMBER_ENOMEM.
  */
-int nam_stats_render(const nam_stats *st, nam_server *server,
+int nam_stats_render(nam_stats *st, nam_server *server,
                      nam_engine *engine, char **text, size_t *len);
 
 /* Rendering helpers shared by stats.c and stats_platforms.c. */
