@@ -1,9 +1,10 @@
 /*
  * conn.c - one client connection: reads frames, answers Hello, takes
  * blocks (sealed memfds over unix, inline bytes over TCP and for small
- * blocks over unix), queues
- * tasks (the engine validates them) and writes their results. Anything a client sends that is
- * wrong gets an Error frame; only a broken stream closes the connection.
+ * blocks over unix), queues tasks (the engine validates them), and sends
+ * what the workers do not (conn_reply.c sends most results). Anything a
+ * client sends that is wrong gets an Error frame; only a broken stream
+ * closes the connection.
  */
 #include "server_internal.h"
 

@@ -284,8 +284,7 @@ static void start_on(nam_platform *p, nam_task *t) {
 nam_platform *nam_dispatch_inline(nam_engine *e, nam_task *t,
                                   uint64_t max_ns) {
   /* tasks already waiting go first; a calibration measures alone */
-  if (!max_ns || e->stopping || e->calibrating ||
-      e->queues[t->acc_index].length)
+  if (!max_ns || e->calibrating || e->queues[t->acc_index].length)
     return NULL;
   uint64_t now = clock_now_ns();
   for (size_t i = 0; i < e->n_platforms; i++) {

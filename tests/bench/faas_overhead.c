@@ -230,9 +230,9 @@ static int cmp_u64(const void *a, const void *b) {
 
 
 /* A byte bounced between two threads through pipes: two wake-ups per round
- * trip, nothing else. A NAM round trip needs at least four (client -> NAM
- * loop -> worker -> NAM loop -> client) plus the kernel, so this says what
- * the latency figures below can be on this machine. */
+ * trip, nothing else. A NAM round trip wakes three threads at least (the
+ * NAM's loop, the client's reader, the caller) besides the kernel, so this
+ * says what the latency figures below can be on this machine. */
 static int ping_fd[2], pong_fd[2];
 
 static void *pong(void *arg) {

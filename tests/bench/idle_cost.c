@@ -2,8 +2,8 @@
  * idle_cost - what connected clients that do nothing cost ember-nam.
  *
  * Starts ember-nam (default settings, one cpu worker per core), connects
- * CLIENTS clients over its unix socket, runs one one-pair task on each (so
- * that every worker has run and slept since), then leaves them idle for
+ * CLIENTS clients over its unix socket, runs one one-pair task on each (a
+ * client that has used the NAM, not only greeted it), then leaves them idle for
  * SECONDS and reports the NAM's CPU time over that window from
  * /proc/PID/stat, and pidstat's own figure when sysstat is installed.
  * Prints figures; asserts nothing.
