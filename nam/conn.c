@@ -524,6 +524,7 @@ static uint64_t inline_budget(nam_conn *c) {
   }
   if (s->inline_runs >= INLINE_TASKS_PER_TURN) return 0;
   s->inline_runs++; /* counted whether it runs here or not: an upper bound */
+  nam_server_spin(s); /* its next task is likely near */
   return INLINE_TASK_MAX_NS;
 }
 

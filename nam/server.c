@@ -8,6 +8,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "ember/ember_errors.h"
 #include "hostport.h"
 #include "log.h"
@@ -49,6 +51,31 @@ static void on_turn(uv_prepare_t *p) {
   s->turn++;
 }
 
+/* An active idle handle makes the loop poll with a zero timeout: it spins
+ * instead of sleeping until the window closes. A window in which no frame
+ * came costs two points of spin_score, one that served a frame earns one;
+ * at zero the loop stops spinning but for every NAM_LOOP_SPIN_PROBE-th
+ * chance, which tries again. */
+static void on_spin(uv_idle_t *h) {
+  nam_server *s = h->data;
+  if (clock_now_ns() < s->spin_until_ns) {
+    sched_yield(); /* a thread that could run here goes first */
+    return;
+  }
+  uv_idle_stop(h);
+  s->spin_score = s->spin_score > 2 ? s->spin_score - 2 : 0;
+}
+
+void nam_server_spin(nam_server *s) {
+  if (uv_is_active((uv_handle_t *)&s->spin)) { /* this frame came in one */
+    if (s->spin_score < NAM_LOOP_SPIN_SCORE_MAX) s->spin_score++;
+  } else if (!s->spin_score && ++s->spin_probes % NAM_LOOP_SPIN_PROBE) {
+    return;
+  }
+  s->spin_until_ns = clock_now_ns() + NAM_LOOP_SPIN_NS;
+  uv_idle_start(&s->spin, on_spin);
+}
+
 int nam_server_create(uv_loop_t *loop, nam_engine *engine,
                       const nam_server_limits *limits, const char *name,
                       nam_server **out) {
@@ -68,6 +95,10 @@ int nam_server_create(uv_loop_t *loop, nam_engine *engine,
   s->turn_prepare.data = s;
   uv_prepare_start(&s->turn_prepare, on_turn);
   uv_unref((uv_handle_t *)&s->turn_prepare); /* keeps no loop alive */
+  uv_idle_init(loop, &s->spin);
+  s->spin.data = s;
+  s->spin_score = 1;
+  uv_unref((uv_handle_t *)&s->spin);
   nam_guard_start(s);
   *out = s;
   return 0;
@@ -370,6 +401,7 @@ void nam_server_close(nam_server *s) {
   nam_guard_stop(s);
   uv_close((uv_handle_t *)&s->accept_timer, NULL);
   uv_close((uv_handle_t *)&s->turn_prepare, NULL);
+  uv_close((uv_handle_t *)&s->spin, NULL);
   uv_close((uv_handle_t *)&s->done_async, NULL);
 }
 

@@ -150,6 +150,10 @@ struct nam_server {
   unsigned pass_drops;      /* startups dropped in this round of accepts */
   uv_prepare_t turn_prepare; /* counts the loop's turns: */
   uint64_t turn;            /* a startup is not dropped in its first one */
+  uv_idle_t spin;           /* active: the loop polls without sleeping */
+  uint64_t spin_until_ns;   /* ...until then (nam_server_spin) */
+  unsigned spin_score;      /* windows that served frames lately */
+  unsigned spin_probes;     /* chances skipped at score 0 */
   uint64_t inline_turn;     /* small tasks the loop ran itself (conn.c), */
   unsigned inline_runs;     /* at most a few per turn */
   uv_timer_t guard_timer;   /* conn_guard.c: timeouts of every connection */
@@ -272,5 +276,13 @@ void nam_conn_block_op_done(conn_block_op *op);
 
 /* server.c: called when a task finishes, to fire on_idle while draining */
 void nam_server_check_idle(nam_server *s);
+/* nam_server_spin - a client waits for small tasks one at a time: the loop
+ * polls without sleeping for NAM_LOOP_SPIN_NS, so that its next frame is
+ * read at once instead of after a thread wake-up (tens of us on a VM). An
+ * idle daemon never spins. */
+#define NAM_LOOP_SPIN_NS 50000u
+#define NAM_LOOP_SPIN_SCORE_MAX 8
+#define NAM_LOOP_SPIN_PROBE 64
+void nam_server_spin(nam_server *s);
 
 #endif

@@ -60,6 +60,9 @@ typedef struct ember__backend_ops {
 
   /* run t: c->task_done reports it, maybe before this returns */
   void (*submit)(ember_task *t);
+  /* NULL, or: ember_run's caller waits for t (t->sync) and may lend its
+   * thread to get the result; returns once t is settled */
+  void (*wait_sync)(ember_task *t);
   /* 0, or EMBER_ENOTFOUND if it cannot be stopped any more */
   int (*cancel)(ember_task *t);
   /* t is being freed: what the back end kept for it */

@@ -1,7 +1,8 @@
 /*
  * backend_remote.c - the remote back end: a NAM over remote.c's
  * connection. Blocks go with the tasks that need them (a memfd over a unix
- * socket, the bytes over TCP); results come back on the reader thread.
+ * socket, the bytes over TCP); the caller of ember_run reads its own
+ * result, other results come back on the connection's reader thread.
  * When the NAM cannot run a task, it falls back to the CPU in-process (the
  * embedded back end's submit), or, if it cannot run there either, waits
  * parked for a reconnect within the window and is sent again.
@@ -34,6 +35,12 @@ typedef struct remote {
   ember__remote link;        /* first: the connection's events get it */
   int unix_socket;           /* blocks are memfds the NAM maps */
   unsigned inflight;
+  unsigned async_inflight;   /* of them, not ember_run's: the reader reads */
+  unsigned slot_waiters;     /* submitters waiting for a free slot */
+  ember_task *sync_waiters;  /* ember_run callers waiting (wait_next) */
+  uint64_t wait_avg_ns;      /* how long they waited for results lately */
+  unsigned spin_score;       /* polling for them paid lately (spin_for) */
+  unsigned spin_probes;      /* waits without polling, to poll again */
   ember_task *inflight_tasks; /* uthash on task id; NULL when empty */
   uint64_t next_task_id;
   pthread_cond_t slot_cv;    /* in-flight count went down, or closing */
@@ -61,6 +68,8 @@ static int inflight_add(ember_client *c, ember_task *t) {
   HASH_ADD(hh, rb->inflight_tasks, id, sizeof t->id, t);
   if (HASH_COUNT(rb->inflight_tasks) == count) return EMBER_ENOMEM;
   rb->inflight++;
+  if (!t->sync) rb->async_inflight++;
+  t->on_wire = 1;
   return 0;
 }
 
@@ -71,6 +80,8 @@ static ember_task *inflight_take(ember_client *c, uint64_t id) {
   if (!t) return NULL;
   HASH_DEL(rb->inflight_tasks, t);
   rb->inflight--;
+  if (!t->sync) rb->async_inflight--;
+  t->on_wire = 0;
   pthread_cond_broadcast(&rb->slot_cv);
   return t;
 }
@@ -211,8 +222,12 @@ static void task_send(ember_client *c, ember_task *t) {
   remote *rb = remote_of(c);
   ember__remote *r = &rb->link;
   pthread_mutex_lock(&c->lock);
-  while (r->fd >= 0 && !c->closing && rb->inflight >= r->max_inflight)
-    pthread_cond_wait(&rb->slot_cv, &c->lock); /* backpressure */
+  while (r->fd >= 0 && !c->closing && rb->inflight >= r->max_inflight) {
+    rb->slot_waiters++; /* backpressure: someone must read the results */
+    ember__remote_kick(r);
+    pthread_cond_wait(&rb->slot_cv, &c->lock);
+    rb->slot_waiters--;
+  }
   if (r->fd < 0 || c->closing) {
     pthread_mutex_unlock(&c->lock);
     lost_task(c, t, EMBER_ECONNLOST, "connection to the NAM lost");
@@ -227,6 +242,9 @@ static void task_send(ember_client *c, ember_task *t) {
     return;
   }
   int rc2 = send_task(c, t, gen);
+  pthread_mutex_lock(&c->lock);
+  ember__remote_kick(r); /* its result needs a reader */
+  pthread_mutex_unlock(&c->lock);
   if (rc2 == EMBER_ENOMEM || rc2 == EMBER_ESTATE) {
     pthread_mutex_lock(&c->lock);
     ember_task *mine = inflight_take(c, t->id);
@@ -303,9 +321,11 @@ static void on_lost(ember__remote *link, const char *why) {
   if (orphans)
     HASH_ITER(hh, rb->inflight_tasks, t, next) {
       HASH_DEL(rb->inflight_tasks, t);
+      t->on_wire = 0;
       orphans[n++] = t;
     }
   rb->inflight = 0;
+  rb->async_inflight = 0;
   int closing = c->closing;
   pthread_cond_broadcast(&rb->slot_cv);
   pthread_mutex_unlock(&c->lock);
@@ -575,11 +595,114 @@ static void on_connected(ember__remote *link) {
   pthread_cond_broadcast(&((remote *)link)->park_cv); /* parked tasks can go */
 }
 
+/* client->lock held: replies that no ember_run caller will read */
+static int needs_reader(ember__remote *link) {
+  remote *rb = (remote *)link;
+  return rb->async_inflight || rb->block_ops || rb->slot_waiters;
+}
+
+/* client->lock held: an ember_run caller whose task is on the wire reads */
+static int offer_read(ember__remote *link) {
+  remote *rb = (remote *)link;
+  for (ember_task *t = rb->sync_waiters; t; t = t->wait_next) {
+    if (!t->on_wire) continue;
+    pthread_mutex_lock(&t->mu);
+    t->read_offer = 1;
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    return 1;
+  }
+  return 0;
+}
+
 static const ember__remote_events events = {
   .on_message = on_message,
   .on_connected = on_connected,
   .on_lost = on_lost,
+  .needs_reader = needs_reader,
+  .offer_read = offer_read,
 };
+
+/* client->lock held: t's caller waits (sync_waiters) or stops waiting */
+static void enlist_waiter(remote *rb, ember_task *t) {
+  t->wait_next = rb->sync_waiters;
+  rb->sync_waiters = t;
+}
+
+static void delist_waiter(remote *rb, ember_task *t) {
+  ember_task **pp = &rb->sync_waiters;
+  while (*pp && *pp != t) pp = &(*pp)->wait_next;
+  if (*pp) *pp = t->wait_next;
+}
+
+/* How long an ember_run caller polls for its result before it sleeps: a
+ * thread woken from sleep starts tens of us later on a busy or virtual
+ * machine, more than a small task takes. It polls for twice the recent
+ * wait (a moving average), at most SPIN_MAX_NS, while polling pays: a
+ * result that came while it polled earns a point of spin_score, one that
+ * came after it gave up (a long task, or more runnable threads than cores,
+ * where polling slows everyone) costs two. At zero it stops polling but
+ * for every SPIN_PROBE_EVERY-th wait, which tries again. */
+#define SPIN_MAX_NS 200000u
+#define SPIN_MIN_NS 10000u
+#define SPIN_SCORE_MAX 8
+#define SPIN_PROBE_EVERY 32
+
+/* client->lock held */
+static uint64_t spin_for(remote *rb) {
+  if (!rb->spin_score && ++rb->spin_probes % SPIN_PROBE_EVERY) return 0;
+  uint64_t want = 2 * rb->wait_avg_ns;
+  return want < SPIN_MIN_NS ? SPIN_MIN_NS : want > SPIN_MAX_NS ? SPIN_MAX_NS
+                                                               : want;
+}
+
+static void learn_wait(remote *rb, int spun, int caught, uint64_t waited_ns) {
+  /* an average over the last 8 or so */
+  rb->wait_avg_ns += ((int64_t)waited_ns - (int64_t)rb->wait_avg_ns) / 8;
+  if (!spun) return;
+  if (caught)
+    rb->spin_score += rb->spin_score < SPIN_SCORE_MAX;
+  else
+    rb->spin_score = rb->spin_score > 2 ? rb->spin_score - 2 : 0;
+}
+
+/* ember_run's wait: while t is on the wire and nobody reads, this thread
+ * reads (every result it finds goes where it belongs) until t's has come;
+ * otherwise it sleeps until t settles or a reader hands it the reading. */
+static void remote_wait_sync(ember_task *t) {
+  ember_client *c = t->client;
+  remote *rb = remote_of(c);
+  ember__remote *r = &rb->link;
+  pthread_mutex_lock(&c->lock);
+  for (;;) {
+    if (t->on_wire && ember__remote_lead(r)) {
+      int lost = 0;
+      int caught = 0;
+      uint64_t since = clock_now_ns(), spun = spin_for(rb);
+      for (uint64_t spin = spun; !lost && t->on_wire; spin = 0) {
+        pthread_mutex_unlock(&c->lock);
+        lost = ember__remote_read(r, spin, spin ? &caught : NULL);
+        pthread_mutex_lock(&c->lock);
+      }
+      if (!lost) {
+        learn_wait(rb, spun != 0, caught, clock_now_ns() - since);
+        ember__remote_unlead(r);
+      }
+      continue;
+    }
+    enlist_waiter(rb, t);
+    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_lock(&t->mu);
+    while (!t->settled && !t->read_offer) pthread_cond_wait(&t->cv, &t->mu);
+    t->read_offer = 0;
+    int settled = t->settled;
+    pthread_mutex_unlock(&t->mu);
+    pthread_mutex_lock(&c->lock);
+    delist_waiter(rb, t);
+    if (settled) break;
+  }
+  pthread_mutex_unlock(&c->lock);
+}
 
 static int remote_open(ember_client *c, const ember__lease *lease) {
   remote *rb = calloc(1, sizeof *rb);
@@ -587,6 +710,7 @@ static int remote_open(ember_client *c, const ember__lease *lease) {
   c->backend_data = rb;
   rb->unix_socket = strncmp(c->address, "unix:", 5) == 0;
   rb->next_task_id = 1;
+  rb->spin_score = 1;
   long ms = c->opts.reconnect_window_ms; /* client.c resolved it */
   rb->window_ns = ms > 0 ? (uint64_t)ms * 1000000u : 0;
   pthread_cond_init(&rb->slot_cv, NULL);
@@ -697,6 +821,9 @@ static int remote_block_op(ember_block *b, enum ember__block_op op,
   /* a send that failed shut the socket down: the reader fails every op */
   (void)ember__remote_send_msg(&rb->link, EMBER__MSG_TYPE__MSG_BLOCK_OP,
                                &m.base);
+  pthread_mutex_lock(&c->lock);
+  ember__remote_kick(&rb->link); /* the reader thread reads the reply */
+  pthread_mutex_unlock(&c->lock);
   return 0;
 }
 
@@ -766,6 +893,7 @@ const ember__backend_ops ember__backend_remote = {
   .block_op = remote_block_op,
   .release_block = remote_release_block,
   .submit = remote_submit,
+  .wait_sync = remote_wait_sync,
   .cancel = remote_cancel,
   .task_free = remote_task_free,
   .list_accelerators = remote_list,

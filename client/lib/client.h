@@ -100,6 +100,11 @@ struct ember_task {
   ember_task_info info;
   struct nam_task *local;    /* running on the in-process engine */
   int parked;                /* waiting for a reconnect (client->lock) */
+  int on_wire;               /* sent, its result not yet read (likewise) */
+  struct ember_task *wait_next; /* the remote back end's ember_run waiters
+                                   (client->lock) */
+  int read_offer;            /* a reader handed its caller the reading
+                                (under mu) */
   UT_hash_handle hh;         /* the remote back end's in-flight or parked
                                 tasks: never both */
 };

@@ -1,8 +1,9 @@
 /*
  * remote.c - the connection to a NAM: connect and greet (with a cluster
- * member's lease), one reader thread that hands what arrives to the
- * owner's events, serialized writes, requests and their replies, and
- * reconnection with backoff. What becomes of tasks is backend_remote.c's.
+ * member's lease), reading (by a caller that waits for its reply, or by the
+ * connection's reader thread) that hands what arrives to the owner's
+ * events, serialized writes, requests and their replies, and reconnection
+ * with backoff. What becomes of tasks is backend_remote.c's.
  */
 #include "remote.h"
 
@@ -12,10 +13,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
@@ -40,10 +43,15 @@ int ember__remote_init(ember__remote *r, ember_client *c,
   r->max_frame =
       c->opts.max_frame ? c->opts.max_frame : PROTO_DEFAULT_MAX_FRAME;
   r->max_inflight = 64;
+  r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   pthread_mutex_init(&r->send_lock, NULL);
   pthread_mutex_init(&r->connect_lock, NULL);
   pthread_mutex_init(&r->request_lock, NULL);
   pthread_cond_init(&r->reply_cv, NULL);
+  if (r->wake_fd < 0) {
+    ember__client_set_error("eventfd: %s", strerror(errno));
+    return EMBER_ENOMEM;
+  }
   if (!lease) return 0;
   r->lease_body = malloc(lease->body_len ? lease->body_len : 1);
   r->lease_mac = malloc(lease->mac_len ? lease->mac_len : 1);
@@ -61,6 +69,7 @@ void ember__remote_destroy(ember__remote *r) {
   free(r->lease_body);
   free(r->lease_mac);
   sodium_memzero(r->lease_sk, sizeof r->lease_sk);
+  if (r->wake_fd >= 0) close(r->wake_fd);
   pthread_cond_destroy(&r->reply_cv);
   pthread_mutex_destroy(&r->request_lock);
   pthread_mutex_destroy(&r->connect_lock);
@@ -274,6 +283,8 @@ int ember__remote_connect(ember__remote *r) {
   r->rd = rd;
   pthread_mutex_lock(&c->lock);
   r->fd = fd;
+  r->reading = 0;
+  r->hangup = 0;
   r->gen++;
   r->backoff_ns = 0;
   r->down_since_ns = 0; /* the reconnect window ends here */
@@ -333,71 +344,156 @@ static void on_reply(ember__remote *r, uint8_t type, ProtobufCMessage *m) {
   if (m) protobuf_c_message_free_unpacked(m, NULL);
 }
 
-static void *reader_main(void *arg) {
-  ember__remote *r = arg;
+/* ---- reading ----------------------------------------------------------- */
+
+/* client->lock held */
+static int needs_reader(ember__remote *r) {
+  return r->hangup || r->reply.waiting || r->events->needs_reader(r);
+}
+
+/* client->lock held: the reader thread has work (it reads wake_fd) */
+static void wake_reader(ember__remote *r) {
+  if (r->wake_pending) return;
+  uint64_t one = 1;
+  if (write(r->wake_fd, &one, sizeof one) == sizeof one) r->wake_pending = 1;
+}
+
+void ember__remote_kick(ember__remote *r) {
+  if (r->reading || r->fd < 0) return;
+  if (r->events->offer_read(r)) return;
+  if (needs_reader(r)) wake_reader(r);
+}
+
+void ember__remote_hangup(ember__remote *r) {
+  if (r->fd < 0) return;
+  shutdown(r->fd, SHUT_RDWR);
+  r->hangup = 1;
+  ember__remote_kick(r);
+}
+
+int ember__remote_lead(ember__remote *r) {
+  if (r->reading || r->fd < 0) return 0;
+  r->reading = 1;
+  return 1;
+}
+
+void ember__remote_unlead(ember__remote *r) {
+  r->reading = 0;
+  ember__remote_kick(r);
+}
+
+/* The reader saw the connection end (why): nobody reads it any more, the
+ * reader thread leaves, and the owner hears of it. */
+static void connection_lost(ember__remote *r, int fd, const char *why) {
   ember_client *c = r->client;
-  int fd = r->fd;
-  const char *why = "the NAM closed the connection";
-  char whybuf[160];
-  for (;;) {
-    proto_frame f;
-    int rc;
-    while ((rc = proto_reader_next(&r->rd, &f)) == 1) {
-      ProtobufCMessage *m = proto_unpack(&f);
-      if (!m) continue; /* unknown or malformed: nothing to complete */
-      switch (f.type) {
-      case EMBER__MSG_TYPE__MSG_RESULT:
-      case EMBER__MSG_TYPE__MSG_ERROR:
-      case EMBER__MSG_TYPE__MSG_BLOCK_REPLY:
-        r->events->on_message(r, f.type, m);
-        break;
-      default:
-        on_reply(r, f.type, m);
-        m = NULL;
-      }
-      if (m) protobuf_c_message_free_unpacked(m, NULL);
-    }
-    if (rc < 0) {
-      why = "frame from the NAM over the limit";
-      break;
-    }
-    ssize_t n;
-    do {
-      struct pollfd p = {.fd = fd, .events = POLLIN};
-      poll(&p, 1, -1);
-      n = proto_recv(fd, &r->rd);
-    } while (n == -EAGAIN || n == -EINTR);
-    if (n > 0) count_received(c, (size_t)n);
-    if (n <= 0) {
-      if (n < 0) {
-        snprintf(whybuf, sizeof whybuf, "connection to the NAM: %s",
-                 strerror((int)-n));
-        why = whybuf;
-      }
-      break;
-    }
-  }
   pthread_mutex_lock(&c->lock);
   r->fd = -1;
+  r->reading = 0;
+  r->hangup = 0;
   if (!r->down_since_ns) r->down_since_ns = clock_now_ns();
   snprintf(r->down_why, sizeof r->down_why, "%s", why);
   if (r->reply.waiting) {
     r->reply.error = EMBER_ECONNLOST;
     pthread_cond_broadcast(&r->reply_cv);
   }
+  wake_reader(r);
   pthread_mutex_unlock(&c->lock);
   /* writers hold send_lock while they use the fd: wait them out */
   pthread_mutex_lock(&r->send_lock);
   close(fd);
   pthread_mutex_unlock(&r->send_lock);
   r->events->on_lost(r, why);
+}
+
+int ember__remote_read(ember__remote *r, uint64_t spin_ns, int *caught) {
+  ember_client *c = r->client;
+  pthread_mutex_lock(&c->lock);
+  int fd = r->fd; /* only the reader closes it: steady while we read */
+  pthread_mutex_unlock(&c->lock);
+  char why[160] = "the NAM closed the connection";
+  ssize_t n;
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  if (spin_ns) { /* the reply is near: waking from sleep costs more */
+    uint64_t until = clock_now_ns() + spin_ns;
+    int ready;
+    while (!(ready = poll(&p, 1, 0) == 1) && clock_now_ns() < until)
+      sched_yield(); /* a thread that could run here goes first */
+    if (caught) *caught = ready;
+  }
+  do {
+    poll(&p, 1, -1);
+    n = proto_recv(fd, &r->rd);
+  } while (n == -EAGAIN || n == -EINTR);
+  if (n > 0) count_received(c, (size_t)n);
+  if (n < 0)
+    snprintf(why, sizeof why, "connection to the NAM: %s", strerror((int)-n));
+  proto_frame f;
+  int rc;
+  while ((rc = proto_reader_next(&r->rd, &f)) == 1) {
+    ProtobufCMessage *m = proto_unpack(&f);
+    if (!m) continue; /* unknown or malformed: nothing to complete */
+    switch (f.type) {
+    case EMBER__MSG_TYPE__MSG_RESULT:
+    case EMBER__MSG_TYPE__MSG_ERROR:
+    case EMBER__MSG_TYPE__MSG_BLOCK_REPLY:
+      r->events->on_message(r, f.type, m);
+      break;
+    default:
+      on_reply(r, f.type, m);
+      m = NULL;
+    }
+    if (m) protobuf_c_message_free_unpacked(m, NULL);
+  }
+  if (rc < 0) snprintf(why, sizeof why, "frame from the NAM over the limit");
+  if (n > 0 && rc >= 0) return 0;
+  connection_lost(r, fd, why);
+  return -1;
+}
+
+/* One per connection. While the owner needs a reader and nobody reads, it
+ * reads; otherwise it sleeps in poll until it is woken (wake_fd) or the
+ * NAM hangs up (POLLRDHUP: the replies that callers read themselves do
+ * not wake it). It leaves when the connection ends. */
+static void *reader_main(void *arg) {
+  ember__remote *r = arg;
+  ember_client *c = r->client;
+  pthread_mutex_lock(&c->lock);
+  uint64_t gen = r->gen;
+  int fd = r->fd;
+  while (r->gen == gen && r->fd >= 0) {
+    if (!r->reading && needs_reader(r)) {
+      r->reading = 1;
+      int lost;
+      do {
+        pthread_mutex_unlock(&c->lock);
+        lost = ember__remote_read(r, 0, NULL);
+        pthread_mutex_lock(&c->lock);
+      } while (!lost && needs_reader(r));
+      if (!lost) ember__remote_unlead(r);
+      continue;
+    }
+    /* someone reads, or nothing awaits a reply: sleep */
+    int hung_up_here = 0;
+    struct pollfd p[2] = {{.fd = r->wake_fd, .events = POLLIN},
+                          {.fd = fd, .events = POLLRDHUP}};
+    int watch_end = !r->reading; /* a reader sees the end itself */
+    pthread_mutex_unlock(&c->lock);
+    poll(p, watch_end ? 2 : 1, -1);
+    uint64_t v;
+    if (p[0].revents & POLLIN) (void)!read(r->wake_fd, &v, sizeof v);
+    hung_up_here = watch_end && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR));
+    pthread_mutex_lock(&c->lock);
+    if (p[0].revents & POLLIN) r->wake_pending = 0;
+    if (hung_up_here && r->gen == gen && r->fd >= 0) r->hangup = 1;
+  }
+  pthread_mutex_unlock(&c->lock);
   return NULL;
 }
 
 void ember__remote_shutdown(ember__remote *r) {
   ember_client *c = r->client;
   pthread_mutex_lock(&c->lock);
-  if (r->fd >= 0) shutdown(r->fd, SHUT_RDWR);
+  ember__remote_hangup(r);
   pthread_mutex_unlock(&c->lock);
   if (r->reader_running) {
     pthread_join(r->reader, NULL);
@@ -414,7 +510,11 @@ int ember__remote_send_locked(ember__remote *r, const proto_wbuf *w, const int *
   pthread_mutex_unlock(&c->lock);
   int rc = fd < 0 ? -ENOTCONN : proto_send(fd, w->data, w->len, fds, nfds);
   if (rc == 0) count_sent(c, w->len, fds, nfds);
-  if (rc != 0 && fd >= 0) shutdown(fd, SHUT_RDWR); /* the reader cleans up */
+  if (rc != 0 && fd >= 0) { /* whoever reads next cleans up */
+    pthread_mutex_lock(&c->lock);
+    if (r->fd == fd) ember__remote_hangup(r);
+    pthread_mutex_unlock(&c->lock);
+  }
   return rc == 0 ? 0 : EMBER_ECONNLOST;
 }
 
@@ -446,6 +546,7 @@ int ember__remote_request(ember__remote *r, uint8_t type, const ProtobufCMessage
   pthread_mutex_unlock(&c->lock);
   rc = ember__remote_send_msg(r, type, m);
   pthread_mutex_lock(&c->lock);
+  ember__remote_kick(r); /* the reader thread reads the reply */
   struct timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);
   deadline.tv_sec += 10;

@@ -1,8 +1,12 @@
 /*
  * remote.h - the connection to a NAM (remote.c): connect and greet,
  * serialized writes, requests and their replies, reconnection with backoff,
- * and one reader thread that hands each Result, Error and BlockReply to
- * the owner's events (backend_remote.c). Nothing here knows of tasks.
+ * and reading: one thread at a time reads the socket and hands each
+ * Result, Error and BlockReply to the owner's events (backend_remote.c).
+ * A caller that waits for its own reply reads it itself (ember__remote_lead):
+ * one thread wake-up instead of two. The connection's reader thread reads
+ * only when the owner needs it (replies nobody waits for in person), and
+ * otherwise sleeps until the NAM hangs up. Nothing here knows of tasks.
  */
 #ifndef EMBER_REMOTE_H
 #define EMBER_REMOTE_H
@@ -22,8 +26,16 @@ typedef struct ember__remote_events {
                      ProtobufCMessage *m);
   /* connected again (client->lock held) */
   void (*on_connected)(struct ember__remote *r);
-  /* the connection is gone: the reader thread's last call */
+  /* the connection is gone: the last call for it, on whichever thread
+   * read its end (no lock held) */
   void (*on_lost)(struct ember__remote *r, const char *why);
+  /* client->lock held: the owner awaits replies that nobody waits for in
+   * person (async tasks, block ops, a full in-flight window), so the
+   * reader thread must read */
+  int (*needs_reader)(struct ember__remote *r);
+  /* client->lock held, nobody reads: hand the reading to a caller that
+   * waits for its reply in person; 1 if one took it */
+  int (*offer_read)(struct ember__remote *r);
 } ember__remote_events;
 
 typedef struct ember__remote_reply {
@@ -41,7 +53,11 @@ typedef struct ember__remote {
   uint64_t gen;              /* bumps on every successful connect */
   int reader_running;        /* the reader (connect_lock, close) */
   pthread_t reader;
-  proto_reader rd;           /* owned by the reader thread */
+  int reading;               /* a thread reads the socket (owns rd) */
+  int hangup;                /* we shut the socket down: read to its end */
+  int wake_fd;               /* eventfd: the reader thread has work */
+  int wake_pending;          /* written and not yet read */
+  proto_reader rd;           /* owned by the thread that is reading */
   size_t max_frame;
   unsigned max_inflight;     /* the NAM's Welcome says */
   size_t unix_inline_max;    /* likewise: blocks up to this size may go
@@ -78,6 +94,22 @@ int ember__remote_connect(ember__remote *r);  /* under connect_lock */
 int ember__remote_ensure(ember__remote *r);   /* reconnect with backoff */
 /* close the socket and join the reader (its on_lost has run) */
 void ember__remote_shutdown(ember__remote *r);
+/* ember__remote_kick - client->lock held: something awaits a reply; if
+ * nobody reads, a waiting caller or the reader thread starts */
+void ember__remote_kick(ember__remote *r);
+/* ember__remote_hangup - client->lock held: shut the socket down; whoever
+ * reads next sees its end and hands what was in flight to on_lost */
+void ember__remote_hangup(ember__remote *r);
+/* ember__remote_lead - client->lock held: 1 if the calling thread now
+ * reads the socket (nobody did and it is up), else 0 */
+int ember__remote_lead(ember__remote *r);
+/* ember__remote_read - the reader (no lock held): wait for bytes (polling
+ * for up to spin_ns first; *caught, if not NULL and spin_ns: whether they
+ * came meanwhile), then hand every whole frame to the events. 0, or -1
+ * when the connection ended (on_lost has run, the reading is given up). */
+int ember__remote_read(ember__remote *r, uint64_t spin_ns, int *caught);
+/* ember__remote_unlead - client->lock held: stop reading, and kick */
+void ember__remote_unlead(ember__remote *r);
 int ember__remote_send(ember__remote *r, const proto_wbuf *w, const int *fds,
                        size_t nfds);
 /* the same with send_lock already held by the caller */

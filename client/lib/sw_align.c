@@ -261,7 +261,11 @@ static int sw_align(ember_client *c, const ember_sw_params *params,
     rc = make_block(c, queries, ch->first, ch->count, &in[0]);
     if (rc == 0) rc = make_block(c, refs, ch->first, ch->count, &in[1]);
     so.user = ch;
-    if (rc == 0) rc = ember_submit(c, "sw", packed, packed_len, in, 2, &so, &ch->task);
+    /* one task and no progress to report: ember_run, whose caller reads
+     * its own result (one thread wake-up less than a submit and a wait) */
+    if (rc == 0)
+      rc = (n_chunks == 1 && !progress ? ember_run : ember_submit)(
+          c, "sw", packed, packed_len, in, 2, &so, &ch->task);
     ember_block_release(in[0]); /* the task keeps what it needs */
     ember_block_release(in[1]);
     if (progress) progress(atomic_load(&prog.pairs_done), n, progress_user);

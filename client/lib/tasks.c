@@ -252,5 +252,6 @@ int ember_run(ember_client *c, const char *accelerator, const void *params,
   int rc = submit(c, accelerator, params, params_len, inputs, n_inputs, opts,
                   1, out);
   if (rc) return rc;
+  if (c->backend->wait_sync) c->backend->wait_sync(*out);
   return ember_task_wait(*out, -1);
 }
