@@ -1,22 +1,28 @@
 #!/bin/sh
 # mrbayes_bench.sh - Debian's MrBayes (mb, unchanged) on primates.nex
-# (GTR+G, two chains, fixed seeds), timed with the system's libhmsbeagle,
+# (12 taxa, 898 sites) or example.phy (17 taxa, 1,998 sites, 1,152
+# patterns; made NEXUS here) with GTR+G, two chains and fixed seeds, timed
+# with the system's libhmsbeagle,
 # with libember-beagle embedded (`ember beagle --embedded`) and through one
 # ember-nam (`ember beagle --nam`); then four mb processes at once, each on
 # its own libhmsbeagle, against four sharing one ember-nam. Prints wall
 # times and each run's final log-likelihood line (they must agree: the
 # same seeds give the same chain). A benchmark: it asserts nothing.
 #
-#   tests/bench/mrbayes_bench.sh [NGEN]        (default 20000; from the
-#                                               repository root, build/ built,
-#                                               or $BUILD: another build tree)
+#   tests/bench/mrbayes_bench.sh [NGEN [primates|example]]
+#                         (default 20000 primates; from the repository root,
+#                          build/ built, or $BUILD: another build tree)
 set -eu
 ngen=${1:-20000}
+dataset=${2:-primates}
 root=$(pwd)
 build=${BUILD:-$root/build}
 ember=$build/client/cli/ember
 nam=$build/nam/ember-nam
-data=$root/tests/data/plf/primates.nex
+case $dataset in
+primates|example) ;;
+*) echo "dataset: primates or example"; exit 1 ;;
+esac
 command -v mb >/dev/null || { echo "mb (mrbayes) is not installed"; exit 1; }
 [ -x "$ember" ] && [ -x "$nam" ] || { echo "build ember first ($build)"; exit 1; }
 
@@ -24,14 +30,26 @@ tmp=$(mktemp -d)
 trap 'kill "$nam_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 nam_pid=
 
-# run DIR WRAPPER...: mb in DIR on its batch.nex, wrapped (or not)
+# DIR/data.nex: the dataset as NEXUS
+write_data() {
+  if [ "$dataset" = primates ]; then
+    cp "$root/tests/data/plf/primates.nex" "$1/data.nex"
+    return
+  fi
+  awk 'NR == 1 { printf "#NEXUS\nbegin data;\n  dimensions ntax=%d nchar=%d;\n", $1, $2
+                 print "  format datatype=dna missing=? gap=-;\n  matrix" ; next }
+       NF { name = $1; $1 = ""; gsub(/ /, ""); print "  " name " " $0 }
+       END { print "  ;\nend;" }' "$root/tests/data/plf/example.phy" > "$1/data.nex"
+}
+
+# setup DIR: mb's batch.nex and the data in DIR
 setup() {
   mkdir -p "$1"
-  cp "$data" "$1/"
+  write_data "$1"
   cat > "$1/batch.nex" <<NEX
 begin mrbayes;
   set autoclose=yes nowarn=yes seed=12345 swapseed=54321 usebeagle=yes beagleprecision=double;
-  execute primates.nex;
+  execute data.nex;
   lset nst=6 rates=gamma;
   mcmc ngen=$ngen samplefreq=100 printfreq=$ngen nchains=2 nruns=1 diagnfreq=1000000;
   quit;
@@ -68,7 +86,7 @@ setup "$tmp/warm"
 sed -i 's/ngen=[0-9]*/ngen=100/' "$tmp/warm/batch.nex"
 t0=$(now)
 (cd "$tmp/warm" && "$ember" beagle --nam "unix:$sock" -- mb batch.nex > out.txt 2>&1)
-echo "MrBayes 3.2.7a on primates.nex, GTR+G, ngen=$ngen, 2 chains ($(nproc) cores)"
+echo "MrBayes 3.2.7a on $dataset, GTR+G, ngen=$ngen, 2 chains ($(nproc) cores)"
 printf '%-34s %8.2f s   (ngen=100: the NAM'"'"'s first plf tasks)\n' "warm-up, ember-nam" "$(elapsed "$t0" "$(now)")"
 one "Debian libhmsbeagle" "$tmp/sys"
 one "libember-beagle, embedded" "$tmp/emb" "$ember" beagle --embedded --

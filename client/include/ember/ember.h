@@ -272,8 +272,9 @@ typedef struct ember_submit_options {
                              only while that kind is busy; NULL: the NAM's
                              load decides */
   ember_task_cb callback; /* called once when the task is done, on a
-                             library thread; it must not block for long and
-                             may free the task */
+                             library thread or on a thread waiting in
+                             ember_run on the same client; it must not
+                             block for long and may free the task */
   void *user;
   /* state blocks (made with EMBER_BLOCK_STATE) the task updates in place */
   ember_block *const *states;
@@ -341,7 +342,11 @@ int ember_task_cancel(ember_task *task);
 void ember_task_free(ember_task *task);
 
 /* ember_run - submit and wait: the synchronous helper. On return *out holds
- * the finished task (free it), whatever its status. */
+ * the finished task (free it), whatever its status. Through a NAM the
+ * calling thread reads the result from the socket itself (and hands on any
+ * other task's result it finds), polling for it first for about twice the
+ * time recent results took (at most 200 us, and only while results come
+ * within that), so a small task costs it no wake-up from sleep. */
 int ember_run(ember_client *client, const char *accelerator,
               const void *params, size_t params_len,
               ember_block *const *inputs, size_t n_inputs,
