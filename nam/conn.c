@@ -510,9 +510,11 @@ static int input_of(nam_conn *c, uint64_t id, nam_block **pin,
 /* A client that waits for one small task at a time (an MCMC program's
  * likelihoods) gets it run by the loop itself: handing it to a worker and
  * back would cost two thread wake-ups, more than the task. Others' frames
- * wait meanwhile, so only tasks expected to take under 50 us, and at
- * most four per turn of the loop. */
+ * wait meanwhile, so only tasks expected to take under 50 us, at most four
+ * per turn of the loop; or under 500 us while no other client has a task
+ * in flight (a newcomer's frame then waits that long at worst). */
 #define INLINE_TASK_MAX_NS 50000u
+#define INLINE_TASK_ALONE_MAX_NS 500000u
 #define INLINE_TASKS_PER_TURN 4
 
 static uint64_t inline_budget(nam_conn *c) {
@@ -524,8 +526,7 @@ static uint64_t inline_budget(nam_conn *c) {
   }
   if (s->inline_runs >= INLINE_TASKS_PER_TURN) return 0;
   s->inline_runs++; /* counted whether it runs here or not: an upper bound */
-  nam_server_spin(s); /* its next task is likely near */
-  return INLINE_TASK_MAX_NS;
+  return s->stats.inflight ? INLINE_TASK_MAX_NS : INLINE_TASK_ALONE_MAX_NS;
 }
 
 /* Returns 0 when the task is queued, else the error sent back. */
@@ -622,7 +623,12 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
     .done = on_engine_done, .user = ct, .err = why, .err_len = sizeof why,
     .admit = nam_conn_reserve_task, .inline_max_ns = inline_budget(c),
   };
+  int ran_inline = 0;
+  spec.ran_inline = &ran_inline;
   int rc = nam_engine_submit(s->engine, &spec, &ct->task);
+  /* its client's next task is likely near (one run on a worker is not
+   * over soon: polling then would take the worker's core) */
+  if (rc == 0 && ran_inline) nam_server_spin(s);
   if (rc) {
     char kinds[128];
     nam_kinds_available(s->engine, acc, kinds, sizeof kinds);

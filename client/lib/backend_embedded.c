@@ -141,10 +141,12 @@ static void on_local_done(nam_task *nt, void *user) {
                        out.data, out.size, nam_task_platform(nt), &info);
 }
 
-/* A task its caller waits for (ember_run) and that should take under this
- * runs on the caller's thread: a worker's wake-up and the caller's would
- * cost more (an MCMC program's likelihoods through the BEAGLE door). */
-#define SYNC_INLINE_MAX_NS 50000u
+/* A task its caller waits for (ember_run) runs on the caller's thread when
+ * a cpu worker is free and nothing of its accelerator is queued ahead,
+ * however long it takes: the caller would only sleep meanwhile, and handing
+ * it to a worker costs two thread wake-ups (an MCMC program's likelihoods
+ * through the BEAGLE door). */
+#define SYNC_INLINE_MAX_NS UINT64_MAX
 
 /* Queue on the in-process engine (which validates it): an embedded
  * client's task, or a remote one falling back. */

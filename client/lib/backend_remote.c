@@ -643,7 +643,7 @@ static void delist_waiter(remote *rb, ember_task *t) {
  * came after it gave up (a long task, or more runnable threads than cores,
  * where polling slows everyone) costs two. At zero it stops polling but
  * for every SPIN_PROBE_EVERY-th wait, which tries again. */
-#define SPIN_MAX_NS 200000u
+#define SPIN_MAX_NS 500000u
 #define SPIN_MIN_NS 10000u
 #define SPIN_SCORE_MAX 8
 #define SPIN_PROBE_EVERY 32

@@ -437,6 +437,7 @@ int nam_engine_submit(nam_engine *e, const nam_task_spec *spec,
   }
   *out = t;
   /* a worker's wake-up would cost more than the task: run it here */
+  if (spec->ran_inline) *spec->ran_inline = runner != NULL;
   if (runner) nam_whole_task_run(runner, t);
   return 0;
 }

@@ -160,6 +160,7 @@ typedef struct nam_task_spec {
    * small task at a time, whose hand-off to a worker and back would cost
    * more than the task. */
   uint64_t inline_max_ns;
+  int *ran_inline;  /* NULL, or set to whether it ran inside submit */
 } nam_task_spec;
 
 enum nam_task_state { NAM_TASK_QUEUED, NAM_TASK_RUNNING, NAM_TASK_DONE };
