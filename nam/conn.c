@@ -507,26 +507,17 @@ static int input_of(nam_conn *c, uint64_t id, nam_block **pin,
   return 0;
 }
 
-/* A client that waits for one small task at a time (an MCMC program's
- * likelihoods) gets it run by the loop itself: handing it to a worker and
- * back would cost two thread wake-ups, more than the task. Others' frames
- * wait meanwhile, so only tasks expected to take under 50 us, at most four
- * per turn of the loop; or under 500 us while no other client has a task
- * in flight (a newcomer's frame then waits that long at worst). */
-#define INLINE_TASK_MAX_NS 50000u
-#define INLINE_TASK_ALONE_MAX_NS 500000u
-#define INLINE_TASKS_PER_TURN 4
+/* A client that waits for one task at a time (an MCMC program's
+ * likelihoods) while nobody else has one in flight gets it run by the loop
+ * itself when it should take under 500 us: handing it to a worker and back
+ * would cost two thread wake-ups, more than a small task. A newcomer's
+ * frame waits that long at worst. With other tasks in flight the workers
+ * run it: several clients' tasks then run side by side, not one after
+ * another on the loop. */
+#define INLINE_TASK_MAX_NS 500000u
 
 static uint64_t inline_budget(nam_conn *c) {
-  nam_server *s = c->srv;
-  if (c->inflight) return 0;
-  if (s->inline_turn != s->turn) {
-    s->inline_turn = s->turn;
-    s->inline_runs = 0;
-  }
-  if (s->inline_runs >= INLINE_TASKS_PER_TURN) return 0;
-  s->inline_runs++; /* counted whether it runs here or not: an upper bound */
-  return s->stats.inflight ? INLINE_TASK_MAX_NS : INLINE_TASK_ALONE_MAX_NS;
+  return c->inflight || c->srv->stats.inflight ? 0 : INLINE_TASK_MAX_NS;
 }
 
 /* Returns 0 when the task is queued, else the error sent back. */

@@ -154,8 +154,6 @@ struct nam_server {
   uint64_t spin_until_ns;   /* ...until then (nam_server_spin) */
   unsigned spin_score;      /* windows that served frames lately */
   unsigned spin_probes;     /* chances skipped at score 0 */
-  uint64_t inline_turn;     /* small tasks the loop ran itself (conn.c), */
-  unsigned inline_runs;     /* at most a few per turn */
   uv_timer_t guard_timer;   /* conn_guard.c: timeouts of every connection */
   uint64_t guard_period_ms;
   uint64_t refused_log_ms;  /* refusals are logged at most once a second */
