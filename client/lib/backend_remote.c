@@ -39,7 +39,7 @@ typedef struct remote {
   unsigned slot_waiters;     /* submitters waiting for a free slot */
   ember_task *sync_waiters;  /* ember_run callers waiting (wait_next) */
   uint64_t wait_avg_ns;      /* how long they waited for results lately */
-  unsigned spin_score;       /* polling for them paid lately (spin_for) */
+  unsigned spin_score;       /* polling for them paid lately (plan_wait) */
   unsigned spin_probes;      /* waits without polling, to poll again */
   ember_task *inflight_tasks; /* uthash on task id; NULL when empty */
   uint64_t next_task_id;
@@ -635,32 +635,44 @@ static void delist_waiter(remote *rb, ember_task *t) {
   if (*pp) *pp = t->wait_next;
 }
 
-/* How long an ember_run caller polls for its result before it sleeps: a
- * thread woken from sleep starts tens of us later on a busy or virtual
- * machine, more than a small task takes. It polls for twice the recent
- * wait (a moving average), at most SPIN_MAX_NS, while polling pays: a
- * result that came while it polled earns a point of spin_score, one that
- * came after it gave up (a long task, or more runnable threads than cores,
- * where polling slows everyone) costs two. At zero it stops polling but
- * for every SPIN_PROBE_EVERY-th wait, which tries again. */
-#define SPIN_MAX_NS 500000u
+/* How an ember_run caller waits for its result: a thread woken from sleep
+ * starts tens of us late on a busy or virtual machine, more than a small
+ * task takes, so it polls instead for the part of the wait when the result
+ * should come. From the recent waits (a moving average): one up to
+ * SPIN_WINDOW_NS is polled for from the start, for twice its length; a
+ * longer one is slept through (ppoll) but for its last SPIN_WINDOW_NS / 2,
+ * then polled for up to SPIN_WINDOW_NS; one over SPIN_MAX_WAIT_NS is slept
+ * through. A result that came while it polled earns a point of spin_score,
+ * one that came later (or more runnable threads than cores, where polling
+ * slows everyone) costs two; at zero it sleeps at once but for every
+ * SPIN_PROBE_EVERY-th wait, which tries again. */
+#define SPIN_WINDOW_NS 60000u
 #define SPIN_MIN_NS 10000u
+#define SPIN_MAX_WAIT_NS 2000000u
 #define SPIN_SCORE_MAX 8
 #define SPIN_PROBE_EVERY 32
 
-/* client->lock held */
-static uint64_t spin_for(remote *rb) {
+/* client->lock held; 0: sleep until it comes */
+static int plan_wait(remote *rb, ember__remote_wait *w) {
+  *w = (ember__remote_wait){0};
   if (!rb->spin_score && ++rb->spin_probes % SPIN_PROBE_EVERY) return 0;
-  uint64_t want = 2 * rb->wait_avg_ns;
-  return want < SPIN_MIN_NS ? SPIN_MIN_NS : want > SPIN_MAX_NS ? SPIN_MAX_NS
-                                                               : want;
+  uint64_t avg = rb->wait_avg_ns;
+  if (avg > SPIN_MAX_WAIT_NS) return 0;
+  if (avg <= SPIN_WINDOW_NS) {
+    w->spin_ns = 2 * avg < SPIN_MIN_NS ? SPIN_MIN_NS : 2 * avg;
+  } else {
+    w->sleep_ns = avg - SPIN_WINDOW_NS / 2;
+    w->spin_ns = SPIN_WINDOW_NS;
+  }
+  return 1;
 }
 
-static void learn_wait(remote *rb, int spun, int caught, uint64_t waited_ns) {
+static void learn_wait(remote *rb, const ember__remote_wait *w,
+                       uint64_t waited_ns) {
   /* an average over the last 8 or so */
   rb->wait_avg_ns += ((int64_t)waited_ns - (int64_t)rb->wait_avg_ns) / 8;
-  if (!spun) return;
-  if (caught)
+  if (!w) return;
+  if (w->caught)
     rb->spin_score += rb->spin_score < SPIN_SCORE_MAX;
   else
     rb->spin_score = rb->spin_score > 2 ? rb->spin_score - 2 : 0;
@@ -677,15 +689,16 @@ static void remote_wait_sync(ember_task *t) {
   for (;;) {
     if (t->on_wire && ember__remote_lead(r)) {
       int lost = 0;
-      int caught = 0;
-      uint64_t since = clock_now_ns(), spun = spin_for(rb);
-      for (uint64_t spin = spun; !lost && t->on_wire; spin = 0) {
+      ember__remote_wait plan;
+      ember__remote_wait *w = plan_wait(rb, &plan) ? &plan : NULL;
+      uint64_t since = clock_now_ns();
+      for (int first = 1; !lost && t->on_wire; first = 0) {
         pthread_mutex_unlock(&c->lock);
-        lost = ember__remote_read(r, spin, spin ? &caught : NULL);
+        lost = ember__remote_read(r, first ? w : NULL);
         pthread_mutex_lock(&c->lock);
       }
       if (!lost) {
-        learn_wait(rb, spun != 0, caught, clock_now_ns() - since);
+        learn_wait(rb, w, clock_now_ns() - since);
         ember__remote_unlead(r);
       }
       continue;

@@ -405,7 +405,23 @@ static void connection_lost(ember__remote *r, int fd, const char *why) {
   r->events->on_lost(r, why);
 }
 
-int ember__remote_read(ember__remote *r, uint64_t spin_ns, int *caught) {
+/* w's sleep, then its spin: 1 when bytes are there */
+static int wait_briefly(int fd, ember__remote_wait *w) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  if (w->sleep_ns) {
+    struct timespec ts = {.tv_sec = (time_t)(w->sleep_ns / 1000000000u),
+                          .tv_nsec = (long)(w->sleep_ns % 1000000000u)};
+    if (ppoll(&p, 1, &ts, NULL) == 1) return 1;
+  }
+  uint64_t until = clock_now_ns() + w->spin_ns;
+  while (clock_now_ns() < until) {
+    if (poll(&p, 1, 0) == 1) return w->caught = 1;
+    sched_yield(); /* a thread that could run here goes first */
+  }
+  return 0;
+}
+
+int ember__remote_read(ember__remote *r, ember__remote_wait *w) {
   ember_client *c = r->client;
   pthread_mutex_lock(&c->lock);
   int fd = r->fd; /* only the reader closes it: steady while we read */
@@ -413,13 +429,7 @@ int ember__remote_read(ember__remote *r, uint64_t spin_ns, int *caught) {
   char why[160] = "the NAM closed the connection";
   ssize_t n;
   struct pollfd p = {.fd = fd, .events = POLLIN};
-  if (spin_ns) { /* the reply is near: waking from sleep costs more */
-    uint64_t until = clock_now_ns() + spin_ns;
-    int ready;
-    while (!(ready = poll(&p, 1, 0) == 1) && clock_now_ns() < until)
-      sched_yield(); /* a thread that could run here goes first */
-    if (caught) *caught = ready;
-  }
+  if (w) wait_briefly(fd, w); /* the reply is near: waking costs more */
   do {
     poll(&p, 1, -1);
     n = proto_recv(fd, &r->rd);
@@ -466,7 +476,7 @@ static void *reader_main(void *arg) {
       int lost;
       do {
         pthread_mutex_unlock(&c->lock);
-        lost = ember__remote_read(r, 0, NULL);
+        lost = ember__remote_read(r, NULL);
         pthread_mutex_lock(&c->lock);
       } while (!lost && needs_reader(r));
       if (!lost) ember__remote_unlead(r);

@@ -103,11 +103,19 @@ void ember__remote_hangup(ember__remote *r);
 /* ember__remote_lead - client->lock held: 1 if the calling thread now
  * reads the socket (nobody did and it is up), else 0 */
 int ember__remote_lead(ember__remote *r);
-/* ember__remote_read - the reader (no lock held): wait for bytes (polling
- * for up to spin_ns first; *caught, if not NULL and spin_ns: whether they
- * came meanwhile), then hand every whole frame to the events. 0, or -1
- * when the connection ended (on_lost has run, the reading is given up). */
-int ember__remote_read(ember__remote *r, uint64_t spin_ns, int *caught);
+/* How a reader that expects bytes soon waits for them: it sleeps for up to
+ * sleep_ns, then polls without sleeping for up to spin_ns, then sleeps
+ * until they come. caught: set when they came while it polled. */
+typedef struct ember__remote_wait {
+  uint64_t sleep_ns, spin_ns;
+  int caught;
+} ember__remote_wait;
+
+/* ember__remote_read - the reader (no lock held): wait for bytes (as w
+ * says; NULL: sleep until they come), then hand every whole frame to the
+ * events. 0, or -1 when the connection ended (on_lost has run, the reading
+ * is given up). */
+int ember__remote_read(ember__remote *r, ember__remote_wait *w);
 /* ember__remote_unlead - client->lock held: stop reading, and kick */
 void ember__remote_unlead(ember__remote *r);
 int ember__remote_send(ember__remote *r, const proto_wbuf *w, const int *fds,
