@@ -194,7 +194,9 @@ static void *tmem(task *t, size_t size) {
 }
 
 static void *tdup(task *t, const void *src, size_t size) {
-  return memcpy(tmem(t, size), src, size);
+  void *p = tmem(t, size);
+  if (size) memcpy(p, src, size); /* src may be NULL when size is 0 */
+  return p;
 }
 
 static Ember__Plf__Op *top(task *t) {
