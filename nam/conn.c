@@ -616,10 +616,11 @@ static int handle_submit(nam_conn *c, const Ember__Submit *m) {
   };
   int ran_inline = 0;
   spec.ran_inline = &ran_inline;
+  uint64_t arrived_ns = clock_now_ns();
   int rc = nam_engine_submit(s->engine, &spec, &ct->task);
   /* its client's next task is likely near (one run on a worker is not
    * over soon: polling then would take the worker's core) */
-  if (rc == 0 && ran_inline) nam_server_spin(s);
+  if (rc == 0 && ran_inline) nam_server_spin(s, arrived_ns);
   if (rc) {
     char kinds[128];
     nam_kinds_available(s->engine, acc, kinds, sizeof kinds);

@@ -152,6 +152,8 @@ struct nam_server {
   uint64_t turn;            /* a startup is not dropped in its first one */
   uv_idle_t spin;           /* active: the loop polls without sleeping */
   uint64_t spin_until_ns;   /* ...until then (nam_server_spin) */
+  uint64_t spin_last_end_ns; /* the last such task ended */
+  uint64_t spin_gap_avg_ns; /* from then to the next one's frame, lately */
   unsigned spin_score;      /* windows that served frames lately */
   unsigned spin_probes;     /* chances skipped at score 0 */
   uv_timer_t guard_timer;   /* conn_guard.c: timeouts of every connection */
@@ -274,13 +276,15 @@ void nam_conn_block_op_done(conn_block_op *op);
 
 /* server.c: called when a task finishes, to fire on_idle while draining */
 void nam_server_check_idle(nam_server *s);
-/* nam_server_spin - a client waits for small tasks one at a time: the loop
- * polls without sleeping for NAM_LOOP_SPIN_NS, so that its next frame is
+/* nam_server_spin - a client waits for small tasks one at a time (this one,
+ * whose frame was read at arrived_ns, just ran on the loop): the loop
+ * polls without sleeping for a while (server.c), so that its next frame is
  * read at once instead of after a thread wake-up (tens of us on a VM). An
  * idle daemon never spins. */
-#define NAM_LOOP_SPIN_NS 50000u
+#define NAM_LOOP_SPIN_MIN_NS 50000u
+#define NAM_LOOP_SPIN_MAX_NS 250000u
 #define NAM_LOOP_SPIN_SCORE_MAX 8
 #define NAM_LOOP_SPIN_PROBE 64
-void nam_server_spin(nam_server *s);
+void nam_server_spin(nam_server *s, uint64_t arrived_ns);
 
 #endif

@@ -84,8 +84,13 @@ typedef struct bg_instance {
   double *pattern_weights;      /* [patterns], 1 until set */
   uint8_t *scale_raw;           /* RAW scalers: 1 where a buffer holds a
                                    node's factors (its log kept in plf) */
-  double *site_cache;           /* site lnls of a multi-subset sum */
+  double *site_cache;           /* site lnls of the last log-likelihood */
   int site_cache_valid;
+  /* the program asks for site lnls after its log-likelihoods (BEAST does,
+   * every time): they come back with the lnl, not in a round trip of
+   * their own; off again after BG_SITE_UNUSED_MAX results nobody read */
+  int site_with_lnl;
+  int site_unused;
   int partition_count;          /* beagleSetPatternPartitions; 0: none */
   double last_lnl;
   int have_last_lnl;

@@ -81,13 +81,17 @@ static int finite_code(double sum) {
   return sum - sum == 0.0 ? BEAGLE_SUCCESS : BEAGLE_ERROR_FLOATING_POINT;
 }
 
+#define BG_SITE_UNUSED_MAX 16
+
 int bg_lnl(bg_instance *in, const bg_term *terms, int n, int by_partition,
            double *per_term, double *sum) {
-  int rc = push_lnl(in, terms, n, by_partition, 0);
+  int with_site = in->site_with_lnl && n == 1 && !by_partition;
+  int rc = push_lnl(in, terms, n, by_partition, with_site);
   Ember__Plf__Result *r = NULL;
   if (!rc) rc = bg_flush(in, &r);
   if (rc) return rc;
   size_t want = by_partition ? (size_t)n : 1;
+  if (with_site && r->n_site_lnl != (size_t)in->patterns) with_site = 0;
   if (r->n_lnl != want) {
     bg_warn("instance %d: %zu log-likelihoods back, not %zu", in->id,
             r->n_lnl, want);
@@ -103,9 +107,13 @@ int bg_lnl(bg_instance *in, const bg_term *terms, int n, int by_partition,
   } else {
     s = r->lnl[0];
   }
+  if (with_site) {
+    memcpy(in->site_cache, r->site_lnl, (size_t)in->patterns * sizeof(double));
+    if (++in->site_unused > BG_SITE_UNUSED_MAX) in->site_with_lnl = 0;
+  }
   ember__plf__result__free_unpacked(r, NULL);
   *sum = s;
-  in->site_cache_valid = 0;
+  in->site_cache_valid = with_site;
   in->last_lnl = s;
   in->have_last_lnl = 1;
   return finite_code(s);
@@ -275,7 +283,13 @@ int beagleGetSiteLogLikelihoods(int instance, double *outLogLikelihoods) {
   size_t P = (size_t)in->patterns;
   if (in->site_cache_valid) {
     memcpy(outLogLikelihoods, in->site_cache, P * sizeof(double));
+    in->site_unused = 0;
     return done(in, BEAGLE_SUCCESS);
+  }
+  /* asked after a log-likelihood: from now on they come with it */
+  if (in->have_last_lnl) {
+    in->site_with_lnl = 1;
+    in->site_unused = 0;
   }
   Ember__Plf__Get *m = bg_alloc(in, sizeof *m);
   Ember__Plf__Op *op = m ? bg_push(in, 8) : NULL;
