@@ -282,7 +282,7 @@ void nam_server_check_idle(nam_server *s);
  * read at once instead of after a thread wake-up (tens of us on a VM). An
  * idle daemon never spins. */
 #define NAM_LOOP_SPIN_MIN_NS 50000u
-#define NAM_LOOP_SPIN_MAX_NS 250000u
+#define NAM_LOOP_SPIN_MAX_NS 500000u
 #define NAM_LOOP_SPIN_SCORE_MAX 8
 #define NAM_LOOP_SPIN_PROBE 64
 void nam_server_spin(nam_server *s, uint64_t arrived_ns);
