@@ -669,10 +669,15 @@ static int plan_wait(remote *rb, ember__remote_wait *w) {
 
 static void learn_wait(remote *rb, const ember__remote_wait *w,
                        uint64_t waited_ns) {
-  /* an average over the last 8 or so */
+  /* an average over the last 8 or so; one wait far longer than the rest
+   * (the NAM busy with another client a moment) counts as 4 times the
+   * average at most, or it would make the next ones sleep too long */
+  uint64_t cap = 4 * rb->wait_avg_ns + SPIN_MIN_NS;
+  if (waited_ns > cap) waited_ns = cap;
   rb->wait_avg_ns += ((int64_t)waited_ns - (int64_t)rb->wait_avg_ns) / 8;
-  if (!w) return;
-  if (w->caught)
+  if (!w || w->outcome == EMBER__WAIT_EARLY) return; /* the guess, not
+                                                        polling, missed */
+  if (w->outcome == EMBER__WAIT_CAUGHT)
     rb->spin_score += rb->spin_score < SPIN_SCORE_MAX;
   else
     rb->spin_score = rb->spin_score > 2 ? rb->spin_score - 2 : 0;

@@ -405,20 +405,22 @@ static void connection_lost(ember__remote *r, int fd, const char *why) {
   r->events->on_lost(r, why);
 }
 
-/* w's sleep, then its spin: 1 when bytes are there */
-static int wait_briefly(int fd, ember__remote_wait *w) {
+/* w's sleep, then its spin, saying in w->outcome when bytes came */
+static void wait_briefly(int fd, ember__remote_wait *w) {
   struct pollfd p = {.fd = fd, .events = POLLIN};
+  w->outcome = EMBER__WAIT_EARLY;
   if (w->sleep_ns) {
     struct timespec ts = {.tv_sec = (time_t)(w->sleep_ns / 1000000000u),
                           .tv_nsec = (long)(w->sleep_ns % 1000000000u)};
-    if (ppoll(&p, 1, &ts, NULL) == 1) return 1;
+    if (ppoll(&p, 1, &ts, NULL) == 1) return;
   }
+  w->outcome = EMBER__WAIT_CAUGHT;
   uint64_t until = clock_now_ns() + w->spin_ns;
   while (clock_now_ns() < until) {
-    if (poll(&p, 1, 0) == 1) return w->caught = 1;
+    if (poll(&p, 1, 0) == 1) return;
     sched_yield(); /* a thread that could run here goes first */
   }
-  return 0;
+  w->outcome = EMBER__WAIT_LATE;
 }
 
 int ember__remote_read(ember__remote *r, ember__remote_wait *w) {

@@ -105,10 +105,16 @@ void ember__remote_hangup(ember__remote *r);
 int ember__remote_lead(ember__remote *r);
 /* How a reader that expects bytes soon waits for them: it sleeps for up to
  * sleep_ns, then polls without sleeping for up to spin_ns, then sleeps
- * until they come. caught: set when they came while it polled. */
+ * until they come. outcome: when they came. */
+enum ember__remote_wait_outcome {
+  EMBER__WAIT_LATE,     /* after the polling */
+  EMBER__WAIT_EARLY,    /* during the first sleep */
+  EMBER__WAIT_CAUGHT,   /* while it polled */
+};
+
 typedef struct ember__remote_wait {
   uint64_t sleep_ns, spin_ns;
-  int caught;
+  enum ember__remote_wait_outcome outcome;
 } ember__remote_wait;
 
 /* ember__remote_read - the reader (no lock held): wait for bytes (as w
