@@ -344,9 +344,9 @@ void ember_task_free(ember_task *task);
 /* ember_run - submit and wait: the synchronous helper. On return *out holds
  * the finished task (free it), whatever its status. Through a NAM the
  * calling thread reads the result from the socket itself (and hands on any
- * other task's result it finds), polling for it first for about twice the
- * time recent results took (at most 500 us, and only while results come
- * within that), so a small task costs it no wake-up from sleep. */
+ * other task's result it finds), polling for it around the time recent
+ * results took (at most 60 us of polling, and only while results come
+ * within it), so a small task costs it no wake-up from sleep. */
 int ember_run(ember_client *client, const char *accelerator,
               const void *params, size_t params_len,
               ember_block *const *inputs, size_t n_inputs,
