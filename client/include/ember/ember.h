@@ -345,7 +345,7 @@ void ember_task_free(ember_task *task);
  * the finished task (free it), whatever its status. Through a NAM the
  * calling thread reads the result from the socket itself (and hands on any
  * other task's result it finds), polling for it around the time recent
- * results took (at most 60 us of polling, and only while results come
+ * results took (at most 120 us of polling, and only while results come
  * within it), so a small task costs it no wake-up from sleep. */
 int ember_run(ember_client *client, const char *accelerator,
               const void *params, size_t params_len,
