@@ -56,9 +56,8 @@ static void on_turn(uv_prepare_t *p) {
  * recent gap between the end of one such task and the next one's frame (a
  * moving average; the client's own work between its calls), at least
  * NAM_LOOP_SPIN_MIN_NS; gaps over NAM_LOOP_SPIN_MAX_NS are slept through.
- * A window in which no frame came costs two points of spin_score, one that
- * served a frame earns one; at zero the loop stops spinning but for every
- * NAM_LOOP_SPIN_PROBE-th chance, which tries again. */
+ * A window that served a frame is a catch, one that closed empty a miss
+ * (poll_score.h). */
 static void on_spin(uv_idle_t *h) {
   nam_server *s = h->data;
   if (clock_now_ns() < s->spin_until_ns) {
@@ -66,20 +65,18 @@ static void on_spin(uv_idle_t *h) {
     return;
   }
   uv_idle_stop(h);
-  s->spin_score = s->spin_score > 2 ? s->spin_score - 2 : 0;
+  poll_score_missed(&s->polling);
 }
 
 void nam_server_spin(nam_server *s, uint64_t arrived_ns) {
   uint64_t now = clock_now_ns();
   if (s->spin_last_end_ns && arrived_ns - s->spin_last_end_ns < 10000000u)
-    s->spin_gap_avg_ns += ((int64_t)(arrived_ns - s->spin_last_end_ns) -
-                           (int64_t)s->spin_gap_avg_ns) / 8;
+    poll_average_add(&s->spin_gap_avg_ns, arrived_ns - s->spin_last_end_ns);
   s->spin_last_end_ns = now;
-  if (uv_is_active((uv_handle_t *)&s->spin)) { /* this frame came in one */
-    if (s->spin_score < NAM_LOOP_SPIN_SCORE_MAX) s->spin_score++;
-  } else if (!s->spin_score && ++s->spin_probes % NAM_LOOP_SPIN_PROBE) {
+  if (uv_is_active((uv_handle_t *)&s->spin)) /* this frame came in one */
+    poll_score_caught(&s->polling);
+  else if (!poll_score_try(&s->polling, NAM_LOOP_SPIN_PROBE))
     return;
-  }
   uint64_t window = 2 * s->spin_gap_avg_ns;
   if (window > 2 * NAM_LOOP_SPIN_MAX_NS) return;
   if (window < NAM_LOOP_SPIN_MIN_NS) window = NAM_LOOP_SPIN_MIN_NS;
@@ -109,7 +106,7 @@ int nam_server_create(uv_loop_t *loop, nam_engine *engine,
   uv_unref((uv_handle_t *)&s->turn_prepare); /* keeps no loop alive */
   uv_idle_init(loop, &s->spin);
   s->spin.data = s;
-  s->spin_score = 1;
+  s->polling.points = 1;
   s->spin_gap_avg_ns = NAM_LOOP_SPIN_MIN_NS;
   uv_unref((uv_handle_t *)&s->spin);
   nam_guard_start(s);

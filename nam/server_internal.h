@@ -8,6 +8,7 @@
 
 #include "blocks.h"
 #include "frame.h"
+#include "poll_score.h"
 #include "server.h"
 #include "stats.h"
 
@@ -154,8 +155,7 @@ struct nam_server {
   uint64_t spin_until_ns;   /* ...until then (nam_server_spin) */
   uint64_t spin_last_end_ns; /* the last such task ended */
   uint64_t spin_gap_avg_ns; /* from then to the next one's frame, lately */
-  unsigned spin_score;      /* windows that served frames lately */
-  unsigned spin_probes;     /* chances skipped at score 0 */
+  poll_score polling;       /* whether spinning pays (poll_score.h) */
   uv_timer_t guard_timer;   /* conn_guard.c: timeouts of every connection */
   uint64_t guard_period_ms;
   uint64_t refused_log_ms;  /* refusals are logged at most once a second */
@@ -283,7 +283,6 @@ void nam_server_check_idle(nam_server *s);
  * idle daemon never spins. */
 #define NAM_LOOP_SPIN_MIN_NS 50000u
 #define NAM_LOOP_SPIN_MAX_NS 500000u
-#define NAM_LOOP_SPIN_SCORE_MAX 8
 #define NAM_LOOP_SPIN_PROBE 64
 void nam_server_spin(nam_server *s, uint64_t arrived_ns);
 

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "introspect.h"
 #include "last_error.h"
+#include "poll_score.h"
 #include "remote.h"
 
 /* A BlockOp waiting for its BlockReply. */
@@ -39,8 +40,7 @@ typedef struct remote {
   unsigned slot_waiters;     /* submitters waiting for a free slot */
   ember_task *sync_waiters;  /* ember_run callers waiting (wait_next) */
   uint64_t wait_avg_ns;      /* how long they waited for results lately */
-  unsigned spin_score;       /* polling for them paid lately (plan_wait) */
-  unsigned spin_probes;      /* waits without polling, to poll again */
+  poll_score polling;        /* whether polling for them pays (plan_wait) */
   ember_task *inflight_tasks; /* uthash on task id; NULL when empty */
   uint64_t next_task_id;
   pthread_cond_t slot_cv;    /* in-flight count went down, or closing */
@@ -642,20 +642,17 @@ static void delist_waiter(remote *rb, ember_task *t) {
  * SPIN_WINDOW_NS is polled for from the start, for twice its length; a
  * longer one is slept through (ppoll) but for its last SPIN_WINDOW_NS / 2,
  * then polled for up to SPIN_WINDOW_NS; one over SPIN_MAX_WAIT_NS is slept
- * through. A result that came while it polled earns a point of spin_score,
- * one that came later (or more runnable threads than cores, where polling
- * slows everyone) costs two; at zero it sleeps at once but for every
- * SPIN_PROBE_EVERY-th wait, which tries again. */
+ * through. Polling stops while it does not pay (poll_score.h: a result that
+ * came during the first sleep says the guess missed, not the polling). */
 #define SPIN_WINDOW_NS 60000u
 #define SPIN_MIN_NS 10000u
 #define SPIN_MAX_WAIT_NS 2000000u
-#define SPIN_SCORE_MAX 8
 #define SPIN_PROBE_EVERY 32
 
 /* client->lock held; 0: sleep until it comes */
 static int plan_wait(remote *rb, ember__remote_wait *w) {
   *w = (ember__remote_wait){0};
-  if (!rb->spin_score && ++rb->spin_probes % SPIN_PROBE_EVERY) return 0;
+  if (!poll_score_try(&rb->polling, SPIN_PROBE_EVERY)) return 0;
   uint64_t avg = rb->wait_avg_ns;
   if (avg > SPIN_MAX_WAIT_NS) return 0;
   if (avg <= SPIN_WINDOW_NS) {
@@ -669,18 +666,16 @@ static int plan_wait(remote *rb, ember__remote_wait *w) {
 
 static void learn_wait(remote *rb, const ember__remote_wait *w,
                        uint64_t waited_ns) {
-  /* an average over the last 8 or so; one wait far longer than the rest
-   * (the NAM busy with another client a moment) counts as 4 times the
-   * average at most, or it would make the next ones sleep too long */
+  /* one wait far longer than the rest (the NAM busy with another client
+   * a moment) counts as 4 times the average at most, or it would make the
+   * next ones sleep too long */
   uint64_t cap = 4 * rb->wait_avg_ns + SPIN_MIN_NS;
-  if (waited_ns > cap) waited_ns = cap;
-  rb->wait_avg_ns += ((int64_t)waited_ns - (int64_t)rb->wait_avg_ns) / 8;
-  if (!w || w->outcome == EMBER__WAIT_EARLY) return; /* the guess, not
-                                                        polling, missed */
+  poll_average_add(&rb->wait_avg_ns, waited_ns < cap ? waited_ns : cap);
+  if (!w || w->outcome == EMBER__WAIT_EARLY) return;
   if (w->outcome == EMBER__WAIT_CAUGHT)
-    rb->spin_score += rb->spin_score < SPIN_SCORE_MAX;
+    poll_score_caught(&rb->polling);
   else
-    rb->spin_score = rb->spin_score > 2 ? rb->spin_score - 2 : 0;
+    poll_score_missed(&rb->polling);
 }
 
 /* ember_run's wait: while t is on the wire and nobody reads, this thread
@@ -728,7 +723,7 @@ static int remote_open(ember_client *c, const ember__lease *lease) {
   c->backend_data = rb;
   rb->unix_socket = strncmp(c->address, "unix:", 5) == 0;
   rb->next_task_id = 1;
-  rb->spin_score = 1;
+  rb->polling.points = 1;
   long ms = c->opts.reconnect_window_ms; /* client.c resolved it */
   rb->window_ns = ms > 0 ? (uint64_t)ms * 1000000u : 0;
   pthread_cond_init(&rb->slot_cv, NULL);
