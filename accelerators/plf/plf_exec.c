@@ -4,6 +4,7 @@
 #include "plf_exec.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -10,12 +10,13 @@ typedef struct SFX(exec) {
   const acc_block *in;
   const plf_kernels *k;
   plf_dims kd;
+  const atomic_int *cancel;
   plf_answers *out;
   size_t n_lnl, n_site, n_values;
-  REAL *weights, *freqs;        /* one set, in REAL: C and S values */
   REAL *pattern_weights;        /* P values in REAL */
   double *pmat;                 /* C x S x S: P(t) before conversion */
-  const REAL **scale_list;      /* the largest ScaleOp's buffers */
+  size_t max_scales;            /* the largest ScaleOp's count */
+  const REAL **scale_list;      /* max_scales: this thread's */
   char *err;
   size_t err_len;
 } SFX(exec);
@@ -114,23 +115,31 @@ static void SFX(fixed_scale)(SFX(exec) *e, REAL *dest, const REAL *scale,
     }
 }
 
+/* The patterns of partition that are in the block [b0, b1): *p0, *p1;
+ * 0 when there are none. */
+static int SFX(in_block)(SFX(exec) *e, int32_t partition, int b0, int b1,
+                         int *p0, int *p1) {
+  plf_range(e->st, &e->t->layout, &e->t->shape, partition, p0, p1);
+  if (*p0 < b0) *p0 = b0;
+  if (*p1 > b1) *p1 = b1;
+  return *p0 < *p1;
+}
+
 static int SFX(update_partials)(SFX(exec) *e,
-                                const Ember__Plf__UpdatePartials *m) {
+                                const Ember__Plf__UpdatePartials *m, int b0,
+                                int b1) {
   for (size_t i = 0; i < m->n_ops; i++) {
     const Ember__Plf__PartialsOp *o = m->ops[i];
+    int p0, p1, rc;
+    if (!SFX(in_block)(e, o->partition, b0, b1, &p0, &p1)) continue;
     SFX(plf_update) u = {0};
     u.dest = SFX(partials)(e, o->dest);
-    int p0, p1, rc;
     if ((rc = SFX(child_of)(e, o->child1, o->matrix1, &u.child1)) ||
         (rc = SFX(child_of)(e, o->child2, o->matrix2, &u.child2)))
       return rc;
     u.scale = SFX(scale)(e, o->scale_write);
     u.cumulative = u.scale ? SFX(scale)(e, o->cumulative_scale) : NULL;
-    if (plf_range(e->st, &e->t->layout, &e->t->shape, o->partition, &p0,
-                  &p1))
-      rc = SFX(plf_update_partials_mt)(e->k, &e->kd, &u, (int)e->t->threads);
-    else
-      rc = SFX(plf_update_partials)(e->k, &e->kd, &u, p0, p1);
+    rc = SFX(plf_update_partials)(e->k, &e->kd, &u, p0, p1);
     if (rc) return plf_kernel_failed(e->err, e->err_len, rc);
     if (!u.scale && o->scale_read >= 0)
       SFX(fixed_scale)(e, u.dest, SFX(scale)(e, o->scale_read), p0, p1);
@@ -138,12 +147,13 @@ static int SFX(update_partials)(SFX(exec) *e,
   return 0;
 }
 
-static void SFX(scale_op)(SFX(exec) *e, const Ember__Plf__ScaleOp *m) {
+static void SFX(scale_op)(SFX(exec) *e, const Ember__Plf__ScaleOp *m,
+                          int b0, int b1) {
+  int p0, p1;
+  if (!SFX(in_block)(e, m->partition, b0, b1, &p0, &p1)) return;
   REAL *cum = SFX(scale)(e, (int32_t)m->cumulative);
   for (size_t i = 0; i < m->n_scales; i++)
     e->scale_list[i] = SFX(scale)(e, (int32_t)m->scales[i]);
-  int p0, p1;
-  plf_range(e->st, &e->t->layout, &e->t->shape, m->partition, &p0, &p1);
   switch (m->kind) {
   case EMBER__PLF__SCALE_OP__KIND__ACCUMULATE:
     SFX(plf_scale_accumulate)(cum, e->scale_list, (int)m->n_scales, p0, p1);
@@ -170,52 +180,41 @@ static void SFX(load_pattern_weights)(SFX(exec) *e) {
     for (uint32_t p = 0; p < n; p++) e->pattern_weights[p] = 1;
 }
 
-static int SFX(lnl)(SFX(exec) *e, const Ember__Plf__Lnl *m) {
+/* Lnl m over the block [b0, b1): each term's log-likelihood of the block
+ * into sums[term]; the block's site log-likelihoods (the last term's where
+ * terms overlap) into the state block's site array, and from there to
+ * site (when not NULL: the task's answer for this op, P values). */
+static int SFX(lnl)(SFX(exec) *e, const Ember__Plf__Lnl *m, int b0, int b1,
+                    double *sums, double *site) {
   const plf_shape *s = &e->t->shape;
   const plf_layout *l = &e->t->layout;
-  double *site = (double *)(e->st + l->site_lnl);
-  SFX(load_pattern_weights)(e);
-  double sum = 0;
+  double *kept = (double *)(e->st + l->site_lnl);
   for (size_t i = 0; i < m->n_terms; i++) {
     const Ember__Plf__LnlTerm *t = m->terms[i];
-    SFX(convert)(e->weights,
-                 (const double *)(e->st + l->cat_weights) +
-                     (size_t)t->weights * s->categories, s->categories);
-    SFX(convert)(e->freqs,
-                 (const double *)(e->st + l->frequencies) +
-                     (size_t)t->frequencies * s->states, s->states);
-    SFX(plf_integrate) in = {e->weights, e->freqs,
-                             SFX(scale)(e, t->cumulative_scale),
-                             e->pattern_weights, site};
-    const REAL *parent = SFX(partials)(e, t->buffer);
     int p0, p1, rc;
-    int all = plf_range(e->st, l, s, t->partition, &p0, &p1) &&
-              e->t->threads > 1;
-    double v = 0;
+    sums[i] = 0;
+    if (!SFX(in_block)(e, t->partition, b0, b1, &p0, &p1)) continue;
+    REAL w[PLF_MAX_CATEGORIES], f[PLF_MAX_STATES];
+    SFX(convert)(w, (const double *)(e->st + l->cat_weights) +
+                        (size_t)t->weights * s->categories, s->categories);
+    SFX(convert)(f, (const double *)(e->st + l->frequencies) +
+                        (size_t)t->frequencies * s->states, s->states);
+    SFX(plf_integrate) in = {w, f, SFX(scale)(e, t->cumulative_scale),
+                             e->pattern_weights, kept};
+    const REAL *parent = SFX(partials)(e, t->buffer);
     if (t->child >= 0) {
       SFX(plf_child) c;
       if ((rc = SFX(child_of)(e, (uint32_t)t->child, (uint32_t)t->matrix,
                               &c)))
         return rc;
-      rc = all ? SFX(plf_edge_lnl_mt)(e->k, &e->kd, parent, &c, &in,
-                                      (int)e->t->threads, &v)
-               : SFX(plf_edge_lnl)(e->k, &e->kd, parent, &c, &in, p0, p1,
-                                   &v);
+      rc = SFX(plf_edge_lnl)(e->k, &e->kd, parent, &c, &in, p0, p1,
+                             &sums[i]);
     } else {
-      rc = all ? SFX(plf_root_lnl_mt)(e->k, &e->kd, parent, &in,
-                                      (int)e->t->threads, &v)
-               : SFX(plf_root_lnl)(e->k, &e->kd, parent, &in, p0, p1, &v);
+      rc = SFX(plf_root_lnl)(e->k, &e->kd, parent, &in, p0, p1, &sums[i]);
     }
     if (rc) return plf_kernel_failed(e->err, e->err_len, rc);
-    if (!isfinite(v)) e->out->non_finite++;
-    if (m->by_partition) e->out->lnl[e->n_lnl++] = v;
-    sum += v;
   }
-  if (!m->by_partition) e->out->lnl[e->n_lnl++] = sum;
-  if (m->site_lnl) {
-    memcpy(e->out->site_lnl + e->n_site, site, s->patterns * sizeof *site);
-    e->n_site += s->patterns;
-  }
+  if (site) memcpy(site + b0, kept + b0, (size_t)(b1 - b0) * sizeof *site);
   return 0;
 }
 
@@ -246,6 +245,7 @@ static void SFX(get)(SFX(exec) *e, const Ember__Plf__Get *m) {
   e->n_values += n;
 }
 
+/* An op that is not pattern-local (below): sets, matrices, gets. */
 static int SFX(op)(SFX(exec) *e, const Ember__Plf__Op *op) {
   const plf_shape *s = &e->t->shape;
   const plf_layout *l = &e->t->layout;
@@ -271,13 +271,6 @@ static int SFX(op)(SFX(exec) *e, const Ember__Plf__Op *op) {
   case EMBER__PLF__OP__OP_UPDATE_MATRICES:
     SFX(update_matrices)(e, op->update_matrices);
     return 0;
-  case EMBER__PLF__OP__OP_UPDATE_PARTIALS:
-    return SFX(update_partials)(e, op->update_partials);
-  case EMBER__PLF__OP__OP_SCALE:
-    SFX(scale_op)(e, op->scale);
-    return 0;
-  case EMBER__PLF__OP__OP_LNL:
-    return SFX(lnl)(e, op->lnl);
   case EMBER__PLF__OP__OP_GET:
     SFX(get)(e, op->get);
     return 0;
@@ -286,41 +279,227 @@ static int SFX(op)(SFX(exec) *e, const Ember__Plf__Op *op) {
   }
 }
 
+/* ---- pattern-blocked runs -------------------------------------------------
+ * UpdatePartials, Scale and Lnl ops read and write each pattern on its own.
+ * A run of them goes block by block: every op of the run over one block of
+ * patterns, then the next block, so that the partials one op writes are
+ * still in cache when the op of its parent reads them. (BEAGLE runs each
+ * op over all patterns, and so went every partials buffer through L3 or
+ * DRAM between a node and its parent.) Blocks are also what threads share
+ * out. Each block's Lnl sums are kept and added in block order, so a
+ * result does not depend on the number of threads. */
+
+static int SFX(pattern_local)(const Ember__Plf__Op *op) {
+  return op->op_case == EMBER__PLF__OP__OP_UPDATE_PARTIALS ||
+         op->op_case == EMBER__PLF__OP__OP_SCALE ||
+         op->op_case == EMBER__PLF__OP__OP_LNL;
+}
+
+/* about this many bytes of each partials buffer per block: a parent's
+ * children and its own block stay in L1 and L2 */
+#define SFX_BLOCK_BYTES 65536
+/* values (C x S per pattern) a thread gets at least: for less, starting
+ * and joining it costs about what it saves */
+#define SFX_THREAD_VALUES 32768
+#define SFX_MAX_THREADS 256
+
+typedef struct SFX(run) {
+  size_t i0, i1;            /* ops [i0, i1) of the task */
+  int block, n_blocks;      /* patterns per block; blocks */
+  size_t n_terms;           /* Lnl terms in the run */
+  double *sums;             /* [n_blocks][n_terms] */
+  double **site;            /* per op: where its site lnls go, or NULL */
+  atomic_int next;          /* the next block to take */
+  atomic_int stop;          /* a block failed */
+} SFX(run);
+
+static int SFX(run_block)(SFX(exec) *e, SFX(run) *r, int blk) {
+  const int P = (int)e->t->shape.patterns;
+  int b0 = blk * r->block, b1 = b0 + r->block < P ? b0 + r->block : P;
+  double *sums = r->sums + (size_t)blk * r->n_terms;
+  for (size_t i = r->i0; i < r->i1; i++) {
+    const Ember__Plf__Op *op = e->t->params->ops[i];
+    int rc = 0;
+    if (e->cancel && atomic_load(e->cancel)) return EMBER_ECANCELED;
+    if (op->op_case == EMBER__PLF__OP__OP_UPDATE_PARTIALS) {
+      rc = SFX(update_partials)(e, op->update_partials, b0, b1);
+    } else if (op->op_case == EMBER__PLF__OP__OP_SCALE) {
+      SFX(scale_op)(e, op->scale, b0, b1);
+    } else {
+      rc = SFX(lnl)(e, op->lnl, b0, b1, sums, r->site[i - r->i0]);
+      sums += op->lnl->n_terms;
+    }
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* A thread's share: blocks taken one at a time, on a copy of the exec with
+ * its own scale list and error text. */
+typedef struct SFX(worker) {
+  SFX(exec) e;
+  SFX(run) *r;
+  int rc;
+  char err[256];
+} SFX(worker);
+
+static void *SFX(worker_main)(void *arg) {
+  SFX(worker) *w = arg;
+  for (;;) {
+    int b = atomic_fetch_add(&w->r->next, 1);
+    if (b >= w->r->n_blocks || atomic_load(&w->r->stop)) break;
+    if ((w->rc = SFX(run_block)(&w->e, w->r, b))) {
+      atomic_store(&w->r->stop, 1);
+      break;
+    }
+  }
+  return NULL;
+}
+
+/* The blocks of r on up to e->t->threads threads (the caller's one). */
+static int SFX(run_blocks)(SFX(exec) *e, SFX(run) *r) {
+  const plf_shape *s = &e->t->shape;
+  long values = (long)s->patterns * s->categories * s->states;
+  long n = (long)e->t->threads;
+  if (n > values / SFX_THREAD_VALUES) n = values / SFX_THREAD_VALUES;
+  if (n > r->n_blocks) n = r->n_blocks;
+  if (n > SFX_MAX_THREADS) n = SFX_MAX_THREADS;
+  if (n <= 1) {
+    for (int b = 0; b < r->n_blocks; b++) {
+      int rc = SFX(run_block)(e, r, b);
+      if (rc) return rc;
+    }
+    return 0;
+  }
+  SFX(worker) *w = calloc((size_t)n, sizeof *w);
+  const REAL **lists = calloc((size_t)n * e->max_scales, sizeof *lists);
+  pthread_t *tids = calloc((size_t)n, sizeof *tids);
+  int *started = calloc((size_t)n, sizeof *started);
+  int rc = 0;
+  if (!w || !lists || !tids || !started) {
+    rc = EMBER_ENOMEM;
+    goto out;
+  }
+  for (long i = 0; i < n; i++) {
+    w[i].e = *e;
+    w[i].e.scale_list = lists + (size_t)i * e->max_scales;
+    w[i].e.err = w[i].err;
+    w[i].e.err_len = sizeof w[i].err;
+    w[i].r = r;
+  }
+  for (long i = 1; i < n; i++)
+    started[i] = pthread_create(&tids[i], NULL, SFX(worker_main), &w[i]) == 0;
+  SFX(worker_main)(&w[0]);   /* threads that did not start leave their */
+  for (long i = 1; i < n; i++)   /* blocks to the others */
+    if (started[i]) pthread_join(tids[i], NULL);
+  for (long i = 0; i < n && !rc; i++)
+    if ((rc = w[i].rc)) snprintf(e->err, e->err_len, "%s", w[i].err);
+out:
+  free(w);
+  free(lists);
+  free(tids);
+  free(started);
+  return rc;
+}
+
+/* ops [i0, i1), all pattern-local: blocked, then their answers */
+static int SFX(run_local)(SFX(exec) *e, size_t i0, size_t i1) {
+  const plf_shape *s = &e->t->shape;
+  const int P = (int)s->patterns;
+  SFX(run) r = {.i0 = i0, .i1 = i1};
+  int block = SFX_BLOCK_BYTES / (int)(s->categories * s->states * sizeof(REAL));
+  r.block = block < 64 ? 64 : block / 64 * 64;
+  r.n_blocks = (P + r.block - 1) / r.block;
+  atomic_init(&r.next, 0);
+  atomic_init(&r.stop, 0);
+  int lnls = 0;
+  for (size_t i = i0; i < i1; i++) {
+    const Ember__Plf__Op *op = e->t->params->ops[i];
+    if (op->op_case != EMBER__PLF__OP__OP_LNL) continue;
+    r.n_terms += op->lnl->n_terms;
+    lnls = 1;
+  }
+  r.sums = calloc((size_t)r.n_blocks * (r.n_terms ? r.n_terms : 1),
+                  sizeof *r.sums);
+  r.site = calloc(i1 - i0, sizeof *r.site);
+  if (!r.sums || !r.site) {
+    free(r.sums);
+    free(r.site);
+    return EMBER_ENOMEM;
+  }
+  for (size_t i = i0; i < i1; i++) {
+    const Ember__Plf__Op *op = e->t->params->ops[i];
+    if (op->op_case != EMBER__PLF__OP__OP_LNL || !op->lnl->site_lnl)
+      continue;
+    r.site[i - i0] = e->out->site_lnl + e->n_site;
+    e->n_site += (size_t)P;
+  }
+  if (lnls) SFX(load_pattern_weights)(e);
+  int rc = SFX(run_blocks)(e, &r);
+  size_t term = 0;
+  for (size_t i = i0; !rc && i < i1; i++) {
+    const Ember__Plf__Op *op = e->t->params->ops[i];
+    if (op->op_case != EMBER__PLF__OP__OP_LNL) continue;
+    const Ember__Plf__Lnl *m = op->lnl;
+    double total = 0;
+    for (size_t k = 0; k < m->n_terms; k++, term++) {
+      double v = 0;
+      for (int b = 0; b < r.n_blocks; b++)
+        v += r.sums[(size_t)b * r.n_terms + term];
+      if (!isfinite(v)) e->out->non_finite++;
+      if (m->by_partition) e->out->lnl[e->n_lnl++] = v;
+      total += v;
+    }
+    if (!m->by_partition) e->out->lnl[e->n_lnl++] = total;
+  }
+  free(r.sums);
+  free(r.site);
+  return rc;
+}
+
 static int SFX(exec_run)(const plf_task *t, uint8_t *state,
                          const acc_block *inputs, const plf_kernels *k,
                          const atomic_int *cancel, plf_answers *out,
                          char *err, size_t err_len) {
   const plf_shape *s = &t->shape;
   SFX(exec) e = {.t = t, .st = state, .in = inputs, .k = k, .out = out,
-                 .err = err, .err_len = err_len};
+                 .cancel = cancel, .err = err, .err_len = err_len};
   e.kd.states = (int)s->states;
   e.kd.patterns = (int)s->patterns;
   e.kd.categories = (int)s->categories;
-  size_t max_scales = 1;
+  e.max_scales = 1;
   for (size_t i = 0; i < t->params->n_ops; i++) {
     const Ember__Plf__Op *op = t->params->ops[i];
     if (op->op_case == EMBER__PLF__OP__OP_SCALE &&
-        op->scale->n_scales > max_scales)
-      max_scales = op->scale->n_scales;
+        op->scale->n_scales > e.max_scales)
+      e.max_scales = op->scale->n_scales;
   }
-  e.weights = malloc(s->categories * sizeof *e.weights);
-  e.freqs = malloc(s->states * sizeof *e.freqs);
   e.pattern_weights = malloc(s->patterns * sizeof *e.pattern_weights);
   e.pmat = malloc((size_t)s->categories * s->states * s->states *
                   sizeof *e.pmat);
-  e.scale_list = malloc(max_scales * sizeof *e.scale_list);
+  e.scale_list = malloc(e.max_scales * sizeof *e.scale_list);
   int rc = 0;
-  if (!e.weights || !e.freqs || !e.pattern_weights || !e.pmat ||
-      !e.scale_list)
-    rc = EMBER_ENOMEM;
-  for (size_t i = 0; !rc && i < t->params->n_ops; i++) {
-    if (cancel && atomic_load(cancel)) rc = EMBER_ECANCELED;
-    else rc = SFX(op)(&e, t->params->ops[i]);
+  if (!e.pattern_weights || !e.pmat || !e.scale_list) rc = EMBER_ENOMEM;
+  size_t n = t->params->n_ops;
+  for (size_t i = 0; !rc && i < n;) {
+    const Ember__Plf__Op *op = t->params->ops[i];
+    if (!SFX(pattern_local)(op)) {
+      if (cancel && atomic_load(cancel)) rc = EMBER_ECANCELED;
+      else rc = SFX(op)(&e, op);
+      i++;
+      continue;
+    }
+    size_t j = i + 1;
+    while (j < n && SFX(pattern_local)(t->params->ops[j])) j++;
+    rc = SFX(run_local)(&e, i, j);
+    i = j;
   }
-  free(e.weights);
-  free(e.freqs);
   free(e.pattern_weights);
   free(e.pmat);
   free(e.scale_list);
   return rc;
 }
+
+#undef SFX_BLOCK_BYTES
+#undef SFX_THREAD_VALUES
+#undef SFX_MAX_THREADS

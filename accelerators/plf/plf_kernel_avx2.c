@@ -194,8 +194,10 @@ static void log_batch_f(float *v, int n) {
 #define V_HMAX hmax_pd
 #define V_ONE_IF_ZERO one_if_zero_pd
 #define V_SPLAT4(v, j) _mm256_permute4x64_pd(v, (j) * 0x55)
+#define V_BCAST4(p, j) _mm256_broadcast_sd((p) + (j))
 #define V_DUP4(p) _mm256_loadu_pd(p)
 #define V_GATHER4(rows) _mm256_loadu_pd((rows)[0])
+#define V_EXPAND4(p) _mm256_broadcast_sd(p)
 #define V_GROUP_MAX gmax_pd
 #define V_GROUP_SUM gsum_pd
 #include "plf_kernel_simd_body.h"
@@ -220,8 +222,10 @@ static void log_batch_f(float *v, int n) {
 #undef V_HMAX
 #undef V_ONE_IF_ZERO
 #undef V_SPLAT4
+#undef V_BCAST4
 #undef V_DUP4
 #undef V_GATHER4
+#undef V_EXPAND4
 #undef V_GROUP_MAX
 #undef V_GROUP_SUM
 
@@ -250,6 +254,8 @@ static void log_batch_f(float *v, int n) {
 #define V_DUP4(p) _mm256_broadcast_ps((const __m128 *)(p))
 #define V_GATHER4(rows) \
   _mm256_set_m128(_mm_loadu_ps((rows)[1]), _mm_loadu_ps((rows)[0]))
+#define V_EXPAND4(p) \
+  _mm256_set_m128(_mm_broadcast_ss((p) + 1), _mm_broadcast_ss(p))
 #define V_GROUP_MAX gmax_ps
 #define V_GROUP_SUM gsum_ps
 #include "plf_kernel_simd_body.h"

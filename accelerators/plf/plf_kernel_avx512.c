@@ -174,6 +174,9 @@ static void log_batch_f(float *v, int n) {
 #define V_SPLAT4(v, j) _mm512_permutex_pd(v, (j) * 0x55)
 #define V_DUP4(p) _mm512_broadcast_f64x4(_mm256_loadu_pd(p))
 #define V_GATHER4(rows) gather4_pd(rows)
+#define V_EXPAND4(p)                                                  \
+  _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_broadcast_sd(p)), \
+                     _mm256_broadcast_sd((p) + 1), 1)
 #define V_GROUP_MAX gmax_pd
 #define V_GROUP_SUM gsum_pd
 #include "plf_kernel_simd_body.h"
@@ -200,6 +203,7 @@ static void log_batch_f(float *v, int n) {
 #undef V_SPLAT4
 #undef V_DUP4
 #undef V_GATHER4
+#undef V_EXPAND4
 #undef V_GROUP_MAX
 #undef V_GROUP_SUM
 
@@ -228,6 +232,10 @@ static void log_batch_f(float *v, int n) {
 #define V_SPLAT4(v, j) _mm512_permute_ps(v, (j) * 0x55)
 #define V_DUP4(p) _mm512_broadcast_f32x4(_mm_loadu_ps(p))
 #define V_GATHER4(rows) gather4_ps(rows)
+#define V_EXPAND4(p)                                                  \
+  _mm512_permutexvar_ps(                                              \
+      _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0), \
+      _mm512_castps128_ps512(_mm_loadu_ps(p)))
 #define V_GROUP_MAX gmax_ps
 #define V_GROUP_SUM gsum_ps
 #include "plf_kernel_simd_body.h"

@@ -15,6 +15,7 @@
  *   V_SPLAT4(v, j)      lane j of each group of 4, in all 4 (j constant)
  *   V_DUP4(p)           the 4 values at p in every group
  *   V_GATHER4(rows)     group g from rows[g] (PLF_G pointers to 4 values)
+ *   V_EXPAND4(p)        group g all p[g] (p: PLF_G values)
  *   V_GROUP_MAX(v) V_GROUP_SUM(v)   each lane: over its group
  * and PLF_T(log_batch)(v, n): v[i] = log(v[i]) for n values, vectorised
  * (logs of scale factors and likelihoods are taken in batches).
@@ -88,11 +89,18 @@ PLF_INLINE PLF_V_T PLF_V(apply4)(const PLF_V(mat4) *m, const PLF_REAL *x,
       rows[g] = m->tips[(unsigned)st[g] < 4u ? st[g] : 4];
     return V_GATHER4(rows);
   }
+#ifdef V_BCAST4
+  PLF_V_T a = V_MUL(m->col[0], V_BCAST4(x, 0));
+  PLF_V_T b = V_MUL(m->col[2], V_BCAST4(x, 2));
+  a = V_FMA(m->col[1], V_BCAST4(x, 1), a);
+  b = V_FMA(m->col[3], V_BCAST4(x, 3), b);
+#else
   PLF_V_T v = V_LOADU(x);
   PLF_V_T a = V_MUL(m->col[0], V_SPLAT4(v, 0));
   PLF_V_T b = V_MUL(m->col[2], V_SPLAT4(v, 2));
   a = V_FMA(m->col[1], V_SPLAT4(v, 1), a);
   b = V_FMA(m->col[3], V_SPLAT4(v, 3), b);
+#endif
   return V_ADD(a, b);
 }
 
@@ -115,42 +123,54 @@ typedef struct PLF_V(at4) {
 #define PLF_B4 64
 #define PLF_B4G (PLF_B4 / PLF_G)   /* groups in a block */
 
-/* ng <= PLF_B4G groups through all C categories, category by category;
- * with scaling, each pattern's values are then divided by its largest
- * (1 if 0), which goes to max[0..ng * PLF_G). */
+/* a category's values in stage: a block, and a line more, so that no two
+ * categories share an offset in a 4 KiB page */
+#define PLF_STAGE (PLF_B4 * 4 + 2 * PLF_VL)
+
+/* ng <= PLF_B4G groups through all C categories, category by category.
+ * With scaling, they go to stage first: each pattern's values are then
+ * divided by its largest (1 if 0), which goes to max[0..ng * PLF_G), on
+ * their way out. (Scaling in place read back lines just written at the
+ * same page offset in every category, and so waited on stores.) */
 PLF_INLINE void PLF_V(block4)(const PLF_V(mat4) *m1, const PLF_V(mat4) *m2,
                               int C, bool states1, bool states2,
                               bool scaling, const PLF_V(at4) *at, int ng,
-                              PLF_REAL *max) {
-  PLF_V_T vmax[PLF_B4G];
-  if (scaling)
-    for (int g = 0; g < ng; g++) vmax[g] = V_ZERO();
+                              PLF_REAL *stage, PLF_REAL *max) {
   for (int c = 0; c < C; c++) {
     const PLF_REAL *x1 = states1 ? NULL : at->x[0] + c * at->xs;
     const PLF_REAL *x2 = states2 ? NULL : at->x[1] + c * at->xs;
-    PLF_REAL *out = at->out + c * at->os;
+    PLF_REAL *out = scaling ? stage + c * PLF_STAGE : at->out + c * at->os;
     for (int g = 0; g < ng; g++) {
       PLF_V_T a = PLF_V(apply4)(&m1[c], states1 ? NULL : x1 + g * PLF_VL,
                                 states1 ? at->st[0] + g * PLF_G : NULL);
       PLF_V_T b = PLF_V(apply4)(&m2[c], states2 ? NULL : x2 + g * PLF_VL,
                                 states2 ? at->st[1] + g * PLF_G : NULL);
-      PLF_V_T v = V_MUL(a, b);
-      V_STOREU(out + g * PLF_VL, v);
-      if (scaling) vmax[g] = V_MAX(vmax[g], v);
+      V_STOREU(out + g * PLF_VL, V_MUL(a, b));
     }
   }
   if (!scaling) return;
-  /* the block is still in L1: divide it in place */
   for (int g = 0; g < ng; g++) {
-    PLF_V_T m = V_ONE_IF_ZERO(V_GROUP_MAX(vmax[g]));
-    PLF_V_T inv = V_DIV(V_SET1(1), m);
-    for (int c = 0; c < C; c++) {
-      PLF_REAL *o = at->out + c * at->os + g * PLF_VL;
-      V_STOREU(o, V_MUL(V_LOADU(o), inv));
-    }
+    PLF_V_T vmax = V_LOADU(stage + g * PLF_VL);
+    for (int c = 1; c < C; c++)
+      vmax = V_MAX(vmax, V_LOADU(stage + c * PLF_STAGE + g * PLF_VL));
     PLF_REAL lanes[PLF_VL];
-    V_STOREU(lanes, m);
+    V_STOREU(lanes, V_ONE_IF_ZERO(V_GROUP_MAX(vmax)));
     for (int i = 0; i < PLF_G; i++) max[g * PLF_G + i] = lanes[4 * i];
+  }
+  /* reciprocals: one division per PLF_VL patterns, not one per group */
+  const int n = ng * PLF_G;
+  PLF_REAL inv[PLF_B4];
+  for (int i = 0; i < n; i += PLF_VL) {
+    if (n - i >= PLF_VL)
+      V_STOREU(inv + i, V_DIV(V_SET1(1), V_LOADU(max + i)));
+    else   /* lanes past n divide by 0 and are not stored */
+      V_STOREN(inv + i, V_DIV(V_SET1(1), V_LOADN(max + i, n - i)), n - i);
+  }
+  for (int g = 0; g < ng; g++) {
+    PLF_V_T f = V_EXPAND4(inv + g * PLF_G);
+    for (int c = 0; c < C; c++)
+      V_STOREU(at->out + c * at->os + g * PLF_VL,
+               V_MUL(V_LOADU(stage + c * PLF_STAGE + g * PLF_VL), f));
   }
 }
 
@@ -163,6 +183,7 @@ PLF_INLINE void PLF_V(update4_loop)(const plf_dims *d,
   const size_t P = (size_t)d->patterns, cs = P * 4;
   const PLF_T(plf_child) *a = &op->child1, *b = &op->child2;
   PLF_REAL max[PLF_B4];
+  PLF_REAL stage[scaling ? C * PLF_STAGE : 1];
   int p = p0;
   while (p1 - p >= PLF_G) {
     int ng = (p1 - p) / PLF_G;
@@ -172,7 +193,8 @@ PLF_INLINE void PLF_V(update4_loop)(const plf_dims *d,
        states2 ? NULL : b->partials + (size_t)p * 4},
       {states1 ? a->states + p : NULL, states2 ? b->states + p : NULL},
       cs, op->dest + (size_t)p * 4, cs};
-    PLF_V(block4)(m1, m2, C, states1, states2, scaling, &at, ng, max);
+    PLF_V(block4)(m1, m2, C, states1, states2, scaling, &at, ng, stage,
+                  max);
     if (scaling) PLF_V(put_scales)(op, p, max, ng * PLF_G);
     p += ng * PLF_G;
   }
@@ -193,7 +215,7 @@ PLF_INLINE void PLF_V(update4_loop)(const plf_dims *d,
       x2[c * PLF_VL + i] = !states2 && i < 4 * n ? b->partials[src] : 0;
     }
   PLF_V(at4) at = {{x1, x2}, {st1, st2}, PLF_VL, out, PLF_VL};
-  PLF_V(block4)(m1, m2, C, states1, states2, scaling, &at, 1, max);
+  PLF_V(block4)(m1, m2, C, states1, states2, scaling, &at, 1, stage, max);
   for (int c = 0; c < C; c++)
     for (int i = 0; i < 4 * n; i++)
       op->dest[c * cs + (size_t)p * 4 + i] = out[c * PLF_VL + i];
@@ -558,6 +580,7 @@ static double PLF_V(edge)(const plf_dims *d, const PLF_REAL *parent,
 #undef PLF_LOGB
 #undef PLF_B4
 #undef PLF_B4G
+#undef PLF_STAGE
 #undef PLF_NB
 #undef PLF_CHUNK
 #undef PLF_MT_SIZE
