@@ -23,8 +23,7 @@ static int done(bg_instance *in, int rc) {
 
 #define BG_UNSUPPORTED_REQUIRED                                              \
   (BEAGLE_FLAG_SCALING_AUTO | BEAGLE_FLAG_SCALING_ALWAYS |                   \
-   BEAGLE_FLAG_SCALING_DYNAMIC | BEAGLE_FLAG_EIGEN_COMPLEX |                 \
-   BEAGLE_FLAG_COMPUTATION_ASYNCH | BEAGLE_FLAG_THREADING_OPENMP)
+   BEAGLE_FLAG_SCALING_DYNAMIC | BEAGLE_FLAG_EIGEN_COMPLEX)
 
 int beagleCreateInstance(int tipCount, int partialsBufferCount,
                          int compactBufferCount, int stateCount,
@@ -92,9 +91,18 @@ int beagleCreateInstance(int tipCount, int partialsBufferCount,
   s.single = single;
 
   const bg_resource *r = &res[chosen];
-  long flags = r->required | BEAGLE_FLAG_COMPUTATION_SYNCH |
-               BEAGLE_FLAG_EIGEN_REAL | BEAGLE_FLAG_SCALING_MANUAL |
-               BEAGLE_FLAG_VECTOR_NONE | BEAGLE_FLAG_THREADING_NONE |
+  /* what this instance does: threads over patterns on the cpu kind (the
+   * CPUs it may use, until beagleSetCPUThreadCount says otherwise) */
+  unsigned threads = strcmp(r->kind, "cpu") == 0 ? bg_default_threads() : 1;
+  long threading = threads > 1 ? BEAGLE_FLAG_THREADING_CPP |
+                                     (req & BEAGLE_FLAG_THREADING_OPENMP)
+                               : BEAGLE_FLAG_THREADING_NONE;
+  long asynch = (req | pref) & BEAGLE_FLAG_COMPUTATION_ASYNCH
+                    ? BEAGLE_FLAG_COMPUTATION_ASYNCH
+                    : BEAGLE_FLAG_COMPUTATION_SYNCH;
+  long flags = r->required | asynch | BEAGLE_FLAG_EIGEN_REAL |
+               BEAGLE_FLAG_SCALING_MANUAL | bg_vector_flag(r->kind) |
+               threading |
                (single ? BEAGLE_FLAG_PRECISION_SINGLE
                        : BEAGLE_FLAG_PRECISION_DOUBLE) |
                (log_scalers ? BEAGLE_FLAG_SCALERS_LOG
@@ -111,6 +119,11 @@ int beagleCreateInstance(int tipCount, int partialsBufferCount,
     if (err[0]) bg_warn("beagleCreateInstance: %s", err);
     return rc;
   }
+  int id = in->id;
+  if ((in = bg_get(id)) != NULL) {   /* registered: others may see it */
+    in->threads = threads;
+    bg_put(in);
+  }
   if (returnInfo) {
     static char *const impl[2] = {"ember-plf-Double", "ember-plf-Single"};
     const BeagleResourceList *l = beagleGetResourceList();
@@ -122,7 +135,7 @@ int beagleCreateInstance(int tipCount, int partialsBufferCount,
         "per instance, queued calls sent as one task per result";
     returnInfo->flags = flags;
   }
-  return in->id;
+  return id;
 }
 
 int beagleFinalizeInstance(int instance) {

@@ -2,11 +2,13 @@
  * platform kind of the NAM or the embedded engine), BEAGLE's resource
  * lists, version and citation, and beagleFinalize. */
 #include <math.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bg_internal.h"
 
@@ -25,21 +27,25 @@ static char g_version[64];
 
 /* ---- messages and errors -------------------------------------------------- */
 
+/* The library never writes to stderr by itself: a program's output is its
+ * own. EMBER_BEAGLE_DEBUG asks for the log: a path (it holds a '/') is
+ * appended to, any other value means stderr. */
 void bg_warn(const char *fmt, ...) {
-  static int printed;
-  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
   const char *debug = getenv("EMBER_BEAGLE_DEBUG");
-  pthread_mutex_lock(&lock);
-  int show = (debug && *debug) || printed < 5;
-  printed++;
-  pthread_mutex_unlock(&lock);
-  if (!show) return;
+  if (!debug || !*debug) return;
   char line[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "libember-beagle: %s\n", line);
+  if (!strchr(debug, '/')) {
+    fprintf(stderr, "libember-beagle: %s\n", line);
+    return;
+  }
+  FILE *f = fopen(debug, "ae");
+  if (!f) return;
+  fprintf(f, "libember-beagle[%ld]: %s\n", (long)getpid(), line);
+  fclose(f);
 }
 
 int bg_ember_error(int ember_rc) {
@@ -91,21 +97,29 @@ ember_client *bg_client(void) {
 
 /* ---- resources ------------------------------------------------------------ */
 
-/* What every resource supports, whatever its processor. */
+/* What every resource supports, whatever its processor. Calls that only
+ * change an instance are queued and computed with the next call that needs
+ * a result: that is BEAGLE's asynchronous computation as well. */
 #define BG_COMMON_FLAGS                                                      \
   (BEAGLE_FLAG_PRECISION_SINGLE | BEAGLE_FLAG_PRECISION_DOUBLE |             \
-   BEAGLE_FLAG_COMPUTATION_SYNCH | BEAGLE_FLAG_EIGEN_REAL |                  \
-   BEAGLE_FLAG_SCALING_MANUAL | BEAGLE_FLAG_SCALERS_RAW |                    \
-   BEAGLE_FLAG_SCALERS_LOG | BEAGLE_FLAG_INVEVEC_STANDARD |                  \
-   BEAGLE_FLAG_INVEVEC_TRANSPOSED | BEAGLE_FLAG_THREADING_NONE)
+   BEAGLE_FLAG_COMPUTATION_SYNCH | BEAGLE_FLAG_COMPUTATION_ASYNCH |          \
+   BEAGLE_FLAG_EIGEN_REAL | BEAGLE_FLAG_SCALING_MANUAL |                     \
+   BEAGLE_FLAG_SCALERS_RAW | BEAGLE_FLAG_SCALERS_LOG |                       \
+   BEAGLE_FLAG_INVEVEC_STANDARD | BEAGLE_FLAG_INVEVEC_TRANSPOSED |           \
+   BEAGLE_FLAG_THREADING_NONE)
 
+/* The cpu kind's kernels are ember's AVX2 and AVX-512 ones where the CPU
+ * has them (unless EMBER_PLF_ISA=scalar), and it threads over patterns
+ * (bg_default_threads). The opencl kind is a GPU's, or a CPU's such as
+ * pocl's (probe_kinds looks); fpga-emu boards run no vector code of
+ * their own. */
 static const struct {
   const char *kind;
   long processor, framework, extra;
 } kinds[] = {
     {"cpu", BEAGLE_FLAG_PROCESSOR_CPU, BEAGLE_FLAG_FRAMEWORK_CPU,
-     BEAGLE_FLAG_VECTOR_NONE | BEAGLE_FLAG_VECTOR_SSE |
-         BEAGLE_FLAG_VECTOR_AVX | BEAGLE_FLAG_THREADING_CPP},
+     BEAGLE_FLAG_VECTOR_NONE | BEAGLE_FLAG_THREADING_CPP |
+         BEAGLE_FLAG_THREADING_OPENMP},
     {"opencl", BEAGLE_FLAG_PROCESSOR_GPU, BEAGLE_FLAG_FRAMEWORK_OPENCL,
      BEAGLE_FLAG_VECTOR_NONE},
     {"fpga-emu", BEAGLE_FLAG_PROCESSOR_FPGA, 0, BEAGLE_FLAG_VECTOR_NONE},
@@ -125,9 +139,11 @@ static int list_has(const char *csv, const char *word) {
 
 /* The kinds the NAM has and whether plf runs on each; with no answer, a
  * cpu that runs it (instances then fail with the connection's error). */
-static void probe_kinds(int have[N_KINDS], int plf[N_KINDS]) {
+static void probe_kinds(int have[N_KINDS], int plf[N_KINDS],
+                        int *opencl_cpu) {
   memset(have, 0, N_KINDS * sizeof *have);
   memset(plf, 0, N_KINDS * sizeof *plf);
+  int cpus = 0, others = 0;
   ember_client *c = client_locked();
   ember_listing *l = NULL;
   if (c && ember_list_accelerators(c, &l) == 0) {
@@ -141,6 +157,13 @@ static void probe_kinds(int have[N_KINDS], int plf[N_KINDS]) {
       for (size_t k = 0; k < N_KINDS; k++)
         if (strcmp(p->kind, kinds[k].kind) == 0) {
           have[k] = 1;
+          if (strcmp(p->kind, "opencl") == 0) {
+            /* platform_opencl.c starts the description with the type */
+            if (strncmp(p->device, "CPU ", 4) == 0)
+              cpus++;
+            else
+              others++;
+          }
           /* the listing names platforms; a kind runs plf if one of its
            * platforms does */
           if (list_has(plf_platforms, p->name) ||
@@ -150,9 +173,27 @@ static void probe_kinds(int have[N_KINDS], int plf[N_KINDS]) {
     }
     ember_listing_free(l);
   }
+  *opencl_cpu = cpus > 0 && others == 0;
   int any = 0;
   for (size_t k = 0; k < N_KINDS; k++) any |= have[k];
   if (!any) have[0] = plf[0] = 1;
+}
+
+long bg_vector_flag(const char *kind) {
+  if (strcmp(kind, "cpu") != 0) return BEAGLE_FLAG_VECTOR_NONE;
+  const char *isa = getenv("EMBER_PLF_ISA");
+  if (isa && strcmp(isa, "scalar") == 0) return BEAGLE_FLAG_VECTOR_NONE;
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+             ? BEAGLE_FLAG_VECTOR_AVX
+             : BEAGLE_FLAG_VECTOR_NONE;
+}
+
+unsigned bg_default_threads(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  int n = CPU_COUNT(&set);
+  return n < 1 ? 1u : n > 64 ? 64u : (unsigned)n;
 }
 
 static char *dup_text(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -167,8 +208,8 @@ static char *dup_text(const char *fmt, ...) {
 
 static void build_resources_locked(void) {
   if (g_resources) return;
-  int have[N_KINDS], plf[N_KINDS];
-  probe_kinds(have, plf);
+  int have[N_KINDS], plf[N_KINDS], opencl_cpu;
+  probe_kinds(have, plf, &opencl_cpu);
   g_resources = calloc(N_KINDS, sizeof *g_resources);
   g_list_items = calloc(N_KINDS, sizeof *g_list_items);
   g_list_strings = calloc(2 * N_KINDS, sizeof *g_list_strings);
@@ -177,7 +218,7 @@ static void build_resources_locked(void) {
     static bg_resource cpu = {"cpu", 1, 0, 0};
     static BeagleResource item = {"ember cpu", "ember", 0, 0};
     cpu.support = BG_COMMON_FLAGS | kinds[0].processor | kinds[0].framework |
-                  kinds[0].extra;
+                  kinds[0].extra | bg_vector_flag("cpu");
     cpu.required = kinds[0].processor | kinds[0].framework;
     item.supportFlags = cpu.support;
     item.requiredFlags = cpu.required;
@@ -200,8 +241,11 @@ static void build_resources_locked(void) {
     bg_resource *r = &g_resources[n];
     r->kind = kinds[k].kind;
     r->runs_plf = plf[k];
-    r->required = kinds[k].processor | kinds[k].framework;
-    r->support = r->required | kinds[k].extra |
+    long processor = strcmp(r->kind, "opencl") == 0 && opencl_cpu
+                         ? BEAGLE_FLAG_PROCESSOR_CPU
+                         : kinds[k].processor;
+    r->required = processor | kinds[k].framework;
+    r->support = r->required | kinds[k].extra | bg_vector_flag(r->kind) |
                  (plf[k] ? BG_COMMON_FLAGS : BEAGLE_FLAG_COMPUTATION_SYNCH);
     char *name = dup_text("ember %s", r->kind);
     char *desc = dup_text("ember platform kind %s of %s%s", r->kind, where,

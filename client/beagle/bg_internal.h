@@ -44,9 +44,19 @@ const bg_resource *bg_resources(size_t *n);
  * once no instance is left). */
 void bg_close_client(void);
 
-/* bg_warn - one line on stderr, "libember-beagle: ...", for the first few
- * failures of the process (every one with $EMBER_BEAGLE_DEBUG set). */
+/* bg_warn - one line of the debug log, "libember-beagle: ...", when
+ * $EMBER_BEAGLE_DEBUG asks for it (1: stderr; a path: that file); nothing
+ * otherwise. Failures reach the program as BEAGLE's return codes. */
 void bg_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* bg_vector_flag - BEAGLE_FLAG_VECTOR_AVX where kind's plf kernels run
+ * AVX2 or AVX-512 on this CPU, else BEAGLE_FLAG_VECTOR_NONE. */
+long bg_vector_flag(const char *kind);
+
+/* bg_default_threads - threads over patterns for an instance whose program
+ * did not say (beagleSetCPUThreadCount): the CPUs this process may run on
+ * (1 to 64). The plf executor starts them only where they pay. */
+unsigned bg_default_threads(void);
 
 /* bg_ember_error - a BEAGLE code for an ember error. */
 int bg_ember_error(int ember_rc);
@@ -71,7 +81,8 @@ typedef struct bg_instance {
   int single, log_scalers, inv_transposed;
   int resource;
   const char *kind;             /* the resource's platform kind */
-  unsigned threads;             /* beagleSetCPUThreadCount; 0: default */
+  unsigned threads;             /* beagleSetCPUThreadCount, else
+                                   bg_default_threads() */
   ember_block *block;           /* the state block */
   /* the queue */
   bg_chunk *arena;

@@ -293,8 +293,18 @@ static int ocl_start(nam_platform *p) {
     unified = CL_FALSE;
   impl->unified = unified == CL_TRUE;
   uint64_t global = info_ulong(arg->device, CL_DEVICE_GLOBAL_MEM_SIZE);
-  snprintf(p->device, sizeof p->device, "%.40s (%.30s), %.3g GiB", name, vendor,
-           (double)global / (double)(1ull << 30));
+  /* the type first: libember-beagle tells a CPU device (pocl's) from a
+   * GPU by it */
+  cl_device_type type = 0;
+  if (clGetDeviceInfo(arg->device, CL_DEVICE_TYPE, sizeof type, &type,
+                      NULL) != CL_SUCCESS)
+    type = 0;
+  const char *type_name = type & CL_DEVICE_TYPE_CPU           ? "CPU"
+                          : type & CL_DEVICE_TYPE_GPU         ? "GPU"
+                          : type & CL_DEVICE_TYPE_ACCELERATOR ? "accelerator"
+                                                              : "device";
+  snprintf(p->device, sizeof p->device, "%.11s %.34s (%.30s), %.3g GiB",
+           type_name, name, vendor, (double)global / (double)(1ull << 30));
 
   cl_int rc;
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM,

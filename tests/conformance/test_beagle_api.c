@@ -53,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- the two libraries ---------------------------------------------------- */
 
@@ -801,6 +802,76 @@ static void run_large(void) {
   free(st.vb);
 }
 
+/* ember's flags say what it does: AVX kernels where the CPU has them,
+ * threads over patterns where there is more than one CPU; flags it can
+ * meet are met when required (asynchronous computation, OpenMP-style
+ * threads), those it cannot are refused; and a refusal writes nothing on
+ * stderr (the program's own). */
+static void check_flags(void) {
+  snprintf(where, sizeof where, "flags");
+  snprintf(step, sizeof step, "resources");
+  const BeagleResourceList *l = ours.beagleGetResourceList();
+  compared++;
+  if (!l || l->length < 1 || strcmp(l->list[0].name, "ember cpu") != 0) {
+    failf("resource 0 is not ember's cpu");
+    return;
+  }
+  __builtin_cpu_init();
+  int avx = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const char *isa = getenv("EMBER_PLF_ISA");
+  if (isa && strcmp(isa, "scalar") == 0) avx = 0;
+  compared++;
+  if (!(l->list[0].supportFlags & BEAGLE_FLAG_VECTOR_AVX) != !avx)
+    failf("cpu resource: VECTOR_AVX %s, the CPU %s AVX2",
+          l->list[0].supportFlags & BEAGLE_FLAG_VECTOR_AVX ? "set" : "unset",
+          avx ? "has" : "lacks");
+
+  snprintf(step, sizeof step, "required flags it meets");
+  BeagleInstanceDetails d;
+  int id = ours.beagleCreateInstance(
+      3, 5, 0, 4, 10, 1, 4, 1, 0, NULL, 0, 0,
+      BEAGLE_FLAG_COMPUTATION_ASYNCH | BEAGLE_FLAG_THREADING_OPENMP, &d);
+  compared++;
+  if (id < 0) {
+    failf("ASYNCH and THREADING_OPENMP required: refused (%d)", id);
+  } else {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (!(d.flags & BEAGLE_FLAG_COMPUTATION_ASYNCH))
+      failf("ASYNCH required, details %#lx", d.flags);
+    if (!(d.flags & BEAGLE_FLAG_THREADING_CPP) != !(cpus > 1))
+      failf("%ld CPUs, details %#lx", cpus, d.flags);
+    if (!(d.flags & BEAGLE_FLAG_VECTOR_AVX) != !avx)
+      failf("instance: VECTOR_AVX against the CPU, details %#lx", d.flags);
+    ours.beagleFinalizeInstance(id);
+  }
+
+  snprintf(step, sizeof step, "refusals, silent");
+  fflush(stderr);
+  int saved = dup(2);
+  FILE *tmp = tmpfile();
+  if (saved < 0 || !tmp) {
+    failf("no temporary file");
+    return;
+  }
+  dup2(fileno(tmp), 2);
+  int eigen_complex = ours.beagleCreateInstance(3, 5, 0, 4, 10, 1, 4, 1, 0, NULL,
+                                          0, 0, BEAGLE_FLAG_EIGEN_COMPLEX,
+                                          &d);
+  int too_many = ours.beagleCreateInstance(3, 5, 0, 200, 10, 1, 4, 1, 0,
+                                           NULL, 0, 0, 0, &d);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  fseek(tmp, 0, SEEK_END);
+  long written = ftell(tmp);
+  fclose(tmp);
+  compared += 3;
+  if (eigen_complex != BEAGLE_ERROR_NO_IMPLEMENTATION)
+    failf("EIGEN_COMPLEX required: %d, not NO_IMPLEMENTATION", eigen_complex);
+  if (too_many >= 0) failf("200 states: instance %d", too_many);
+  if (written != 0) failf("%ld bytes on stderr", written);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: %s SYSTEM_LIBHMSBEAGLE OUR_LIBHMSBEAGLE [STATES]\n",
@@ -835,6 +906,7 @@ int main(int argc, char **argv) {
         }
   }
   if (!only || only == 4) run_large();
+  if (!only || only == 4) check_flags();
   printf("%ld values compared, %ld failures\n", compared, failures);
   return failures ? 1 : 0;
 }
