@@ -22,8 +22,7 @@ static int done(bg_instance *in, int rc) {
 /* ---- instances ------------------------------------------------------------ */
 
 #define BG_UNSUPPORTED_REQUIRED                                              \
-  (BEAGLE_FLAG_SCALING_AUTO | BEAGLE_FLAG_SCALING_ALWAYS |                   \
-   BEAGLE_FLAG_SCALING_DYNAMIC | BEAGLE_FLAG_EIGEN_COMPLEX)
+  (BEAGLE_FLAG_SCALING_DYNAMIC | BEAGLE_FLAG_EIGEN_COMPLEX)
 
 int beagleCreateInstance(int tipCount, int partialsBufferCount,
                          int compactBufferCount, int stateCount,
@@ -51,7 +50,18 @@ int beagleCreateInstance(int tipCount, int partialsBufferCount,
   else
     single = (pref & BEAGLE_FLAG_PRECISION_SINGLE) &&
              !(pref & BEAGLE_FLAG_PRECISION_DOUBLE);
-  int log_scalers = (req & BEAGLE_FLAG_SCALERS_LOG) ||
+  /* scaling the instance does itself, asked for or preferred, wins as in
+   * BEAGLE; its factors are logs. AUTO rescales every node, as ALWAYS:
+   * BEAGLE leaves when to its implementation. */
+  long scaling = (req | pref) & BEAGLE_FLAG_SCALING_AUTO
+                     ? BEAGLE_FLAG_SCALING_AUTO
+                 : (req | pref) & BEAGLE_FLAG_SCALING_ALWAYS
+                     ? BEAGLE_FLAG_SCALING_ALWAYS
+                     : BEAGLE_FLAG_SCALING_MANUAL;
+  int auto_scale = scaling != BEAGLE_FLAG_SCALING_MANUAL;
+  if (auto_scale && (req & BEAGLE_FLAG_SCALERS_RAW))
+    return BEAGLE_ERROR_NO_IMPLEMENTATION;
+  int log_scalers = auto_scale || (req & BEAGLE_FLAG_SCALERS_LOG) ||
                     ((pref & BEAGLE_FLAG_SCALERS_LOG) &&
                      !(req & BEAGLE_FLAG_SCALERS_RAW));
   int transposed = ((req | pref) & BEAGLE_FLAG_INVEVEC_TRANSPOSED) &&
@@ -83,6 +93,9 @@ int beagleCreateInstance(int tipCount, int partialsBufferCount,
   s.eigens = (uint32_t)eigenBufferCount;
   s.matrices = (uint32_t)matrixBufferCount;
   s.scale_buffers = (uint32_t)scaleBufferCount;
+  if (auto_scale)   /* one per internal node, and the edge's */
+    s.scale_buffers =
+        (uint32_t)(partialsBufferCount + compactBufferCount - tipCount + 1);
   s.rate_sets = (uint32_t)eigenBufferCount;
   /* the most partitions beagleSetPatternPartitions can ask for: the
    * layout is fixed when the block is made */
@@ -100,8 +113,8 @@ int beagleCreateInstance(int tipCount, int partialsBufferCount,
   long asynch = (req | pref) & BEAGLE_FLAG_COMPUTATION_ASYNCH
                     ? BEAGLE_FLAG_COMPUTATION_ASYNCH
                     : BEAGLE_FLAG_COMPUTATION_SYNCH;
-  long flags = r->required | asynch | BEAGLE_FLAG_EIGEN_REAL |
-               BEAGLE_FLAG_SCALING_MANUAL | bg_vector_flag(r->kind) |
+  long flags = r->required | asynch | BEAGLE_FLAG_EIGEN_REAL | scaling |
+               bg_vector_flag(r->kind) |
                threading |
                (single ? BEAGLE_FLAG_PRECISION_SINGLE
                        : BEAGLE_FLAG_PRECISION_DOUBLE) |
@@ -122,6 +135,7 @@ int beagleCreateInstance(int tipCount, int partialsBufferCount,
   int id = in->id;
   if ((in = bg_get(id)) != NULL) {   /* registered: others may see it */
     in->threads = threads;
+    in->auto_scale = auto_scale;
     bg_put(in);
   }
   if (returnInfo) {
@@ -594,6 +608,32 @@ static int partials_op(bg_instance *in, const int *o, int partition,
   return BEAGLE_SUCCESS;
 }
 
+static int update_partials(bg_instance *in, const int *ops, int count,
+                           int stride, int cumulative);
+/* SCALING_ALWAYS/AUTO: each op rescales into its dest's scale buffer, then
+ * adds its children's (their subtrees'), so that a node's buffer holds its
+ * subtree's factors; the ops' own scale indices are not used. */
+static int update_partials_auto(bg_instance *in, const int *ops, int count,
+                                int stride) {
+  for (int i = 0; i < count; i++) {
+    const int *o = ops + (size_t)i * stride;
+    int dest = o[0], partition = stride == 9 ? o[7] : -1;
+    if (dest < in->tips || !bg_in_range(dest, in->buffers))
+      return BEAGLE_ERROR_OUT_OF_RANGE;
+    int op[9] = {dest, dest - in->tips, BEAGLE_OP_NONE, o[3], o[4], o[5],
+                 o[6], partition, BEAGLE_OP_NONE};
+    int rc = update_partials(in, op, 1, stride, BEAGLE_OP_NONE);
+    if (rc) return rc;
+    int below[2], n = 0;
+    if (o[3] >= in->tips) below[n++] = o[3] - in->tips;
+    if (o[5] >= in->tips) below[n++] = o[5] - in->tips;
+    if (n && (rc = bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__ACCUMULATE, below,
+                            n, dest - in->tips, partition)))
+      return rc;
+  }
+  return BEAGLE_SUCCESS;
+}
+
 /* ops: count operations of stride ints each (7, or 9 by partition). */
 static int update_partials(bg_instance *in, const int *ops, int count,
                            int stride, int cumulative) {
@@ -636,6 +676,9 @@ int beagleUpdatePartials(const int instance, const BeagleOperation *operations,
     return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
   _Static_assert(sizeof(BeagleOperation) == 7 * sizeof(int),
                  "BeagleOperation is seven ints");
+  if (in->auto_scale)
+    return done(in, update_partials_auto(in, (const int *)operations,
+                                         operationCount, 7));
   return done(in, update_partials(in, (const int *)operations,
                                   operationCount, 7, cumulativeScaleIndex));
 }
@@ -646,6 +689,9 @@ int beagleUpdatePartialsByPartition(
   GET_OR_RETURN(in, instance);
   _Static_assert(sizeof(BeagleOperationByPartition) == 9 * sizeof(int),
                  "BeagleOperationByPartition is nine ints");
+  if (in->auto_scale)
+    return done(in, update_partials_auto(in, (const int *)operations,
+                                         operationCount, 9));
   return done(in, update_partials(in, (const int *)operations,
                                   operationCount, 9, -1));
 }
@@ -659,9 +705,8 @@ int beagleWaitForPartials(const int instance, const int *destinationPartials,
 
 /* ---- scale factors ----------------------------------------------------------- */
 
-static int scale_op(bg_instance *in, Ember__Plf__ScaleOp__Kind kind,
-                    const int *scales, int count, int cumulative,
-                    int partition) {
+int bg_scale_op(bg_instance *in, Ember__Plf__ScaleOp__Kind kind,
+                const int *scales, int count, int cumulative, int partition) {
   if (!bg_in_range(cumulative, in->scale_buffers) || count < 0 ||
       (partition != -1 &&
        !bg_in_range(partition, in->partition_count ? in->partition_count
@@ -698,7 +743,7 @@ static int scale_op(bg_instance *in, Ember__Plf__ScaleOp__Kind kind,
 int beagleAccumulateScaleFactors(int instance, const int *scaleIndices,
                                  int count, int cumulativeScaleIndex) {
   GET_OR_RETURN(in, instance);
-  return done(in, scale_op(in, EMBER__PLF__SCALE_OP__KIND__ACCUMULATE,
+  return done(in, bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__ACCUMULATE,
                            scaleIndices, count, cumulativeScaleIndex, -1));
 }
 
@@ -709,7 +754,7 @@ int beagleAccumulateScaleFactorsByPartition(int instance,
                                             int partitionIndex) {
   GET_OR_RETURN(in, instance);
   if (partitionIndex < 0) return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
-  return done(in, scale_op(in, EMBER__PLF__SCALE_OP__KIND__ACCUMULATE,
+  return done(in, bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__ACCUMULATE,
                            scaleIndices, count, cumulativeScaleIndex,
                            partitionIndex));
 }
@@ -717,7 +762,7 @@ int beagleAccumulateScaleFactorsByPartition(int instance,
 int beagleRemoveScaleFactors(int instance, const int *scaleIndices,
                              int count, int cumulativeScaleIndex) {
   GET_OR_RETURN(in, instance);
-  return done(in, scale_op(in, EMBER__PLF__SCALE_OP__KIND__REMOVE,
+  return done(in, bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__REMOVE,
                            scaleIndices, count, cumulativeScaleIndex, -1));
 }
 
@@ -726,14 +771,14 @@ int beagleRemoveScaleFactorsByPartition(int instance, const int *scaleIndices,
                                         int partitionIndex) {
   GET_OR_RETURN(in, instance);
   if (partitionIndex < 0) return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
-  return done(in, scale_op(in, EMBER__PLF__SCALE_OP__KIND__REMOVE,
+  return done(in, bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__REMOVE,
                            scaleIndices, count, cumulativeScaleIndex,
                            partitionIndex));
 }
 
 int beagleResetScaleFactors(int instance, int cumulativeScaleIndex) {
   GET_OR_RETURN(in, instance);
-  return done(in, scale_op(in, EMBER__PLF__SCALE_OP__KIND__RESET, NULL, 0,
+  return done(in, bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__RESET, NULL, 0,
                            cumulativeScaleIndex, -1));
 }
 
@@ -741,7 +786,7 @@ int beagleResetScaleFactorsByPartition(int instance, int cumulativeScaleIndex,
                                        int partitionIndex) {
   GET_OR_RETURN(in, instance);
   if (partitionIndex < 0) return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
-  return done(in, scale_op(in, EMBER__PLF__SCALE_OP__KIND__RESET, NULL, 0,
+  return done(in, bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__RESET, NULL, 0,
                            cumulativeScaleIndex, partitionIndex));
 }
 
@@ -752,7 +797,7 @@ int beagleCopyScaleFactors(int instance, int destScalingIndex,
       !bg_in_range(srcScalingIndex, in->scale_buffers))
     return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
   if (destScalingIndex == srcScalingIndex) return done(in, BEAGLE_SUCCESS);
-  return done(in, scale_op(in, EMBER__PLF__SCALE_OP__KIND__COPY,
+  return done(in, bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__COPY,
                            &srcScalingIndex, 1, destScalingIndex, -1));
 }
 

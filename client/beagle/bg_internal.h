@@ -81,6 +81,10 @@ typedef struct bg_instance {
   int single, log_scalers, inv_transposed;
   int resource;
   const char *kind;             /* the resource's platform kind */
+  /* SCALING_ALWAYS or AUTO: every update rescales into the dest's own
+   * scale buffer (dest - tips) and adds its children's, as BEAGLE does;
+   * the last scale buffer is the edge's sum. The program passes none. */
+  int auto_scale;
   unsigned threads;             /* beagleSetCPUThreadCount, else
                                    bg_default_threads() */
   ember_block *block;           /* the state block */
@@ -129,6 +133,13 @@ void *bg_copy(bg_instance *in, const void *src, size_t size);
 /* bg_push - append a new op (its oneof to be set by the caller); NULL when
  * out of memory. extra_bytes: about what its payload packs to. */
 Ember__Plf__Op *bg_push(bg_instance *in, size_t extra_bytes);
+
+/* bg_scale_op - queue a scale op (accumulate, remove, reset or copy of
+ * scale buffers into cumulative, on partition or all: -1), checked as
+ * BEAGLE checks them. A BEAGLE code. */
+int bg_scale_op(bg_instance *in, Ember__Plf__ScaleOp__Kind kind,
+                const int *scales, int count, int cumulative, int partition);
+
 
 /* bg_input - hand size bytes as an input block of the next task, for a
  * large payload; fills *slice. Returns 0 or a BEAGLE error. */

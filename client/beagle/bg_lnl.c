@@ -175,12 +175,35 @@ static int lnl_terms(bg_instance *in, int count, const int *buffers,
                      const int *partitions, double *by_partition,
                      double *sum) {
   if (count < 1) return BEAGLE_ERROR_OUT_OF_RANGE;
+  /* scaling by the instance: the factors of the root's subtree, or of the
+   * edge's two sides summed into the last scale buffer (one edge) */
+  int edge_sum = in->scale_buffers - 1;
+  if (in->auto_scale && children) {
+    if (count != 1 || partitions) return BEAGLE_ERROR_NO_IMPLEMENTATION;
+    if (!bg_in_range(buffers[0], in->buffers) ||
+        !bg_in_range(children[0], in->buffers))
+      return BEAGLE_ERROR_OUT_OF_RANGE;
+    int sides[2], n = 0;
+    if (buffers[0] >= in->tips) sides[n++] = buffers[0] - in->tips;
+    if (children[0] >= in->tips) sides[n++] = children[0] - in->tips;
+    int rc = bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__RESET, NULL, 0,
+                         edge_sum, -1);
+    if (!rc && n)
+      rc = bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__ACCUMULATE, sides, n,
+                       edge_sum, -1);
+    if (rc) return rc;
+  }
   bg_term *t = calloc((size_t)count, sizeof *t);
   if (!t) return BEAGLE_ERROR_OUT_OF_MEMORY;
   for (int i = 0; i < count; i++) {
+    int cum = scales ? scales[i] : -1;
+    if (in->auto_scale)
+      cum = children ? edge_sum
+            : buffers[i] >= in->tips ? buffers[i] - in->tips
+                                     : BEAGLE_OP_NONE;
     t[i] = (bg_term){buffers[i], children ? children[i] : -1,
-                     children ? matrices[i] : -1, weights[i], freqs[i],
-                     scales ? scales[i] : -1, partitions ? partitions[i] : -1};
+                     children ? matrices[i] : -1, weights[i], freqs[i], cum,
+                     partitions ? partitions[i] : -1};
     if ((children && t[i].child < 0) || (partitions && t[i].partition < 0) ||
         !term_ok(in, &t[i])) {
       free(t);
@@ -193,7 +216,9 @@ static int lnl_terms(bg_instance *in, int count, const int *buffers,
   else if (count == 1)
     rc = bg_lnl(in, t, 1, 0, NULL, sum);
   else
-    rc = bg_lnl_multi(in, t, count, scales && scales[0] != BEAGLE_OP_NONE,
+    rc = bg_lnl_multi(in, t, count,
+                      in->auto_scale ||
+                          (scales && scales[0] != BEAGLE_OP_NONE),
                       sum);
   free(t);
   return rc;

@@ -250,6 +250,7 @@ static void random_model(int S, double *evec, double *ivec, double *eval,
 
 typedef struct config {
   int S, P, C, single, log_scalers;
+  long scaling;   /* 0, or BEAGLE_FLAG_SCALING_ALWAYS or _AUTO */
 } config;
 
 /* The instance's shape: tips 0..T-1 (0..T-3 compact states), copy k's
@@ -469,14 +470,42 @@ static void root_edge(const tree *tr, int *parent, int *child) {
   *child = r;
 }
 
+/* SCALING_ALWAYS (or AUTO): the instance rescales every node into scale
+ * buffers of its own and sums them itself; the program passes none. */
+static void scaling_rounds(state *st) {
+  int sets[SETS] = {0, 1};
+  int none[SETS] = {BEAGLE_OP_NONE, BEAGLE_OP_NONE};
+  for (int round = 0; round < 4; round++) {
+    snprintf(step, sizeof step, "round %d, scaling by the instance", round);
+    random_tree(&st->tr);
+    update_matrices(st, round);
+    for (int k = 0; k < SETS; k++) update_tree(st, k, 0, BEAGLE_OP_NONE, -1);
+    int roots[SETS] = {buf(st->tr.root, 0), buf(st->tr.root, 1)};
+    root_lnl(st, roots, sets, none, 1);
+    root_lnl(st, roots + 1, sets + 1, none + 1, 1);
+    compare_partials(st, roots[0]);
+    compare_partials(st, buf(T + rng_int(NI), 1));
+    int parent, child;
+    root_edge(&st->tr, &parent, &child);
+    for (int k = 0; k < SETS; k++) {
+      int pe = buf(parent, k), ce = buf(child, k), me = SETS * (T + NI) + k;
+      edge_lnl(st, &pe, &ce, &me, sets + k, none, 1);
+    }
+  }
+}
+
 /* One instance: every kind of call, with random data, several rounds. */
 static void run_config(const config *g, uint64_t seed) {
   rng_state = seed;
   tol_log = g->single ? 1e-5 : 1e-10;
   tol_val = g->single ? 2e-5 : 1e-10;
   worst_log = worst_val = 0;
-  snprintf(where, sizeof where, "S=%d C=%d %s %s scalers", g->S, g->C,
-           g->single ? "single" : "double", g->log_scalers ? "log" : "raw");
+  snprintf(where, sizeof where, "S=%d C=%d %s %s", g->S, g->C,
+           g->single ? "single" : "double",
+           g->scaling == BEAGLE_FLAG_SCALING_ALWAYS ? "SCALING_ALWAYS"
+           : g->scaling                           ? "SCALING_AUTO"
+           : g->log_scalers                       ? "log scalers"
+                                                  : "raw scalers");
   state st = {.g = g, .P = (size_t)g->P, .S = (size_t)g->S,
               .C = (size_t)g->C};
   size_t big = st.C * st.P * (st.S + 1) + st.C * st.S * st.S + st.P;
@@ -484,11 +513,18 @@ static void run_config(const config *g, uint64_t seed) {
   st.vb = xcalloc(big, sizeof(double));
   long prec = g->single ? BEAGLE_FLAG_PRECISION_SINGLE
                         : BEAGLE_FLAG_PRECISION_DOUBLE;
-  long flags = prec | (g->log_scalers ? BEAGLE_FLAG_SCALERS_LOG
-                                      : BEAGLE_FLAG_SCALERS_RAW);
+  long flags = prec | g->scaling |
+               (g->log_scalers ? BEAGLE_FLAG_SCALERS_LOG
+                               : BEAGLE_FLAG_SCALERS_RAW);
   /* BEAGLE's answer is its double precision's, whatever ours computes in
    * (see the top of the file) */
   long sys_flags = (flags & ~prec) | BEAGLE_FLAG_PRECISION_DOUBLE;
+  /* BEAGLE 3.1.2's own AUTO is off by whole units of log-likelihood per
+   * site (its factors are kept as exponents); ember's AUTO rescales every
+   * node as ALWAYS does, and is held to BEAGLE's ALWAYS */
+  if (g->scaling == BEAGLE_FLAG_SCALING_AUTO)
+    sys_flags = (sys_flags & ~BEAGLE_FLAG_SCALING_AUTO) |
+                BEAGLE_FLAG_SCALING_ALWAYS;
   BeagleInstanceDetails da, db;
   st.ia = sys.beagleCreateInstance(T, N_BUFFERS - N_COMPACT, N_COMPACT, g->S,
                                    g->P, SETS, N_MATRICES, g->C, N_SCALES,
@@ -509,8 +545,13 @@ static void run_config(const config *g, uint64_t seed) {
   st.sys_stride = (g->S % 2 && strstr(da.implName, "SSE")) ? st.S + 1 : st.S;
   compared++;
   long mask = BEAGLE_FLAG_SCALERS_LOG | BEAGLE_FLAG_SCALERS_RAW |
-              BEAGLE_FLAG_SCALING_MANUAL;
-  if ((da.flags & mask) != (db.flags & mask) || !(db.flags & prec))
+              BEAGLE_FLAG_SCALING_MANUAL | BEAGLE_FLAG_SCALING_ALWAYS |
+              BEAGLE_FLAG_SCALING_AUTO;
+  snprintf(step, sizeof step, "create");
+  long fa = da.flags, fb = db.flags;
+  if (g->scaling == BEAGLE_FLAG_SCALING_AUTO)
+    fa = (fa & ~BEAGLE_FLAG_SCALING_ALWAYS) | BEAGLE_FLAG_SCALING_AUTO;
+  if ((fa & mask) != (fb & mask) || !(fb & prec))
     failf("instance flags: BEAGLE %#lx, ember %#lx", da.flags, db.flags);
   BOTH(&st, beagleSetCPUThreadCount, 2);
 
@@ -559,6 +600,12 @@ static void run_config(const config *g, uint64_t seed) {
   double *pw = xcalloc(st.P, sizeof *pw);
   for (size_t p = 0; p < st.P; p++) pw[p] = 1 + rng_int(3);
   BOTH(&st, beagleSetPatternWeights, pw);
+  int *of = NULL;
+  double *m = NULL;
+  if (g->scaling) {
+    scaling_rounds(&st);
+    goto finish;
+  }
 
   int sets[SETS] = {0, 1}, cums[SETS] = {CUM0, CUM0 + 1};
   int none[SETS] = {BEAGLE_OP_NONE, BEAGLE_OP_NONE};
@@ -627,7 +674,7 @@ static void run_config(const config *g, uint64_t seed) {
   }
 
   /* partitions: contiguous runs, the ByPartition calls */
-  int *of = xcalloc(st.P, sizeof *of);
+  of = xcalloc(st.P, sizeof *of);
   size_t cut1 = st.P / 3, cut2 = st.P / 3 + st.P / 4;
   for (size_t p = 0; p < st.P; p++) of[p] = p < cut1 ? 0 : p < cut2 ? 1 : 2;
   BOTH(&st, beagleSetPatternPartitions, NPART, of);
@@ -694,7 +741,7 @@ static void run_config(const config *g, uint64_t seed) {
   }
 
   /* a matrix set directly, then used */
-  double *m = xcalloc(st.C * st.S * st.S, sizeof *m);
+  m = xcalloc(st.C * st.S * st.S, sizeof *m);
   for (size_t i = 0; i < st.C * st.S * st.S; i++) m[i] = rng_unit();
   BOTH(&st, beagleSetTransitionMatrix, mat(0, 0), m, 1.0);
   compare_matrix(&st, mat(0, 0));
@@ -721,6 +768,7 @@ static void run_config(const config *g, uint64_t seed) {
           sys.beagleSetTipStates(st.ia + 1000, 0, states),
           ours.beagleSetTipStates(st.ib + 1000, 0, states));
 
+finish:
   same_rc("beagleFinalizeInstance", sys.beagleFinalizeInstance(st.ia),
           ours.beagleFinalizeInstance(st.ib));
   same_rc("beagleFinalizeInstance (again)", sys.beagleFinalizeInstance(st.ia),
@@ -901,9 +949,18 @@ int main(int argc, char **argv) {
       for (int prec = 0; prec < 2; prec++)
         for (int lg = 1; lg >= 0; lg--) {
           config g = {state_counts[si], pattern_counts[si], ci ? 4 : 1, prec,
-                      lg};
+                      lg, 0};
           run_config(&g, seed++);
         }
+  }
+  /* the scaling the instance does itself, as BEAGLE does it */
+  for (int si = 0; si < 3; si++) {
+    if (only && state_counts[si] != only) continue;
+    for (int mode = 0; mode < 2; mode++) {
+      config g = {state_counts[si], pattern_counts[si], 4, 0, 1,
+                  mode ? BEAGLE_FLAG_SCALING_AUTO : BEAGLE_FLAG_SCALING_ALWAYS};
+      run_config(&g, seed++);
+    }
   }
   if (!only || only == 4) run_large();
   if (!only || only == 4) check_flags();
