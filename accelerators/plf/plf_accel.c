@@ -80,11 +80,18 @@ static int plf_run_cpu(void *prepared, const acc_block *inputs,
     return EMBER_EINTERNAL;
   }
   plf_answers a = {0};
+  size_t nd = t->n_derivatives ? t->n_derivatives : 1;
+  size_t nsd = t->n_site_derivatives ? t->n_site_derivatives : 1;
   a.lnl = calloc(t->n_lnl ? t->n_lnl : 1, sizeof *a.lnl);
   a.site_lnl = calloc(t->n_site_lnl ? t->n_site_lnl : 1, sizeof *a.site_lnl);
   a.values = calloc(t->n_values ? t->n_values : 1, sizeof *a.values);
+  a.first = calloc(nd, sizeof *a.first);
+  a.second = calloc(nd, sizeof *a.second);
+  a.site_first = calloc(nsd, sizeof *a.site_first);
+  a.site_second = calloc(nsd, sizeof *a.site_second);
   int rc = EMBER_ENOMEM;
-  if (a.lnl && a.site_lnl && a.values) {
+  if (a.lnl && a.site_lnl && a.values && a.first && a.second &&
+      a.site_first && a.site_second) {
     rc = plf_exec_run(t, state, inputs, NULL, ctx ? ctx->cancel : NULL, &a,
                       err, err_len);
     if (!rc) rc = plf_pack_result(&a, t, out);
@@ -92,6 +99,10 @@ static int plf_run_cpu(void *prepared, const acc_block *inputs,
   free(a.lnl);
   free(a.site_lnl);
   free(a.values);
+  free(a.first);
+  free(a.second);
+  free(a.site_first);
+  free(a.site_second);
   return rc;
 }
 

@@ -15,12 +15,15 @@
 #include "plf_task.h"
 
 /* Where a task's answers go: arrays of the sizes the task declared
- * (t->n_lnl, t->n_site_lnl, t->n_values), and how many log-likelihoods
- * came out infinite or NaN. */
+ * (t->n_lnl, t->n_site_lnl, t->n_values, t->n_derivatives,
+ * t->n_site_derivatives), and how many log-likelihoods came out infinite
+ * or NaN. */
 typedef struct plf_answers {
   double *lnl;
   double *site_lnl;
   double *values;
+  double *first, *second;             /* t->n_derivatives each */
+  double *site_first, *site_second;   /* t->n_site_derivatives each */
   unsigned non_finite;
 } plf_answers;
 

@@ -13,8 +13,10 @@ typedef struct SFX(exec) {
   const atomic_int *cancel;
   plf_answers *out;
   size_t n_lnl, n_site, n_values;
+  size_t n_deriv, n_site_deriv;   /* derivatives answered so far */
   REAL *pattern_weights;        /* P values in REAL */
-  double *pmat;                 /* C x S x S: P(t) before conversion */
+  double *pmat;                 /* 3 x C x S x S: P(t), dP/dt, d2P/dt2
+                                   before conversion */
   size_t max_scales;            /* the largest ScaleOp's count */
   const REAL **scale_list;      /* max_scales: this thread's */
   char *err;
@@ -93,11 +95,15 @@ static void SFX(update_matrices)(SFX(exec) *e,
                   : m->n_rate_sets == 1 ? m->rate_sets[0] : m->rate_sets[i];
     const double *eigen = plf_eigen(e->st, &e->t->layout, eig);
     size_t ss = (size_t)s->states * s->states;
+    double *d1 = m->n_first_derivatives ? e->pmat + n : NULL;
+    double *d2 = m->n_second_derivatives ? e->pmat + 2 * n : NULL;
     plf_transition_matrices_d((int)s->states, (int)s->categories, eigen,
                               eigen + ss, eigen + 2 * ss,
                               plf_cat_rates(e->st, &e->t->layout, s, rs),
-                              m->lengths[i], e->pmat, NULL, NULL);
+                              m->lengths[i], e->pmat, d1, d2);
     SFX(convert)(SFX(matrix)(e, m->matrices[i]), e->pmat, n);
+    if (d1) SFX(convert)(SFX(matrix)(e, m->first_derivatives[i]), d1, n);
+    if (d2) SFX(convert)(SFX(matrix)(e, m->second_derivatives[i]), d2, n);
   }
 }
 
@@ -180,25 +186,102 @@ static void SFX(load_pattern_weights)(SFX(exec) *e) {
     for (uint32_t p = 0; p < n; p++) e->pattern_weights[p] = 1;
 }
 
+/* Where an Lnl op's per-pattern answers go (NULL: not asked for). */
+typedef struct SFX(lnl_out) {
+  double *site, *site_first, *site_second;
+} SFX(lnl_out);
+
+/* (M x child)[i] of pattern p, category c: M[i][s] for a tip state s, and
+ * for a missing one 1 for P(t), 0 for its derivatives (a row of P sums to
+ * 1 at every t) */
+static double SFX(times_child)(const REAL *M, size_t S, const REAL *y,
+                               int st, int derivative, size_t i) {
+  if (!y)
+    return (unsigned)st < S ? (double)M[i * S + (unsigned)st]
+                            : derivative ? 0.0 : 1.0;
+  double v = 0;
+  for (size_t j = 0; j < S; j++) v += (double)M[i * S + j] * (double)y[j];
+  return v;
+}
+
+/* An edge's log-likelihood and its first and second derivatives along the
+ * edge's length, patterns [p0, p1): L, L' and L'' with P(t), dP/dt and
+ * d2P/dt2 across it; per pattern d lnL/dt = L'/L and d2 lnL/dt2 = L''/L -
+ * (L'/L)^2, weighted sums into sums[0..3). Scalar: Newton steps on one
+ * branch are not where the time goes. */
+static int SFX(edge_derivatives)(SFX(exec) *e, const Ember__Plf__LnlTerm *t,
+                                 const REAL *w, const REAL *f, int p0, int p1,
+                                 double *sums, const SFX(lnl_out) *o) {
+  const plf_shape *s = &e->t->shape;
+  const size_t S = s->states, C = s->categories, P = s->patterns;
+  double *kept = (double *)(e->st + e->t->layout.site_lnl);
+  const REAL *parent = SFX(partials)(e, t->buffer);
+  SFX(plf_child) c;
+  int rc = SFX(child_of)(e, (uint32_t)t->child, (uint32_t)t->matrix, &c);
+  if (rc) return rc;
+  const REAL *mats[3] = {
+      c.matrices,
+      t->first_derivative >= 0 ? SFX(matrix)(e, (uint32_t)t->first_derivative)
+                               : NULL,
+      t->second_derivative >= 0
+          ? SFX(matrix)(e, (uint32_t)t->second_derivative)
+          : NULL};
+  const REAL *cum = SFX(scale)(e, t->cumulative_scale);
+  for (int p = p0; p < p1; p++) {
+    double v[3] = {0, 0, 0};
+    for (size_t k = 0; k < C; k++) {
+      const REAL *x = parent + (k * P + (size_t)p) * S;
+      const REAL *y = c.partials ? c.partials + (k * P + (size_t)p) * S : NULL;
+      int st = c.states ? c.states[p] : 0;
+      for (int d = 0; d < 3; d++) {
+        if (!mats[d]) continue;
+        const REAL *M = mats[d] + k * S * S;
+        double acc = 0;
+        for (size_t i = 0; i < S; i++)
+          acc += (double)f[i] * (double)x[i] *
+                 SFX(times_child)(M, S, y, st, d > 0, i);
+        v[d] += (double)w[k] * acc;
+      }
+    }
+    double site = log(v[0]) + (cum ? (double)cum[p] : 0);
+    double d1 = mats[1] ? v[1] / v[0] : 0;
+    double d2 = mats[2] ? v[2] / v[0] - d1 * d1 : 0;
+    double pw = (double)e->pattern_weights[p];
+    kept[p] = site;
+    sums[0] += pw * site;
+    sums[1] += pw * d1;
+    sums[2] += pw * d2;
+    if (o->site_first) o->site_first[p] = d1;
+    if (o->site_second) o->site_second[p] = d2;
+  }
+  return 0;
+}
+
 /* Lnl m over the block [b0, b1): each term's log-likelihood of the block
- * into sums[term]; the block's site log-likelihoods (the last term's where
- * terms overlap) into the state block's site array, and from there to
- * site (when not NULL: the task's answer for this op, P values). */
+ * into sums[3 * term] (with derivatives: theirs after it); the block's
+ * site log-likelihoods (the last term's where terms overlap) into the
+ * state block's site array, and from there to o->site. */
 static int SFX(lnl)(SFX(exec) *e, const Ember__Plf__Lnl *m, int b0, int b1,
-                    double *sums, double *site) {
+                    double *sums, const SFX(lnl_out) *o) {
   const plf_shape *s = &e->t->shape;
   const plf_layout *l = &e->t->layout;
   double *kept = (double *)(e->st + l->site_lnl);
   for (size_t i = 0; i < m->n_terms; i++) {
     const Ember__Plf__LnlTerm *t = m->terms[i];
+    double *sum = sums + 3 * i;
     int p0, p1, rc;
-    sums[i] = 0;
+    sum[0] = sum[1] = sum[2] = 0;
     if (!SFX(in_block)(e, t->partition, b0, b1, &p0, &p1)) continue;
     REAL w[PLF_MAX_CATEGORIES], f[PLF_MAX_STATES];
     SFX(convert)(w, (const double *)(e->st + l->cat_weights) +
                         (size_t)t->weights * s->categories, s->categories);
     SFX(convert)(f, (const double *)(e->st + l->frequencies) +
                         (size_t)t->frequencies * s->states, s->states);
+    if (plf_term_derivatives(t)) {
+      if ((rc = SFX(edge_derivatives)(e, t, w, f, p0, p1, sum, o)))
+        return rc;
+      continue;
+    }
     SFX(plf_integrate) in = {w, f, SFX(scale)(e, t->cumulative_scale),
                              e->pattern_weights, kept};
     const REAL *parent = SFX(partials)(e, t->buffer);
@@ -207,14 +290,14 @@ static int SFX(lnl)(SFX(exec) *e, const Ember__Plf__Lnl *m, int b0, int b1,
       if ((rc = SFX(child_of)(e, (uint32_t)t->child, (uint32_t)t->matrix,
                               &c)))
         return rc;
-      rc = SFX(plf_edge_lnl)(e->k, &e->kd, parent, &c, &in, p0, p1,
-                             &sums[i]);
+      rc = SFX(plf_edge_lnl)(e->k, &e->kd, parent, &c, &in, p0, p1, sum);
     } else {
-      rc = SFX(plf_root_lnl)(e->k, &e->kd, parent, &in, p0, p1, &sums[i]);
+      rc = SFX(plf_root_lnl)(e->k, &e->kd, parent, &in, p0, p1, sum);
     }
     if (rc) return plf_kernel_failed(e->err, e->err_len, rc);
   }
-  if (site) memcpy(site + b0, kept + b0, (size_t)(b1 - b0) * sizeof *site);
+  if (o->site)
+    memcpy(o->site + b0, kept + b0, (size_t)(b1 - b0) * sizeof *o->site);
   return 0;
 }
 
@@ -307,8 +390,8 @@ typedef struct SFX(run) {
   size_t i0, i1;            /* ops [i0, i1) of the task */
   int block, n_blocks;      /* patterns per block; blocks */
   size_t n_terms;           /* Lnl terms in the run */
-  double *sums;             /* [n_blocks][n_terms] */
-  double **site;            /* per op: where its site lnls go, or NULL */
+  double *sums;             /* [n_blocks][n_terms][3]: lnl, derivatives */
+  SFX(lnl_out) *outs;       /* per op: where its per-pattern answers go */
   atomic_int next;          /* the next block to take */
   atomic_int stop;          /* a block failed */
 } SFX(run);
@@ -316,7 +399,7 @@ typedef struct SFX(run) {
 static int SFX(run_block)(SFX(exec) *e, SFX(run) *r, int blk) {
   const int P = (int)e->t->shape.patterns;
   int b0 = blk * r->block, b1 = b0 + r->block < P ? b0 + r->block : P;
-  double *sums = r->sums + (size_t)blk * r->n_terms;
+  double *sums = r->sums + (size_t)blk * r->n_terms * 3;
   for (size_t i = r->i0; i < r->i1; i++) {
     const Ember__Plf__Op *op = e->t->params->ops[i];
     int rc = 0;
@@ -326,8 +409,8 @@ static int SFX(run_block)(SFX(exec) *e, SFX(run) *r, int blk) {
     } else if (op->op_case == EMBER__PLF__OP__OP_SCALE) {
       SFX(scale_op)(e, op->scale, b0, b1);
     } else {
-      rc = SFX(lnl)(e, op->lnl, b0, b1, sums, r->site[i - r->i0]);
-      sums += op->lnl->n_terms;
+      rc = SFX(lnl)(e, op->lnl, b0, b1, sums, &r->outs[i - r->i0]);
+      sums += 3 * op->lnl->n_terms;
     }
     if (rc) return rc;
   }
@@ -419,20 +502,26 @@ static int SFX(run_local)(SFX(exec) *e, size_t i0, size_t i1) {
     r.n_terms += op->lnl->n_terms;
     lnls = 1;
   }
-  r.sums = calloc((size_t)r.n_blocks * (r.n_terms ? r.n_terms : 1),
+  r.sums = calloc((size_t)r.n_blocks * 3 * (r.n_terms ? r.n_terms : 1),
                   sizeof *r.sums);
-  r.site = calloc(i1 - i0, sizeof *r.site);
-  if (!r.sums || !r.site) {
+  r.outs = calloc(i1 - i0, sizeof *r.outs);
+  if (!r.sums || !r.outs) {
     free(r.sums);
-    free(r.site);
+    free(r.outs);
     return EMBER_ENOMEM;
   }
   for (size_t i = i0; i < i1; i++) {
     const Ember__Plf__Op *op = e->t->params->ops[i];
     if (op->op_case != EMBER__PLF__OP__OP_LNL || !op->lnl->site_lnl)
       continue;
-    r.site[i - i0] = e->out->site_lnl + e->n_site;
+    SFX(lnl_out) *o = &r.outs[i - i0];
+    o->site = e->out->site_lnl + e->n_site;
     e->n_site += (size_t)P;
+    if (plf_term_derivatives(op->lnl->terms[0])) {
+      o->site_first = e->out->site_first + e->n_site_deriv;
+      o->site_second = e->out->site_second + e->n_site_deriv;
+      e->n_site_deriv += (size_t)P;
+    }
   }
   if (lnls) SFX(load_pattern_weights)(e);
   int rc = SFX(run_blocks)(e, &r);
@@ -441,19 +530,25 @@ static int SFX(run_local)(SFX(exec) *e, size_t i0, size_t i1) {
     const Ember__Plf__Op *op = e->t->params->ops[i];
     if (op->op_case != EMBER__PLF__OP__OP_LNL) continue;
     const Ember__Plf__Lnl *m = op->lnl;
+    int derivatives = plf_term_derivatives(m->terms[0]);
     double total = 0;
     for (size_t k = 0; k < m->n_terms; k++, term++) {
-      double v = 0;
+      double v[3] = {0, 0, 0};
       for (int b = 0; b < r.n_blocks; b++)
-        v += r.sums[(size_t)b * r.n_terms + term];
-      if (!isfinite(v)) e->out->non_finite++;
-      if (m->by_partition) e->out->lnl[e->n_lnl++] = v;
-      total += v;
+        for (int d = 0; d < 3; d++)
+          v[d] += r.sums[((size_t)b * r.n_terms + term) * 3 + (size_t)d];
+      if (!isfinite(v[0])) e->out->non_finite++;
+      if (m->by_partition) e->out->lnl[e->n_lnl++] = v[0];
+      total += v[0];
+      if (derivatives) {
+        e->out->first[e->n_deriv] = v[1];
+        e->out->second[e->n_deriv++] = v[2];
+      }
     }
     if (!m->by_partition) e->out->lnl[e->n_lnl++] = total;
   }
   free(r.sums);
-  free(r.site);
+  free(r.outs);
   return rc;
 }
 
@@ -475,8 +570,8 @@ static int SFX(exec_run)(const plf_task *t, uint8_t *state,
       e.max_scales = op->scale->n_scales;
   }
   e.pattern_weights = malloc(s->patterns * sizeof *e.pattern_weights);
-  e.pmat = malloc((size_t)s->categories * s->states * s->states *
-                  sizeof *e.pmat);
+  e.pmat = malloc(3 * (size_t)s->categories * s->states * s->states *
+                  sizeof *e.pmat);   /* P(t), and its two derivatives */
   e.scale_list = malloc(e.max_scales * sizeof *e.scale_list);
   int rc = 0;
   if (!e.pattern_weights || !e.pmat || !e.scale_list) rc = EMBER_ENOMEM;

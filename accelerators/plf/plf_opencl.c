@@ -1022,6 +1022,18 @@ static int run_op(run *r, const Ember__Plf__Op *op) {
 
 /* ---- the run's frame --------------------------------------------------------- */
 
+/* Whether an UpdateMatrices op asks for dP/dt or d2P/dt2. */
+static bool has_matrix_derivatives(const plf_task *t) {
+  for (size_t i = 0; i < t->params->n_ops; i++) {
+    const Ember__Plf__Op *op = t->params->ops[i];
+    if (op->op_case == EMBER__PLF__OP__OP_UPDATE_MATRICES &&
+        (op->update_matrices->n_first_derivatives ||
+         op->update_matrices->n_second_derivatives))
+      return true;
+  }
+  return false;
+}
+
 /* What the task needs of the mirror and how many records it makes. */
 typedef struct needs {
   bool kinds, ranges;
@@ -1199,6 +1211,11 @@ static int plf_ocl_run(void *state, void *queue, void *prepared,
                          "run there; use single precision or another platform",
                          o->name);
   }
+  if (t->n_derivatives || has_matrix_derivatives(t))
+    return errbuf_printf(err, err_len, EMBER_EPARAM,
+                         "plf opencl: derivatives along an edge run on the "
+                         "cpu and fpga-emu platforms, not on %s",
+                         o->name);
   needs nd = needs_of(t);
   plf_answers a = {0};
   run r = {.o = o, .pg = &o->prog[prec], .fp64 = o->fp64,

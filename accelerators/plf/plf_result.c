@@ -14,6 +14,13 @@ int plf_pack_result(const plf_answers *a, const plf_task *t,
   r.site_lnl = a->site_lnl;
   r.n_values = t->n_values;
   r.values = a->values;
+  r.n_first_derivative = r.n_second_derivative = t->n_derivatives;
+  r.first_derivative = a->first;
+  r.second_derivative = a->second;
+  r.n_site_first_derivative = r.n_site_second_derivative =
+      t->n_site_derivatives;
+  r.site_first_derivative = a->site_first;
+  r.site_second_derivative = a->site_second;
   if (a->non_finite) {
     r.has_non_finite = 1;
     r.non_finite = a->non_finite;

@@ -115,6 +115,18 @@ static int check_update_matrices(checker *c,
     rc = index_ok(c, "eigen", m->eigens[i], s->eigens);
   for (size_t i = 0; i < m->n_rate_sets && !rc; i++)
     rc = index_ok(c, "rate set", m->rate_sets[i], s->rate_sets);
+  if (!rc && m->n_first_derivatives && m->n_first_derivatives != n)
+    rc = fail(c, "%zu first derivatives for %zu matrices",
+              m->n_first_derivatives, n);
+  if (!rc && m->n_second_derivatives && m->n_second_derivatives != n)
+    rc = fail(c, "%zu second derivatives for %zu matrices",
+              m->n_second_derivatives, n);
+  for (size_t i = 0; i < m->n_first_derivatives && !rc; i++)
+    rc = index_ok(c, "first derivative matrix", m->first_derivatives[i],
+                  s->matrices);
+  for (size_t i = 0; i < m->n_second_derivatives && !rc; i++)
+    rc = index_ok(c, "second derivative matrix", m->second_derivatives[i],
+                  s->matrices);
   return rc;
 }
 
@@ -178,6 +190,13 @@ static int check_lnl(checker *c, const Ember__Plf__Lnl *m) {
     if (!rc) rc = opt_index_ok(c, "cumulative scale buffer",
                                t->cumulative_scale, s->scale_buffers);
     if (!rc) rc = opt_index_ok(c, "partition", t->partition, s->partitions);
+    if (!rc) rc = opt_index_ok(c, "first derivative matrix",
+                               t->first_derivative, s->matrices);
+    if (!rc) rc = opt_index_ok(c, "second derivative matrix",
+                               t->second_derivative, s->matrices);
+    if (!rc && plf_term_derivatives(t) &&
+        (t->child < 0 || m->n_terms != 1 || m->by_partition))
+      rc = fail(c, "derivatives: one edge term, summed");
   }
   return rc;
 }
@@ -324,6 +343,10 @@ static int check_op(checker *c, plf_task *t, const Ember__Plf__Op *op,
     *n_ops += m->n_terms;
     t->n_lnl += m->by_partition ? m->n_terms : 1;
     if (m->site_lnl) t->n_site_lnl += s->patterns;
+    if (plf_term_derivatives(m->terms[0])) {
+      t->n_derivatives++;
+      if (m->site_lnl) t->n_site_derivatives += s->patterns;
+    }
     for (size_t i = 0; i < m->n_terms; i++) {
       int32_t child = m->terms[i]->child;
       t->cost.ops += cps * (child >= 0 ? 2 * (uint64_t)s->states + 2 : 2);

@@ -27,8 +27,16 @@ typedef struct plf_task {
   size_t n_lnl;                 /* values in Result.lnl */
   size_t n_site_lnl;            /* values in Result.site_lnl */
   size_t n_values;              /* values in Result.values (Get ops) */
+  size_t n_derivatives;         /* pairs in Result.*_derivative */
+  size_t n_site_derivatives;    /* values in Result.site_*_derivative */
   unsigned threads;             /* CPU threads over patterns, >= 1 */
 } plf_task;
+
+/* plf_term_derivatives - whether an Lnl term asks for an edge's
+ * derivatives (checked: then it is its Lnl's one term, an edge). */
+static inline int plf_term_derivatives(const Ember__Plf__LnlTerm *t) {
+  return t->first_derivative >= 0 || t->second_derivative >= 0;
+}
 
 /* plf_task_prepare - unpack params and check them and the input slices
  * they name. Returns 0 with a new task in *out, or EMBER_EPARAM (or

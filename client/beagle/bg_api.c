@@ -446,8 +446,9 @@ static int update_matrices(bg_instance *in, const int *eigens,
                            const int *firstDerivativeIndices,
                            const int *secondDerivativeIndices,
                            const double *edgeLengths, int count) {
-  if (firstDerivativeIndices || secondDerivativeIndices)
-    return BEAGLE_ERROR_NO_IMPLEMENTATION;   /* plf has no derivatives */
+  if ((firstDerivativeIndices || secondDerivativeIndices) &&
+      !bg_derivatives_here(in))
+    return BEAGLE_ERROR_NO_IMPLEMENTATION;
   if (count < 0) return BEAGLE_ERROR_OUT_OF_RANGE;
   if (count == 0) return BEAGLE_SUCCESS;
   for (size_t i = 0; i < n_sets; i++)
@@ -456,11 +457,15 @@ static int update_matrices(bg_instance *in, const int *eigens,
       return BEAGLE_ERROR_OUT_OF_RANGE;
   for (int i = 0; i < count; i++)
     if (!bg_in_range(probabilityIndices[i], in->matrices) ||
+        (firstDerivativeIndices &&
+         !bg_in_range(firstDerivativeIndices[i], in->matrices)) ||
+        (secondDerivativeIndices &&
+         !bg_in_range(secondDerivativeIndices[i], in->matrices)) ||
         !(edgeLengths[i] >= 0 && isfinite(edgeLengths[i])))
       return BEAGLE_ERROR_OUT_OF_RANGE;
   size_t n = (size_t)count;
   Ember__Plf__UpdateMatrices *m = bg_alloc(in, sizeof *m);
-  Ember__Plf__Op *op = m ? bg_push(in, n * 12 + n_sets * 4) : NULL;
+  Ember__Plf__Op *op = m ? bg_push(in, n * 20 + n_sets * 4) : NULL;
   if (!op) return BEAGLE_ERROR_OUT_OF_MEMORY;
   ember__plf__update_matrices__init(m);
   m->n_matrices = m->n_lengths = n;
@@ -472,6 +477,20 @@ static int update_matrices(bg_instance *in, const int *eigens,
   if (!m->matrices || !m->lengths || !m->eigens || !m->rate_sets)
     return BEAGLE_ERROR_OUT_OF_MEMORY;
   for (size_t i = 0; i < n; i++) m->matrices[i] = (uint32_t)probabilityIndices[i];
+  if (firstDerivativeIndices) {
+    m->n_first_derivatives = n;
+    m->first_derivatives = bg_alloc(in, n * sizeof *m->first_derivatives);
+    if (!m->first_derivatives) return BEAGLE_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++)
+      m->first_derivatives[i] = (uint32_t)firstDerivativeIndices[i];
+  }
+  if (secondDerivativeIndices) {
+    m->n_second_derivatives = n;
+    m->second_derivatives = bg_alloc(in, n * sizeof *m->second_derivatives);
+    if (!m->second_derivatives) return BEAGLE_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++)
+      m->second_derivatives[i] = (uint32_t)secondDerivativeIndices[i];
+  }
   for (size_t i = 0; i < n_sets; i++) {
     m->eigens[i] = (uint32_t)eigens[i];
     m->rate_sets[i] = (uint32_t)rates[i];

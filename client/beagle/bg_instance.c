@@ -216,6 +216,8 @@ static void instance_free(bg_instance *in) {
   free(in->pattern_weights);
   free(in->scale_raw);
   free(in->site_cache);
+  free(in->site_first);
+  free(in->site_second);
   pthread_mutex_destroy(&in->lock);
   free(in);
 }
@@ -278,7 +280,10 @@ int bg_instance_create(const plf_shape *shape, int tips, int buffers,
   in->pattern_weights = malloc((size_t)in->patterns * sizeof(double));
   in->scale_raw = calloc((size_t)in->scale_buffers + 1, 1);
   in->site_cache = malloc((size_t)in->patterns * sizeof(double));
-  if (!in->pattern_weights || !in->scale_raw || !in->site_cache) {
+  in->site_first = malloc((size_t)in->patterns * sizeof(double));
+  in->site_second = malloc((size_t)in->patterns * sizeof(double));
+  if (!in->pattern_weights || !in->scale_raw || !in->site_cache ||
+      !in->site_first || !in->site_second) {
     instance_free(in);
     return BEAGLE_ERROR_OUT_OF_MEMORY;
   }

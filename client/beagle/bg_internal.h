@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "accelerators/plf/plf.pb-c.h"
 #include "ember/ember.h"
@@ -101,6 +102,11 @@ typedef struct bg_instance {
                                    node's factors (its log kept in plf) */
   double *site_cache;           /* site lnls of the last log-likelihood */
   int site_cache_valid;
+  /* the last edge log-likelihood with derivatives: their sums, and per
+   * site (beagleGetDerivatives, beagleGetSiteDerivatives) */
+  double last_first, last_second;
+  double *site_first, *site_second;
+  int have_derivatives;
   /* the program asks for site lnls after its log-likelihoods (BEAST does,
    * every time): they come back with the lnl, not in a round trip of
    * their own; off again after BG_SITE_UNUSED_MAX results nobody read */
@@ -133,6 +139,12 @@ void *bg_copy(bg_instance *in, const void *src, size_t size);
 /* bg_push - append a new op (its oneof to be set by the caller); NULL when
  * out of memory. extra_bytes: about what its payload packs to. */
 Ember__Plf__Op *bg_push(bg_instance *in, size_t extra_bytes);
+
+/* bg_derivatives_here - whether the instance's platform kind computes
+ * derivatives along an edge (cpu and fpga-emu do, opencl does not). */
+static inline int bg_derivatives_here(const bg_instance *in) {
+  return strcmp(in->kind, "opencl") != 0;
+}
 
 /* bg_scale_op - queue a scale op (accumulate, remove, reset or copy of
  * scale buffers into cumulative, on partition or all: -1), checked as
@@ -168,6 +180,7 @@ static inline int bg_opt_in_range(int i, int n) {
 /* One term of a root or edge log-likelihood, BEAGLE's indices. */
 typedef struct bg_term {
   int buffer, child, matrix, weights, frequencies, cumulative, partition;
+  int first, second;   /* derivative matrices across the edge, or -1 */
 } bg_term;
 
 /* bg_lnl - the sum over terms (by_partition: one value per term in
@@ -179,5 +192,13 @@ int bg_lnl(bg_instance *in, const bg_term *terms, int n, int by_partition,
            double *per_term, double *sum);
 int bg_lnl_multi(bg_instance *in, const bg_term *terms, int n, int scaled,
                  double *sum);
+
+/* bg_lnl_derivatives - one edge term with its derivative matrices: the
+ * log-likelihood into *sum, the sums of its first and second derivatives
+ * along the edge into *first and *second (each may be NULL); the site
+ * values kept for beagleGetSiteLogLikelihoods and
+ * beagleGetSiteDerivatives. BEAGLE's code. */
+int bg_lnl_derivatives(bg_instance *in, const bg_term *term, double *sum,
+                       double *first, double *second);
 
 #endif

@@ -30,6 +30,9 @@ static int term_ok(const bg_instance *in, const bg_term *t) {
       !bg_in_range(t->partition,
                    in->partition_count ? in->partition_count : 1))
     return 0;
+  if (!bg_opt_in_range(t->first, in->matrices) ||
+      !bg_opt_in_range(t->second, in->matrices))
+    return 0;
   return 1;
 }
 
@@ -52,6 +55,14 @@ static Ember__Plf__LnlTerm *make_term(bg_instance *in, const bg_term *t) {
   if (t->partition >= 0) {
     m->has_partition = 1;
     m->partition = t->partition;
+  }
+  if (t->first >= 0) {
+    m->has_first_derivative = 1;
+    m->first_derivative = t->first;
+  }
+  if (t->second >= 0) {
+    m->has_second_derivative = 1;
+    m->second_derivative = t->second;
   }
   return m;
 }
@@ -164,17 +175,53 @@ int bg_lnl_multi(bg_instance *in, const bg_term *terms, int n, int scaled,
   return finite_code(s);
 }
 
+int bg_lnl_derivatives(bg_instance *in, const bg_term *term, double *sum,
+                       double *first, double *second) {
+  int rc = push_lnl(in, term, 1, 0, 1);
+  Ember__Plf__Result *r = NULL;
+  if (!rc) rc = bg_flush(in, &r);
+  if (rc) return rc;
+  size_t P = (size_t)in->patterns;
+  if (r->n_lnl != 1 || r->n_site_lnl != P || r->n_first_derivative != 1 ||
+      r->n_second_derivative != 1 || r->n_site_first_derivative != P ||
+      r->n_site_second_derivative != P) {
+    bg_warn("instance %d: derivatives not all back", in->id);
+    ember__plf__result__free_unpacked(r, NULL);
+    return BEAGLE_ERROR_GENERAL;
+  }
+  memcpy(in->site_cache, r->site_lnl, P * sizeof(double));
+  memcpy(in->site_first, r->site_first_derivative, P * sizeof(double));
+  memcpy(in->site_second, r->site_second_derivative, P * sizeof(double));
+  in->site_cache_valid = 1;
+  in->last_lnl = *sum = r->lnl[0];
+  in->have_last_lnl = 1;
+  in->last_first = r->first_derivative[0];
+  in->last_second = r->second_derivative[0];
+  in->have_derivatives = 1;
+  if (first) *first = in->last_first;
+  if (second) *second = in->last_second;
+  ember__plf__result__free_unpacked(r, NULL);
+  return finite_code(*sum);
+}
+
 /* ---- BEAGLE's calls ----------------------------------------------------------- */
 
 /* The terms of a root (children NULL) or edge log-likelihood call, checked
  * and computed: by partition when partitions is given (count terms, one
- * per partition), else summed over count subsets (bg_lnl_multi). */
-static int lnl_terms(bg_instance *in, int count, const int *buffers,
-                     const int *children, const int *matrices,
-                     const int *weights, const int *freqs, const int *scales,
-                     const int *partitions, double *by_partition,
-                     double *sum) {
+ * per partition), else summed over count subsets (bg_lnl_multi); an edge
+ * with derivative matrices (d1, d2: either may be NULL) is one term, its
+ * derivatives' sums into *first and *second. */
+static int lnl_terms_d(bg_instance *in, int count, const int *buffers,
+                       const int *children, const int *matrices,
+                       const int *d1, const int *d2, const int *weights,
+                       const int *freqs, const int *scales,
+                       const int *partitions, double *by_partition,
+                       double *sum, double *first, double *second) {
   if (count < 1) return BEAGLE_ERROR_OUT_OF_RANGE;
+  int derivatives = d1 || d2;
+  if (derivatives &&
+      (count != 1 || partitions || !children || !bg_derivatives_here(in)))
+    return BEAGLE_ERROR_NO_IMPLEMENTATION;
   /* scaling by the instance: the factors of the root's subtree, or of the
    * edge's two sides summed into the last scale buffer (one edge) */
   int edge_sum = in->scale_buffers - 1;
@@ -203,7 +250,8 @@ static int lnl_terms(bg_instance *in, int count, const int *buffers,
                                      : BEAGLE_OP_NONE;
     t[i] = (bg_term){buffers[i], children ? children[i] : -1,
                      children ? matrices[i] : -1, weights[i], freqs[i], cum,
-                     partitions ? partitions[i] : -1};
+                     partitions ? partitions[i] : -1, d1 ? d1[i] : -1,
+                     d2 ? d2[i] : -1};
     if ((children && t[i].child < 0) || (partitions && t[i].partition < 0) ||
         !term_ok(in, &t[i])) {
       free(t);
@@ -211,7 +259,9 @@ static int lnl_terms(bg_instance *in, int count, const int *buffers,
     }
   }
   int rc;
-  if (partitions)
+  if (derivatives)
+    rc = bg_lnl_derivatives(in, t, sum, first, second);
+  else if (partitions)
     rc = bg_lnl(in, t, count, 1, by_partition, sum);
   else if (count == 1)
     rc = bg_lnl(in, t, 1, 0, NULL, sum);
@@ -222,6 +272,16 @@ static int lnl_terms(bg_instance *in, int count, const int *buffers,
                       sum);
   free(t);
   return rc;
+}
+
+static int lnl_terms(bg_instance *in, int count, const int *buffers,
+                     const int *children, const int *matrices,
+                     const int *weights, const int *freqs, const int *scales,
+                     const int *partitions, double *by_partition,
+                     double *sum) {
+  return lnl_terms_d(in, count, buffers, children, matrices, NULL, NULL,
+                     weights, freqs, scales, partitions, by_partition, sum,
+                     NULL, NULL);
 }
 
 int beagleCalculateRootLogLikelihoods(int instance, const int *bufferIndices,
@@ -260,13 +320,13 @@ int beagleCalculateEdgeLogLikelihoods(
     double *outSumLogLikelihood, double *outSumFirstDerivative,
     double *outSumSecondDerivative) {
   GET_OR_RETURN(in, instance);
-  if (firstDerivativeIndices || secondDerivativeIndices)
-    return done(in, BEAGLE_ERROR_NO_IMPLEMENTATION);   /* no derivatives */
-  return done(in, lnl_terms(in, count, parentBufferIndices,
-                            childBufferIndices, probabilityIndices,
-                            categoryWeightsIndices, stateFrequenciesIndices,
-                            cumulativeScaleIndices, NULL, NULL,
-                            outSumLogLikelihood));
+  return done(in, lnl_terms_d(in, count, parentBufferIndices,
+                              childBufferIndices, probabilityIndices,
+                              firstDerivativeIndices, secondDerivativeIndices,
+                              categoryWeightsIndices, stateFrequenciesIndices,
+                              cumulativeScaleIndices, NULL, NULL,
+                              outSumLogLikelihood, outSumFirstDerivative,
+                              outSumSecondDerivative));
 }
 
 int beagleCalculateEdgeLogLikelihoodsByPartition(
@@ -300,7 +360,10 @@ int beagleGetLogLikelihood(int instance, double *outSumLogLikelihood) {
 int beagleGetDerivatives(int instance, double *outSumFirstDerivative,
                          double *outSumSecondDerivative) {
   GET_OR_RETURN(in, instance);
-  return done(in, BEAGLE_ERROR_NO_IMPLEMENTATION);
+  if (!in->have_derivatives) return done(in, BEAGLE_ERROR_GENERAL);
+  if (outSumFirstDerivative) *outSumFirstDerivative = in->last_first;
+  if (outSumSecondDerivative) *outSumSecondDerivative = in->last_second;
+  return done(in, BEAGLE_SUCCESS);
 }
 
 int beagleGetSiteLogLikelihoods(int instance, double *outLogLikelihoods) {
@@ -338,5 +401,9 @@ int beagleGetSiteLogLikelihoods(int instance, double *outLogLikelihoods) {
 int beagleGetSiteDerivatives(int instance, double *outFirstDerivatives,
                              double *outSecondDerivatives) {
   GET_OR_RETURN(in, instance);
-  return done(in, BEAGLE_ERROR_NO_IMPLEMENTATION);
+  if (!in->have_derivatives) return done(in, BEAGLE_ERROR_GENERAL);
+  size_t n = (size_t)in->patterns * sizeof(double);
+  if (outFirstDerivatives) memcpy(outFirstDerivatives, in->site_first, n);
+  if (outSecondDerivatives) memcpy(outSecondDerivatives, in->site_second, n);
+  return done(in, BEAGLE_SUCCESS);
 }

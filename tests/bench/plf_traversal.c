@@ -207,7 +207,7 @@ static int ember_create(const pb_tdata *d, const plf_plan *plan, int vectors,
 
 static int ember_traverse(ember_side *e, double *lnl) {
   char err[256] = "";
-  plf_answers ans = {lnl, NULL, NULL, 0};
+  plf_answers ans = {.lnl = lnl};
   int rc = plf_exec_run(e->traversal, e->state, NULL, NULL, NULL, &ans, err,
                         sizeof err);
   if (rc) fprintf(stderr, "ember: %s %s\n", ember_strerror(rc), err);

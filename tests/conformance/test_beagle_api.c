@@ -76,7 +76,8 @@
   X(beagleCalculateEdgeLogLikelihoods)                                       \
   X(beagleCalculateEdgeLogLikelihoodsByPartition)                            \
   X(beagleGetSiteLogLikelihoods) X(beagleSetCPUThreadCount)                  \
-  X(beagleWaitForPartials) X(beagleGetResourceList) X(beagleGetVersion)
+  X(beagleWaitForPartials) X(beagleGetResourceList) X(beagleGetVersion)      \
+  X(beagleGetDerivatives) X(beagleGetSiteDerivatives)
 
 typedef struct api {
   const char *name;
@@ -260,7 +261,8 @@ typedef struct config {
 enum {
   N_BUFFERS = T + SETS * NI,
   N_COMPACT = T - 2,
-  N_MATRICES = SETS * (T + NI) + 2,     /* + 2 for edge matrices */
+  N_MATRICES = SETS * (T + NI) + 4,     /* + 2 for edge matrices, + 2 for
+                                           an edge's derivatives */
   CUM0 = SETS * NI,                     /* cumulative of copy 0, 1 */
   CUM_EDGE = CUM0 + SETS,               /* edges' cumulatives, per copy */
   CUM_PART = CUM_EDGE + SETS,           /* per partition */
@@ -430,6 +432,50 @@ static void edge_lnl(state *st, const int *parents, const int *children,
   compare_sites(st);
 }
 
+/* An edge's derivatives along its length (copy 0's model): P(t), dP/dt
+ * and d2P/dt2 from beagleUpdateTransitionMatrices, then the edge's lnL
+ * with the sums of both derivatives, per site too. Derivatives are
+ * compared against max(1, |value|), as log values are. */
+static void edge_derivatives(state *st, int parent, int child, int cum) {
+  int pm = SETS * (T + NI), d1 = pm + 2, d2 = pm + 3, set = 0;
+  static int calls;   /* lengths of their own: the random draws of the
+                         rest stay as they were */
+  double len = 0.05 + 0.037 * (calls++ % 11);
+  BOTH(st, beagleUpdateTransitionMatrices, 0, &pm, &d1, &d2, &len, 1);
+  compare_matrix(st, d1);
+  compare_matrix(st, d2);
+  double la = NAN, fa = NAN, sa = NAN, lb = NAN, fb = NAN, sb = NAN;
+  int ra = sys.beagleCalculateEdgeLogLikelihoods(
+      st->ia, &parent, &child, &pm, &d1, &d2, &set, &set, &cum, 1, &la, &fa,
+      &sa);
+  int rb = ours.beagleCalculateEdgeLogLikelihoods(
+      st->ib, &parent, &child, &pm, &d1, &d2, &set, &set, &cum, 1, &lb, &fb,
+      &sb);
+  same_rc("beagleCalculateEdgeLogLikelihoods (derivatives)", ra, rb);
+  near_rel("edge lnL (derivatives)", 0, la, lb);
+  near_log("first derivative", 0, fa, fb);
+  near_log("second derivative", 0, sa, sb);
+  compare_sites(st);
+  double *a2 = xcalloc(2 * st->P, sizeof *a2), *b2 = xcalloc(2 * st->P,
+                                                            sizeof *b2);
+  ra = sys.beagleGetSiteDerivatives(st->ia, a2, a2 + st->P);
+  rb = ours.beagleGetSiteDerivatives(st->ib, b2, b2 + st->P);
+  same_rc("beagleGetSiteDerivatives", ra, rb);
+  for (size_t p = 0; !ra && !rb && p < 2 * st->P; p++)
+    near_log(p < st->P ? "site first derivative" : "site second derivative",
+             p % st->P, a2[p], b2[p]);
+  fa = sa = fb = sb = NAN;
+  ra = sys.beagleGetDerivatives(st->ia, &fa, &sa);
+  rb = ours.beagleGetDerivatives(st->ib, &fb, &sb);
+  same_rc("beagleGetDerivatives", ra, rb);
+  if (!ra && !rb) {
+    near_log("first derivative (again)", 0, fa, fb);
+    near_log("second derivative (again)", 0, sa, sb);
+  }
+  free(a2);
+  free(b2);
+}
+
 /* Random branch lengths into both copies' matrices: copy 0 with model 0
  * (beagleUpdateTransitionMatrices), copy 1 with model 1's eigen system and
  * rates (...WithMultipleModels); plus the edge matrices. */
@@ -491,6 +537,7 @@ static void scaling_rounds(state *st) {
       int pe = buf(parent, k), ce = buf(child, k), me = SETS * (T + NI) + k;
       edge_lnl(st, &pe, &ce, &me, sets + k, none, 1);
     }
+    edge_derivatives(st, buf(parent, 0), buf(child, 0), BEAGLE_OP_NONE);
   }
 }
 
@@ -661,6 +708,7 @@ static void run_config(const config *g, uint64_t seed) {
     }
     edge_lnl(&st, pe, ce, me, sets, ecum, 1);
     edge_lnl(&st, pe, ce, me, sets, ecum, 2);
+    edge_derivatives(&st, pe[0], ce[0], ecum[0]);
     if (mode == 1 && !g->log_scalers) {
       /* MrBayes's dynamic scheme: new lengths, the same tree, each node
        * divided by the factors found before (fixed scaling) */
