@@ -14,7 +14,7 @@ PACKAGES="build-essential cmake pkg-config gzip python3 python3-numpy python3-py
   gnuplot-nox sqlite3 curl help2man
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libcmocka-dev libparasail-dev libssw-dev clang libclang-rt-14-dev uthash-dev
-  liblapacke-dev libhmsbeagle-dev mrbayes dataset-fashion-mnist libdnnl-dev
+  liblapacke-dev libhmsbeagle-dev mrbayes beast-mcmc dataset-fashion-mnist libdnnl-dev
   prometheus"
 
 missing=""

@@ -380,7 +380,7 @@ static int SFX(pattern_local)(const Ember__Plf__Op *op) {
 
 /* about this many bytes of each partials buffer per block: a parent's
  * children and its own block stay in L1 and L2 */
-#define SFX_BLOCK_BYTES 65536
+#define SFX_BLOCK_BYTES 32768
 /* values (C x S per pattern) a thread gets at least: for less, starting
  * and joining it costs about what it saves */
 #define SFX_THREAD_VALUES 32768
