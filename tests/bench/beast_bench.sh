@@ -1,24 +1,32 @@
 #!/bin/sh
-# beast_bench.sh - Debian's BEAST 1.10 (beast-mcmc, unchanged) on its own
-# example testStrictClock.xml (34 taxa, 1,486 sites, HKY, strict clock;
-# from beast-mcmc-examples), run for NSTATES states with a fixed seed:
-# with the system's libhmsbeagle, with libember-beagle embedded
+# beast_bench.sh - Debian's BEAST 1.10 (beast-mcmc, unchanged) on one of its
+# own examples (from beast-mcmc-examples), run for NSTATES states with a
+# fixed seed: with the system's libhmsbeagle, with libember-beagle embedded
 # (`ember beagle --embedded`) and through one ember-nam (`ember beagle
 # --nam`, warmed up by one short run first). Prints each run's wall time,
-# BEAST's own time for the chain and the time per state (one likelihood
-# evaluation, mostly partial), and the final log line (the same seed gives
-# the same chain). A benchmark: it asserts nothing.
+# BEAST's own time for the chain, its time per likelihood evaluation (its
+# BeagleTreeLikelihood report; mostly partial traversals), and the final
+# log line (the same seed gives the same chain). A benchmark: it asserts
+# nothing. Examples:
+#   strict      testStrictClock.xml: 34 taxa, 1,486 sites, HKY, strict clock
+#   benchmark2  Benchmarks/benchmark2.xml: 62 taxa, 10,869 sites (5,565
+#               patterns), GTR+G4: BEAST's benchmark size
 #
-#   tests/bench/beast_bench.sh [NSTATES]   (default 20000; from the
-#                                           repository root, build/ built,
-#                                           or $BUILD: another build tree)
+#   tests/bench/beast_bench.sh [NSTATES [strict|benchmark2]]
+#                         (default 20000 strict; from the repository root,
+#                          build/ built, or $BUILD: another build tree)
 set -eu
 states=${1:-20000}
+example=${2:-strict}
 root=$(pwd)
 build=${BUILD:-$root/build}
 ember=$build/client/cli/ember
 nam=$build/nam/ember-nam
-xml=/usr/share/doc/beast-mcmc/examples/TestXML/ClockModels/testStrictClock.xml.gz
+case $example in
+strict) xml=/usr/share/doc/beast-mcmc/examples/TestXML/ClockModels/testStrictClock.xml.gz ;;
+benchmark2) xml=/usr/share/doc/beast-mcmc/examples/Benchmarks/benchmark2.xml.gz ;;
+*) echo "example: strict or benchmark2"; exit 1 ;;
+esac
 command -v beast-mcmc >/dev/null || { echo "beast-mcmc is not installed"; exit 1; }
 [ -f "$xml" ] || { echo "$xml: install beast-mcmc-examples"; exit 1; }
 [ -x "$ember" ] && [ -x "$nam" ] || { echo "build ember first ($build)"; exit 1; }
@@ -46,9 +54,12 @@ one() { # NAME DIR CMD...
   t1=$(now)
   chain=$(grep -E '^[0-9.]+ seconds' "$dir/out.txt" | tail -n 1 | cut -d' ' -f1)
   last=$(grep -E "^$states[[:space:]]" "$dir/out.txt" | tail -n 1 | tr -s ' \t' ' ')
-  printf '%-28s %7.2f s  chain %7.2f s  %6.1f us/state   %s\n' "$name" \
+  # BEAST's own report: "...(treeLikelihood)=N evaluations in S secs (E secs/eval)"
+  eval=$(grep -o 'treeLikelihood)=[0-9]* evaluations in [0-9.E-]* secs ([0-9.E-]* secs/eval' \
+           "$dir/out.txt" | tail -n 1 | sed 's/.*(\([0-9.E-]*\) secs\/eval/\1/')
+  printf '%-28s %7.2f s  chain %7.2f s  %7.1f us/eval   %s\n' "$name" \
     "$(elapsed "$t0" "$t1")" "${chain:-0}" \
-    "$(awk -v c="${chain:-0}" -v n="$states" 'BEGIN { print c / n * 1e6 }')" "$last"
+    "$(awk -v e="${eval:-0}" 'BEGIN { print e * 1e6 }')" "$last"
 }
 
 sock=$tmp/nam.sock
@@ -59,7 +70,7 @@ setup "$tmp/warm" 1000
 (cd "$tmp/warm" && "$ember" beagle --nam "unix:$sock" -- beast-mcmc -beagle \
    -beagle_double -seed 4242 -overwrite run.xml > out.txt 2>&1)
 
-echo "BEAST $(dpkg-query -W -f '${Version}' beast-mcmc 2>/dev/null) on testStrictClock.xml, $states states ($(nproc) cores)"
+echo "BEAST $(dpkg-query -W -f '${Version}' beast-mcmc 2>/dev/null) on $(basename "$xml" .gz), $states states ($(nproc) cores)"
 one "Debian libhmsbeagle" "$tmp/sys"
 one "libember-beagle, embedded" "$tmp/emb" "$ember" beagle --embedded --
 one "libember-beagle, ember-nam" "$tmp/nam" "$ember" beagle --nam "unix:$sock" --
