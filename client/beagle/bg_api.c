@@ -440,6 +440,17 @@ int beagleConvolveTransitionMatrices(int instance, const int *firstIndices,
 
 /* P(t) for count matrices; eigens, rates: one index for all (n_sets 1)
  * or one per matrix. */
+/* n indices (checked) as the queue's uint32s, their count into *count;
+ * NULL when out of memory. */
+static uint32_t *indices_of(bg_instance *in, const int *src, size_t n,
+                            size_t *count) {
+  uint32_t *dst = bg_alloc(in, n * sizeof *dst);
+  if (!dst) return NULL;
+  for (size_t i = 0; i < n; i++) dst[i] = (uint32_t)src[i];
+  *count = n;
+  return dst;
+}
+
 static int update_matrices(bg_instance *in, const int *eigens,
                            const int *rates, size_t n_sets,
                            const int *probabilityIndices,
@@ -477,20 +488,13 @@ static int update_matrices(bg_instance *in, const int *eigens,
   if (!m->matrices || !m->lengths || !m->eigens || !m->rate_sets)
     return BEAGLE_ERROR_OUT_OF_MEMORY;
   for (size_t i = 0; i < n; i++) m->matrices[i] = (uint32_t)probabilityIndices[i];
-  if (firstDerivativeIndices) {
-    m->n_first_derivatives = n;
-    m->first_derivatives = bg_alloc(in, n * sizeof *m->first_derivatives);
-    if (!m->first_derivatives) return BEAGLE_ERROR_OUT_OF_MEMORY;
-    for (size_t i = 0; i < n; i++)
-      m->first_derivatives[i] = (uint32_t)firstDerivativeIndices[i];
-  }
-  if (secondDerivativeIndices) {
-    m->n_second_derivatives = n;
-    m->second_derivatives = bg_alloc(in, n * sizeof *m->second_derivatives);
-    if (!m->second_derivatives) return BEAGLE_ERROR_OUT_OF_MEMORY;
-    for (size_t i = 0; i < n; i++)
-      m->second_derivatives[i] = (uint32_t)secondDerivativeIndices[i];
-  }
+  if ((firstDerivativeIndices &&
+       !(m->first_derivatives = indices_of(in, firstDerivativeIndices, n,
+                                           &m->n_first_derivatives))) ||
+      (secondDerivativeIndices &&
+       !(m->second_derivatives = indices_of(in, secondDerivativeIndices, n,
+                                            &m->n_second_derivatives))))
+    return BEAGLE_ERROR_OUT_OF_MEMORY;
   for (size_t i = 0; i < n_sets; i++) {
     m->eigens[i] = (uint32_t)eigens[i];
     m->rate_sets[i] = (uint32_t)rates[i];
