@@ -85,6 +85,8 @@ PLF_INLINE PLF_V_T PLF_V(apply4)(const PLF_V(mat4) *m, const PLF_REAL *x,
                                  const int *st) {
   if (st) {
     const PLF_REAL *rows[PLF_G];
+    /* unrolled, or the pointers go through the stack on every group */
+    _Pragma("GCC unroll 16")
     for (int g = 0; g < PLF_G; g++)
       rows[g] = m->tips[(unsigned)st[g] < 4u ? st[g] : 4];
     return V_GATHER4(rows);
