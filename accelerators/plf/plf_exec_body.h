@@ -381,6 +381,8 @@ static int SFX(pattern_local)(const Ember__Plf__Op *op) {
 /* about this many bytes of each partials buffer per block: a parent's
  * children and its own block stay in L1 and L2 */
 #define SFX_BLOCK_BYTES 32768
+/* a buffer this small runs as one block */
+#define SFX_WHOLE_BYTES (8 * SFX_BLOCK_BYTES)
 /* values (C x S per pattern) a thread gets at least: for less, starting
  * and joining it costs about what it saves */
 #define SFX_THREAD_VALUES 32768
@@ -490,8 +492,17 @@ static int SFX(run_local)(SFX(exec) *e, size_t i0, size_t i1) {
   const plf_shape *s = &e->t->shape;
   const int P = (int)s->patterns;
   SFX(run) r = {.i0 = i0, .i1 = i1};
-  int block = SFX_BLOCK_BYTES / (int)(s->categories * s->states * sizeof(REAL));
+  size_t per_pattern = (size_t)s->categories * s->states * sizeof(REAL);
+  int block = (int)(SFX_BLOCK_BYTES / per_pattern);
   r.block = block < 64 ? 64 : block / 64 * 64;
+  /* buffers that L2 holds a few of whole gain nothing from blocks, and
+   * each block costs every op its set-up again (MrBayes's primates, 413
+   * patterns: two blocks), unless they are large enough for threads to
+   * share; the blocks never depend on the thread count (nor do the sums) */
+  long values = (long)P * s->categories * s->states;
+  if ((size_t)P * per_pattern <= SFX_WHOLE_BYTES &&
+      values < 2 * SFX_THREAD_VALUES)
+    r.block = P;
   r.n_blocks = (P + r.block - 1) / r.block;
   atomic_init(&r.next, 0);
   atomic_init(&r.stop, 0);
@@ -596,5 +607,6 @@ static int SFX(exec_run)(const plf_task *t, uint8_t *state,
 }
 
 #undef SFX_BLOCK_BYTES
+#undef SFX_WHOLE_BYTES
 #undef SFX_THREAD_VALUES
 #undef SFX_MAX_THREADS
