@@ -383,9 +383,6 @@ static int SFX(pattern_local)(const Ember__Plf__Op *op) {
 #define SFX_BLOCK_BYTES 32768
 /* a buffer this small runs as one block */
 #define SFX_WHOLE_BYTES (8 * SFX_BLOCK_BYTES)
-/* values (C x S per pattern) a thread gets at least: for less, starting
- * and joining it costs about what it saves */
-#define SFX_THREAD_VALUES 32768
 #define SFX_MAX_THREADS 256
 
 typedef struct SFX(run) {
@@ -446,7 +443,7 @@ static int SFX(run_blocks)(SFX(exec) *e, SFX(run) *r) {
   const plf_shape *s = &e->t->shape;
   long values = (long)s->patterns * s->categories * s->states;
   long n = (long)e->t->threads;
-  if (n > values / SFX_THREAD_VALUES) n = values / SFX_THREAD_VALUES;
+  if (n > values / PLF_THREAD_MIN_VALUES) n = values / PLF_THREAD_MIN_VALUES;
   if (n > r->n_blocks) n = r->n_blocks;
   if (n > SFX_MAX_THREADS) n = SFX_MAX_THREADS;
   if (n <= 1) {
@@ -501,17 +498,14 @@ static int SFX(run_local)(SFX(exec) *e, size_t i0, size_t i1) {
    * share; the blocks never depend on the thread count (nor do the sums) */
   long values = (long)P * s->categories * s->states;
   if ((size_t)P * per_pattern <= SFX_WHOLE_BYTES &&
-      values < 2 * SFX_THREAD_VALUES)
+      values < 2 * PLF_THREAD_MIN_VALUES)
     r.block = P;
   r.n_blocks = (P + r.block - 1) / r.block;
   atomic_init(&r.next, 0);
   atomic_init(&r.stop, 0);
-  int lnls = 0;
   for (size_t i = i0; i < i1; i++) {
     const Ember__Plf__Op *op = e->t->params->ops[i];
-    if (op->op_case != EMBER__PLF__OP__OP_LNL) continue;
-    r.n_terms += op->lnl->n_terms;
-    lnls = 1;
+    if (op->op_case == EMBER__PLF__OP__OP_LNL) r.n_terms += op->lnl->n_terms;
   }
   r.sums = calloc((size_t)r.n_blocks * 3 * (r.n_terms ? r.n_terms : 1),
                   sizeof *r.sums);
@@ -534,7 +528,7 @@ static int SFX(run_local)(SFX(exec) *e, size_t i0, size_t i1) {
       e->n_site_deriv += (size_t)P;
     }
   }
-  if (lnls) SFX(load_pattern_weights)(e);
+  if (r.n_terms) SFX(load_pattern_weights)(e);
   int rc = SFX(run_blocks)(e, &r);
   size_t term = 0;
   for (size_t i = i0; !rc && i < i1; i++) {
@@ -608,5 +602,4 @@ static int SFX(exec_run)(const plf_task *t, uint8_t *state,
 
 #undef SFX_BLOCK_BYTES
 #undef SFX_WHOLE_BYTES
-#undef SFX_THREAD_VALUES
 #undef SFX_MAX_THREADS

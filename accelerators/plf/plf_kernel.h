@@ -216,6 +216,11 @@ int plf_edge_lnl_f(const plf_kernels *k, const plf_dims *d,
 
 /* ---- threaded over patterns ------------------------------------------- */
 
+/* The values (C x S per pattern) a thread gets at least, here and in the
+ * plf executor's blocks: for less, starting and joining a thread costs
+ * about what it saves (tens of microseconds). */
+#define PLF_THREAD_MIN_VALUES 32768
+
 /* The same over all P patterns, split into up to nthreads contiguous ranges
  * (each a multiple of 64 patterns and at least 32,768 values, C x S per
  * pattern, but the last: a smaller problem takes fewer threads, none but

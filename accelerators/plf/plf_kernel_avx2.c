@@ -194,7 +194,6 @@ static void log_batch_f(float *v, int n) {
 #define V_HMAX hmax_pd
 #define V_ONE_IF_ZERO one_if_zero_pd
 #define V_SPLAT4(v, j) _mm256_permute4x64_pd(v, (j) * 0x55)
-#define V_BCAST4(p, j) _mm256_broadcast_sd((p) + (j))
 #define V_DUP4(p) _mm256_loadu_pd(p)
 #define V_GATHER4(rows) _mm256_loadu_pd((rows)[0])
 #define V_EXPAND4(p) _mm256_broadcast_sd(p)
@@ -222,7 +221,6 @@ static void log_batch_f(float *v, int n) {
 #undef V_HMAX
 #undef V_ONE_IF_ZERO
 #undef V_SPLAT4
-#undef V_BCAST4
 #undef V_DUP4
 #undef V_GATHER4
 #undef V_EXPAND4

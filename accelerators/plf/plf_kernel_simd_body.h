@@ -91,18 +91,11 @@ PLF_INLINE PLF_V_T PLF_V(apply4)(const PLF_V(mat4) *m, const PLF_REAL *x,
       rows[g] = m->tips[(unsigned)st[g] < 4u ? st[g] : 4];
     return V_GATHER4(rows);
   }
-#ifdef V_BCAST4
-  PLF_V_T a = V_MUL(m->col[0], V_BCAST4(x, 0));
-  PLF_V_T b = V_MUL(m->col[2], V_BCAST4(x, 2));
-  a = V_FMA(m->col[1], V_BCAST4(x, 1), a);
-  b = V_FMA(m->col[3], V_BCAST4(x, 3), b);
-#else
   PLF_V_T v = V_LOADU(x);
   PLF_V_T a = V_MUL(m->col[0], V_SPLAT4(v, 0));
   PLF_V_T b = V_MUL(m->col[2], V_SPLAT4(v, 2));
   a = V_FMA(m->col[1], V_SPLAT4(v, 1), a);
   b = V_FMA(m->col[3], V_SPLAT4(v, 3), b);
-#endif
   return V_ADD(a, b);
 }
 

@@ -10,9 +10,6 @@
 
 #define MAX_THREADS 256
 #define RANGE_ALIGN 64   /* patterns; keeps threads off each other's lines */
-/* values (C x S per pattern) a range gets at least: for less, starting and
- * joining a thread costs about what it saves (tens of microseconds) */
-#define MIN_RANGE_VALUES 32768
 
 typedef int (*range_fn)(const void *ctx, int p0, int p1, double *lnl);
 
@@ -39,7 +36,7 @@ static int run_split(range_fn fn, const void *ctx, const plf_dims *d,
   if (nthreads < 1) nthreads = 1;
   long per = ((long)P + nthreads - 1) / nthreads;
   long values = (long)d->states * d->categories;
-  long least = (MIN_RANGE_VALUES + values - 1) / values;
+  long least = (PLF_THREAD_MIN_VALUES + values - 1) / values;
   if (per < least) per = least;
   per = (per + RANGE_ALIGN - 1) / RANGE_ALIGN * RANGE_ALIGN;
   int n = (int)(((long)P + per - 1) / per);

@@ -114,8 +114,7 @@ int beagleCreateInstance(int tipCount, int partialsBufferCount,
                     ? BEAGLE_FLAG_COMPUTATION_ASYNCH
                     : BEAGLE_FLAG_COMPUTATION_SYNCH;
   long flags = r->required | asynch | BEAGLE_FLAG_EIGEN_REAL | scaling |
-               bg_vector_flag(r->kind) |
-               threading |
+               bg_vector_flag(r->kind) | threading |
                (single ? BEAGLE_FLAG_PRECISION_SINGLE
                        : BEAGLE_FLAG_PRECISION_DOUBLE) |
                (log_scalers ? BEAGLE_FLAG_SCALERS_LOG
@@ -127,16 +126,10 @@ int beagleCreateInstance(int tipCount, int partialsBufferCount,
   int rc = bg_instance_create(&s, tipCount,
                               partialsBufferCount + compactBufferCount,
                               chosen, r->kind, flags, log_scalers,
-                              transposed, &in, err, sizeof err);
+                              transposed, threads, &in, err, sizeof err);
   if (rc) {
     if (err[0]) bg_warn("beagleCreateInstance: %s", err);
     return rc;
-  }
-  int id = in->id;
-  if ((in = bg_get(id)) != NULL) {   /* registered: others may see it */
-    in->threads = threads;
-    in->auto_scale = auto_scale;
-    bg_put(in);
   }
   if (returnInfo) {
     static char *const impl[2] = {"ember-plf-Double", "ember-plf-Single"};
@@ -149,7 +142,7 @@ int beagleCreateInstance(int tipCount, int partialsBufferCount,
         "per instance, queued calls sent as one task per result";
     returnInfo->flags = flags;
   }
-  return id;
+  return in->id;
 }
 
 int beagleFinalizeInstance(int instance) {
@@ -438,8 +431,6 @@ int beagleConvolveTransitionMatrices(int instance, const int *firstIndices,
   return done(in, BEAGLE_ERROR_NO_IMPLEMENTATION);
 }
 
-/* P(t) for count matrices; eigens, rates: one index for all (n_sets 1)
- * or one per matrix. */
 /* n indices (checked) as the queue's uint32s, their count into *count;
  * NULL when out of memory. */
 static uint32_t *indices_of(bg_instance *in, const int *src, size_t n,
@@ -451,6 +442,8 @@ static uint32_t *indices_of(bg_instance *in, const int *src, size_t n,
   return dst;
 }
 
+/* P(t) for count matrices; eigens, rates: one index for all (n_sets 1)
+ * or one per matrix; and dP/dt, d2P/dt2 where their indices are given. */
 static int update_matrices(bg_instance *in, const int *eigens,
                            const int *rates, size_t n_sets,
                            const int *probabilityIndices,
@@ -650,8 +643,8 @@ static int update_partials_auto(bg_instance *in, const int *ops, int count,
     int below[2], n = 0;
     if (o[3] >= in->tips) below[n++] = o[3] - in->tips;
     if (o[5] >= in->tips) below[n++] = o[5] - in->tips;
-    if (n && (rc = bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__ACCUMULATE, below,
-                            n, dest - in->tips, partition)))
+    if (n && (rc = bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__ACCUMULATE,
+                               below, n, dest - in->tips, partition)))
       return rc;
   }
   return BEAGLE_SUCCESS;
@@ -767,7 +760,7 @@ int beagleAccumulateScaleFactors(int instance, const int *scaleIndices,
                                  int count, int cumulativeScaleIndex) {
   GET_OR_RETURN(in, instance);
   return done(in, bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__ACCUMULATE,
-                           scaleIndices, count, cumulativeScaleIndex, -1));
+                              scaleIndices, count, cumulativeScaleIndex, -1));
 }
 
 int beagleAccumulateScaleFactorsByPartition(int instance,
@@ -778,15 +771,15 @@ int beagleAccumulateScaleFactorsByPartition(int instance,
   GET_OR_RETURN(in, instance);
   if (partitionIndex < 0) return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
   return done(in, bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__ACCUMULATE,
-                           scaleIndices, count, cumulativeScaleIndex,
-                           partitionIndex));
+                              scaleIndices, count, cumulativeScaleIndex,
+                              partitionIndex));
 }
 
 int beagleRemoveScaleFactors(int instance, const int *scaleIndices,
                              int count, int cumulativeScaleIndex) {
   GET_OR_RETURN(in, instance);
   return done(in, bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__REMOVE,
-                           scaleIndices, count, cumulativeScaleIndex, -1));
+                              scaleIndices, count, cumulativeScaleIndex, -1));
 }
 
 int beagleRemoveScaleFactorsByPartition(int instance, const int *scaleIndices,
@@ -795,14 +788,14 @@ int beagleRemoveScaleFactorsByPartition(int instance, const int *scaleIndices,
   GET_OR_RETURN(in, instance);
   if (partitionIndex < 0) return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
   return done(in, bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__REMOVE,
-                           scaleIndices, count, cumulativeScaleIndex,
-                           partitionIndex));
+                              scaleIndices, count, cumulativeScaleIndex,
+                              partitionIndex));
 }
 
 int beagleResetScaleFactors(int instance, int cumulativeScaleIndex) {
   GET_OR_RETURN(in, instance);
   return done(in, bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__RESET, NULL, 0,
-                           cumulativeScaleIndex, -1));
+                              cumulativeScaleIndex, -1));
 }
 
 int beagleResetScaleFactorsByPartition(int instance, int cumulativeScaleIndex,
@@ -810,7 +803,7 @@ int beagleResetScaleFactorsByPartition(int instance, int cumulativeScaleIndex,
   GET_OR_RETURN(in, instance);
   if (partitionIndex < 0) return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
   return done(in, bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__RESET, NULL, 0,
-                           cumulativeScaleIndex, partitionIndex));
+                              cumulativeScaleIndex, partitionIndex));
 }
 
 int beagleCopyScaleFactors(int instance, int destScalingIndex,
@@ -821,7 +814,7 @@ int beagleCopyScaleFactors(int instance, int destScalingIndex,
     return done(in, BEAGLE_ERROR_OUT_OF_RANGE);
   if (destScalingIndex == srcScalingIndex) return done(in, BEAGLE_SUCCESS);
   return done(in, bg_scale_op(in, EMBER__PLF__SCALE_OP__KIND__COPY,
-                           &srcScalingIndex, 1, destScalingIndex, -1));
+                              &srcScalingIndex, 1, destScalingIndex, -1));
 }
 
 int beagleGetScaleFactors(int instance, int srcScalingIndex,

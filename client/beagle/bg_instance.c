@@ -224,7 +224,7 @@ static void instance_free(bg_instance *in) {
 
 int bg_instance_create(const plf_shape *shape, int tips, int buffers,
                        int resource, const char *kind, long flags,
-                       int log_scalers, int inv_transposed,
+                       int log_scalers, int inv_transposed, unsigned threads,
                        bg_instance **out, char *err, size_t err_len) {
   bg_instance *in = calloc(1, sizeof *in);
   if (!in) return BEAGLE_ERROR_OUT_OF_MEMORY;
@@ -251,6 +251,9 @@ int bg_instance_create(const plf_shape *shape, int tips, int buffers,
   in->log_scalers = log_scalers;
   in->inv_transposed = inv_transposed;
   in->flags = flags;
+  in->auto_scale =
+      (flags & (BEAGLE_FLAG_SCALING_ALWAYS | BEAGLE_FLAG_SCALING_AUTO)) != 0;
+  in->threads = threads;
   in->resource = resource;
   in->kind = kind;
 

@@ -123,10 +123,11 @@ bg_instance *bg_get(int id);
 void bg_put(bg_instance *in);
 
 /* bg_instance_create / bg_instance_destroy: beagleCreateInstance's and
- * beagleFinalizeInstance's work (bg_instance.c). */
+ * beagleFinalizeInstance's work (bg_instance.c); flags as the details
+ * report them (SCALING_ALWAYS or AUTO: scaling by the instance). */
 int bg_instance_create(const plf_shape *shape, int tips, int buffers,
                        int resource, const char *kind, long flags,
-                       int log_scalers, int inv_transposed,
+                       int log_scalers, int inv_transposed, unsigned threads,
                        bg_instance **out, char *err, size_t err_len);
 int bg_instance_finalize(int id);
 int bg_finalize_all(void);
@@ -151,7 +152,6 @@ static inline int bg_derivatives_here(const bg_instance *in) {
  * BEAGLE checks them. A BEAGLE code. */
 int bg_scale_op(bg_instance *in, Ember__Plf__ScaleOp__Kind kind,
                 const int *scales, int count, int cumulative, int partition);
-
 
 /* bg_input - hand size bytes as an input block of the next task, for a
  * large payload; fills *slice. Returns 0 or a BEAGLE error. */
